@@ -1,0 +1,146 @@
+//! Who is calling room-cli: a harness's tool command, a loop's check script,
+//! or something Core cannot vouch for. Pure: the runtime reads the ancestry
+//! from `/proc` and passes it in.
+
+use serde::{Deserialize, Serialize};
+
+use crate::id::valid_id;
+
+/// The environment variable the website sets on a loop's check script.
+pub const LOOP_MARKER: &str = "CLOUDROOM_LOOP";
+
+/// What Core could read of one process's environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvView {
+    /// `/proc/PID/environ` was readable; the `CLOUDROOM_LOOP` value if set
+    /// (an empty value counts as set).
+    Readable {
+        /// The marker's value, if the process sets it.
+        loop_marker: Option<String>,
+    },
+    /// `/proc/PID/environ` gave EACCES: Core runs as another account.
+    Hidden,
+}
+
+/// One process of the caller's ancestry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcView {
+    /// Its process ID.
+    pub pid: u32,
+    /// The session whose harness this process is, if Core started it.
+    pub harness: Option<String>,
+    /// What could be read of its environment.
+    pub env: EnvView,
+}
+
+/// The caller's identity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Caller {
+    /// Under this session's harness.
+    Harness(String),
+    /// Under a loop's check script with this (valid) loop ID.
+    Loop(String),
+    /// Under a process whose `CLOUDROOM_LOOP` is not a loop ID.
+    Malformed(String),
+    /// No harness, no readable marker, and some environment was unreadable.
+    Hidden,
+    /// No harness and no marker.
+    Unknown,
+}
+
+/// Classifies a caller from its ancestry, nearest process first.
+///
+/// A harness anywhere wins; else the nearest `CLOUDROOM_LOOP` decides
+/// (valid or malformed); else an unreadable environment makes it `Hidden`.
+pub fn classify(ancestry: &[ProcView]) -> Caller {
+    if let Some(session) = ancestry.iter().find_map(|p| p.harness.clone()) {
+        return Caller::Harness(session);
+    }
+    let marker = ancestry.iter().find_map(|p| match &p.env {
+        EnvView::Readable { loop_marker } => loop_marker.clone(),
+        EnvView::Hidden => None,
+    });
+    match marker {
+        Some(id) if valid_id(&id) => Caller::Loop(id),
+        Some(value) => Caller::Malformed(value),
+        None if ancestry.iter().any(|p| p.env == EnvView::Hidden) => Caller::Hidden,
+        None => Caller::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "0f8e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+
+    fn plain(pid: u32) -> ProcView {
+        ProcView {
+            pid,
+            harness: None,
+            env: EnvView::Readable { loop_marker: None },
+        }
+    }
+
+    fn marked(pid: u32, value: &str) -> ProcView {
+        ProcView {
+            env: EnvView::Readable {
+                loop_marker: Some(value.into()),
+            },
+            ..plain(pid)
+        }
+    }
+
+    #[test]
+    fn a_marker_on_an_ancestor_counts_even_if_the_caller_cleared_its_env() {
+        let a = [plain(30), marked(20, ID), plain(1)];
+        assert_eq!(classify(&a), Caller::Loop(ID.into()));
+    }
+
+    #[test]
+    fn the_nearest_marker_decides() {
+        let a = [marked(30, "nope"), marked(20, ID)];
+        assert_eq!(classify(&a), Caller::Malformed("nope".into()));
+    }
+
+    #[test]
+    fn a_harness_wins_over_a_nearer_marker() {
+        let mut h = plain(10);
+        h.harness = Some("cr_seed".into());
+        let a = [marked(30, ID), h];
+        assert_eq!(classify(&a), Caller::Harness("cr_seed".into()));
+    }
+
+    #[test]
+    fn an_unreadable_caller_environment_gets_its_own_refusal() {
+        // A readable caller with no marker is Unknown (the usual refusal)...
+        assert_eq!(classify(&[plain(30), plain(1)]), Caller::Unknown);
+        // ...an unreadable one is Hidden (the protected-machine refusal).
+        let hidden = ProcView {
+            env: EnvView::Hidden,
+            ..plain(1)
+        };
+        assert_eq!(classify(&[plain(30), hidden]), Caller::Hidden);
+        let refusal = crate::policy::decide(
+            &Caller::Hidden,
+            &crate::command::Command::parse(&["loop", "list"])
+                .unwrap()
+                .command()
+                .unwrap(),
+        );
+        assert_eq!(
+            refusal,
+            crate::policy::Decision::Refuse {
+                message: crate::policy::HIDDEN_LOOP.replace("{X}", "loop"),
+                exit_code: 1
+            }
+        );
+    }
+
+    #[test]
+    fn empty_ancestry_is_unknown() {
+        assert_eq!(classify(&[]), Caller::Unknown);
+    }
+}

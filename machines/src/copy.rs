@@ -1,0 +1,166 @@
+//! The project copy's status file, `<folder>.cloudroom-files`, as the launch
+//! machine sees it: a parsed mark and its age.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Millis;
+
+/// The largest status file that is read as a mark; anything longer is
+/// malformed (the app writes at most a short failure reason).
+pub const MAX_MARK_BYTES: usize = 4096;
+
+/// What the app wrote into the status file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CopyMark {
+    /// `copying`: a copy is filling the folder.
+    Copying,
+    /// `ready`: the files have landed.
+    Ready,
+    /// `failed: <reason>`: the copy gave up; the reason is kept for the user.
+    Failed(String),
+}
+
+/// Why a status file's bytes are not a mark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkError {
+    /// The file is empty (or only whitespace).
+    Empty,
+    /// The file is longer than [`MAX_MARK_BYTES`].
+    TooLong(usize),
+    /// The file is not UTF-8.
+    NotText,
+    /// The file says something else; the text is kept, cut to 80 characters.
+    Unknown(String),
+}
+
+impl std::fmt::Display for MarkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MarkError::Empty => write!(f, "the status file is empty"),
+            MarkError::TooLong(n) => {
+                write!(f, "the status file is {n} bytes, over {MAX_MARK_BYTES}")
+            }
+            MarkError::NotText => write!(f, "the status file is not UTF-8 text"),
+            MarkError::Unknown(s) => write!(f, "the status file says {s:?}"),
+        }
+    }
+}
+
+impl CopyMark {
+    /// Parses a status file's bytes: `copying`, `ready` or `failed: <reason>`,
+    /// with surrounding whitespace (a trailing newline) ignored.
+    pub fn parse(bytes: &[u8]) -> Result<CopyMark, MarkError> {
+        if bytes.len() > MAX_MARK_BYTES {
+            return Err(MarkError::TooLong(bytes.len()));
+        }
+        let text = std::str::from_utf8(bytes).map_err(|_| MarkError::NotText)?;
+        let text = text.trim();
+        match text {
+            "" => Err(MarkError::Empty),
+            "copying" => Ok(CopyMark::Copying),
+            "ready" => Ok(CopyMark::Ready),
+            _ => match text.strip_prefix("failed:") {
+                Some(reason) => Ok(CopyMark::Failed(reason.trim().to_string())),
+                None => Err(MarkError::Unknown(text.chars().take(80).collect())),
+            },
+        }
+    }
+}
+
+/// One read of the status file, made by the runtime.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Observation {
+    /// The parsed mark; `None` when the file is missing or malformed.
+    pub mark: Option<CopyMark>,
+    /// How long ago the file was last modified, in milliseconds; `None` when
+    /// there is no file.
+    #[serde(default)]
+    pub age: Option<Millis>,
+    /// Set when a file exists but is not a mark; it is then treated as missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malformed: Option<MarkError>,
+}
+
+impl Observation {
+    /// No status file.
+    pub fn missing() -> Observation {
+        Observation::default()
+    }
+
+    /// A status file with `bytes`, last modified `age` milliseconds ago.
+    pub fn from_file(bytes: &[u8], age: Millis) -> Observation {
+        match CopyMark::parse(bytes) {
+            Ok(mark) => Observation {
+                mark: Some(mark),
+                age: Some(age),
+                malformed: None,
+            },
+            Err(e) => Observation {
+                mark: None,
+                age: Some(age),
+                malformed: Some(e),
+            },
+        }
+    }
+
+    /// A well-formed mark of the given age (for tests and timelines).
+    pub fn marked(mark: CopyMark, age: Millis) -> Observation {
+        Observation {
+            mark: Some(mark),
+            age: Some(age),
+            malformed: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_three_marks() {
+        assert_eq!(CopyMark::parse(b"copying"), Ok(CopyMark::Copying));
+        assert_eq!(CopyMark::parse(b"copying\n"), Ok(CopyMark::Copying));
+        assert_eq!(CopyMark::parse(b"ready\n"), Ok(CopyMark::Ready));
+        assert_eq!(
+            CopyMark::parse(b"failed: disk full\n"),
+            Ok(CopyMark::Failed("disk full".into()))
+        );
+        assert_eq!(
+            CopyMark::parse(b"failed:"),
+            Ok(CopyMark::Failed(String::new()))
+        );
+    }
+
+    #[test]
+    fn anything_else_is_malformed() {
+        assert_eq!(CopyMark::parse(b""), Err(MarkError::Empty));
+        assert_eq!(CopyMark::parse(b" \n"), Err(MarkError::Empty));
+        assert_eq!(CopyMark::parse(&[0xff, 0xfe]), Err(MarkError::NotText));
+        assert_eq!(
+            CopyMark::parse(b"Ready"),
+            Err(MarkError::Unknown("Ready".into()))
+        );
+        assert_eq!(
+            CopyMark::parse(b"copying please"),
+            Err(MarkError::Unknown("copying please".into()))
+        );
+        let long = vec![b'a'; MAX_MARK_BYTES + 1];
+        assert_eq!(
+            CopyMark::parse(&long),
+            Err(MarkError::TooLong(MAX_MARK_BYTES + 1))
+        );
+        let mut ready_padded = b"ready".to_vec();
+        ready_padded.resize(MAX_MARK_BYTES + 1, b' ');
+        assert!(CopyMark::parse(&ready_padded).is_err());
+    }
+
+    #[test]
+    fn a_malformed_file_observes_as_missing_and_says_why() {
+        let o = Observation::from_file(b"???", 10);
+        assert_eq!(o.mark, None);
+        assert_eq!(o.malformed, Some(MarkError::Unknown("???".into())));
+    }
+}

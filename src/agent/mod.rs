@@ -1,0 +1,1 @@
+//! The agent socket for room-cli (Unix socket, SO_PEERCRED).

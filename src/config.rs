@@ -1,0 +1,193 @@
+//! The service's configuration: a JSON file whose every field has an embedded
+//! default, so `room-core` runs with no file at all.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Everything room-core can be told. Unknown fields are refused so a typo in a
+/// config file is an error, not a silently ignored setting.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Loopback address of the app's HTTP API.
+    pub listen: String,
+    /// Bearer token the app must send; when absent, one is generated and kept
+    /// in `<state_dir>/token` (mode 0600). Never logged.
+    pub token: Option<String>,
+    /// Where sessions, queued prompts and waiting starts are persisted.
+    pub state_dir: PathBuf,
+    /// The agent socket room-cli connects to; default `<state_dir>/agent.sock`.
+    pub agent_socket: Option<PathBuf>,
+    /// The uid allowed on the agent socket; default the service's own uid.
+    pub agent_uid: Option<u32>,
+    /// The claude CLI to run.
+    pub claude_program: PathBuf,
+    /// The codex CLI to run.
+    pub codex_program: PathBuf,
+    /// Startup permits (harness starts at once); 0 means the CPU count.
+    pub startup_permits: usize,
+    /// `PROJECT_COPY_WAIT` in ms.
+    pub copy_wait_ms: u64,
+    /// `MARK_MAX_AGE` in ms.
+    pub mark_max_age_ms: u64,
+    /// `POLL` in ms: the fallback read interval of a waiting start.
+    pub poll_ms: u64,
+    /// Watch status files with inotify (off: polling only, as upstream does).
+    pub watch: bool,
+    /// The website's base URL; `CLOUDROOM_API_URL` in the environment wins.
+    pub website_url: Option<String>,
+    /// The token Core signs in to the website with. Never logged.
+    pub website_token: Option<String>,
+    /// HTTP worker threads.
+    pub http_workers: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let launch = room_machines::LaunchConfig::default();
+        Config {
+            listen: "127.0.0.1:7710".into(),
+            token: None,
+            state_dir: default_state_dir(),
+            agent_socket: None,
+            agent_uid: None,
+            claude_program: "claude".into(),
+            codex_program: "codex".into(),
+            startup_permits: 0,
+            copy_wait_ms: launch.copy_wait,
+            mark_max_age_ms: launch.mark_max_age,
+            poll_ms: launch.poll,
+            watch: true,
+            website_url: None,
+            website_token: None,
+            http_workers: 4,
+        }
+    }
+}
+
+/// Why a config could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The config file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid config.
+    #[error("config {path} is invalid: {source}")]
+    Parse {
+        /// The config file.
+        path: PathBuf,
+        /// What serde said (names the bad field).
+        source: serde_json::Error,
+    },
+    /// A value is out of range.
+    #[error("config is invalid: {0}")]
+    Invalid(String),
+}
+
+/// `$HOME/.room-core`, or a folder under the temp dir when there is no home.
+fn default_state_dir() -> PathBuf {
+    match std::env::var_os("HOME") {
+        Some(home) if !home.is_empty() => PathBuf::from(home).join(".room-core"),
+        _ => std::env::temp_dir().join("room-core"),
+    }
+}
+
+impl Config {
+    /// Loads a config file (JSON); missing fields take their defaults.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let config: Config = serde_json::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.into(),
+            source,
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks values serde cannot: loopback only, non-zero intervals.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let addr: std::net::SocketAddr = self
+            .listen
+            .parse()
+            .map_err(|_| ConfigError::Invalid(format!("listen {:?} is not an address", self.listen)))?;
+        if !addr.ip().is_loopback() {
+            return Err(ConfigError::Invalid(format!(
+                "listen {} is not a loopback address; room-core serves the app on loopback only",
+                self.listen
+            )));
+        }
+        if self.poll_ms == 0 {
+            return Err(ConfigError::Invalid("poll_ms must be at least 1".into()));
+        }
+        if self.http_workers == 0 {
+            return Err(ConfigError::Invalid("http_workers must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// The launch machine's limits.
+    pub fn launch(&self) -> room_machines::LaunchConfig {
+        room_machines::LaunchConfig {
+            copy_wait: self.copy_wait_ms,
+            mark_max_age: self.mark_max_age_ms,
+            poll: self.poll_ms,
+        }
+    }
+
+    /// The startup permit count (the CPU count when 0).
+    pub fn permits(&self) -> usize {
+        match self.startup_permits {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
+
+    /// The agent socket's path.
+    pub fn agent_socket_path(&self) -> PathBuf {
+        self.agent_socket
+            .clone()
+            .unwrap_or_else(|| self.state_dir.join("agent.sock"))
+    }
+
+    /// The website's base URL: `CLOUDROOM_API_URL` first, then the config.
+    pub fn website_base(&self) -> Option<String> {
+        std::env::var("CLOUDROOM_API_URL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .or_else(|| self.website_url.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_seed_constants_and_loopback() {
+        let c = Config::default();
+        c.validate().unwrap();
+        assert_eq!(c.copy_wait_ms, 300_000);
+        assert_eq!(c.mark_max_age_ms, 300_000);
+        assert_eq!(c.poll_ms, 250);
+    }
+
+    #[test]
+    fn refuses_unknown_fields_and_non_loopback() {
+        let e = serde_json::from_str::<Config>(r#"{"pol_ms": 5}"#).unwrap_err();
+        assert!(e.to_string().contains("pol_ms"), "{e}");
+        let c = Config {
+            listen: "0.0.0.0:1".into(),
+            ..Config::default()
+        };
+        assert!(c.validate().unwrap_err().to_string().contains("loopback"));
+    }
+}

@@ -1,0 +1,1 @@
+//! claude and codex adapters: argv, native ID, turn output.

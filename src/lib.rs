@@ -1,0 +1,11 @@
+//! room-core: the per-sandbox service that starts and supervises coding-agent
+//! harnesses for the app and answers the agents' CLI, room-cli.
+//!
+//! Business rules live in the pure `room-machines` crate; this crate is the
+//! runtime that does their I/O.
+
+pub mod agent;
+pub mod api;
+pub mod config;
+pub mod harness;
+pub mod runtime;
