@@ -115,10 +115,9 @@ impl Config {
 
     /// Checks values serde cannot: loopback only, non-zero intervals.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let addr: std::net::SocketAddr = self
-            .listen
-            .parse()
-            .map_err(|_| ConfigError::Invalid(format!("listen {:?} is not an address", self.listen)))?;
+        let addr: std::net::SocketAddr = self.listen.parse().map_err(|_| {
+            ConfigError::Invalid(format!("listen {:?} is not an address", self.listen))
+        })?;
         if !addr.ip().is_loopback() {
             return Err(ConfigError::Invalid(format!(
                 "listen {} is not a loopback address; room-core serves the app on loopback only",
@@ -129,7 +128,9 @@ impl Config {
             return Err(ConfigError::Invalid("poll_ms must be at least 1".into()));
         }
         if self.http_workers == 0 {
-            return Err(ConfigError::Invalid("http_workers must be at least 1".into()));
+            return Err(ConfigError::Invalid(
+                "http_workers must be at least 1".into(),
+            ));
         }
         Ok(())
     }

@@ -9,3 +9,4 @@ pub mod api;
 pub mod config;
 pub mod harness;
 pub mod runtime;
+pub mod service;

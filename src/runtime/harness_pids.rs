@@ -20,7 +20,10 @@ impl HarnessPids {
 
     /// Forgets `pid` (the harness exited).
     pub fn remove(&self, pid: u32) {
-        self.0.write().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&pid);
     }
 
     /// The session whose harness `pid` is, if any.
