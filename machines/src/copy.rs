@@ -73,6 +73,7 @@ impl CopyMark {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Observation {
     /// The parsed mark; `None` when the file is missing or malformed.
+    #[serde(default)]
     pub mark: Option<CopyMark>,
     /// How long ago the file was last modified, in milliseconds; `None` when
     /// there is no file.

@@ -444,3 +444,147 @@ impl Launch {
         self.release_permit();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::copy::CopyMark;
+
+    const MIN: Millis = 60_000;
+
+    fn drain(l: &mut Launch) -> Vec<Effect> {
+        std::iter::from_fn(|| l.poll_effect()).collect()
+    }
+
+    fn copying(age: Millis) -> Input {
+        Input::Observed(Observation::marked(CopyMark::Copying, age))
+    }
+
+    /// Runs a launch with `plan` whose status file always reads `mark`,
+    /// delivering every timeout on time; returns when it asked for a permit.
+    fn asks_permit_at(plan: Plan, obs: Observation) -> Millis {
+        let mut l = Launch::new(Config::default(), plan, 1_000);
+        let mut now = 1_000;
+        loop {
+            while let Some(e) = l.poll_effect() {
+                match e {
+                    Effect::Observe => {
+                        l.handle(now, Input::Observed(obs.clone()));
+                    }
+                    Effect::AskPermit => return now,
+                    _ => {}
+                }
+            }
+            let (at, _) = l.poll_timeout().expect("a waiting launch has a deadline");
+            now = at;
+            l.handle(now, Input::Timeout);
+        }
+    }
+
+    #[test]
+    fn a_launch_waits_for_a_copy_only_while_it_runs_and_never_past_its_limit() {
+        let promised = Plan {
+            promised: true,
+            relaunch: false,
+        };
+        let unpromised = Plan::default();
+        let copying_fresh = Observation::marked(CopyMark::Copying, 0);
+        // No copy: no wait.
+        assert_eq!(asks_permit_at(unpromised, Observation::missing()), 1_000);
+        // A stuck or unmarked promised copy waits exactly until the limit.
+        assert_eq!(
+            asks_permit_at(promised, copying_fresh.clone()),
+            1_000 + 5 * MIN
+        );
+        assert_eq!(
+            asks_permit_at(promised, Observation::missing()),
+            1_000 + 5 * MIN
+        );
+        // Ready or failed returns at once.
+        assert_eq!(
+            asks_permit_at(promised, Observation::marked(CopyMark::Ready, 0)),
+            1_000
+        );
+        let failed = Observation::marked(CopyMark::Failed("no space".into()), 0);
+        assert_eq!(asks_permit_at(promised, failed), 1_000);
+        // A mark older than the limit holds a promised start but not an unpromised one.
+        let old = Observation::marked(CopyMark::Copying, 6 * MIN);
+        assert_eq!(asks_permit_at(unpromised, old.clone()), 1_000);
+        assert_eq!(asks_permit_at(promised, old), 1_000 + 5 * MIN);
+        // Cancelling ends the wait: close, and the harness never starts.
+        let mut l = Launch::new(Config::default(), promised, 0);
+        l.handle(0, copying(0));
+        drain(&mut l);
+        assert_eq!(l.handle(10, Input::Close), Outcome::Applied);
+        assert_eq!(drain(&mut l), vec![Effect::Closed]);
+        assert_eq!(l.poll_timeout(), None);
+        assert_eq!(
+            l.handle(20, Input::Observed(Observation::marked(CopyMark::Ready, 0))),
+            Outcome::Ignored
+        );
+        assert_eq!(l.handle(20, Input::PermitGranted), Outcome::Ignored);
+        assert!(drain(&mut l).is_empty());
+    }
+
+    #[test]
+    fn an_unpromised_wait_ends_once_the_mark_grows_too_old() {
+        let mut l = Launch::new(Config::default(), Plan::default(), 0);
+        l.handle(0, copying(4 * MIN));
+        assert!(matches!(
+            drain(&mut l)[..],
+            [Effect::Observe, Effect::WaitFor { .. }]
+        ));
+        l.handle(MIN + 1, copying(5 * MIN + 1));
+        assert_eq!(
+            drain(&mut l),
+            vec![
+                Effect::WaitEnded {
+                    why: WaitEnd::MarkTooOld,
+                    waited: MIN + 1
+                },
+                Effect::AskPermit
+            ]
+        );
+    }
+
+    #[test]
+    fn early_and_duplicate_timeouts_change_nothing() {
+        let mut l = Launch::new(
+            Config::default(),
+            Plan {
+                promised: true,
+                relaunch: false,
+            },
+            0,
+        );
+        l.handle(0, Input::Observed(Observation::missing()));
+        drain(&mut l);
+        assert_eq!(l.handle(100, Input::Timeout), Outcome::Ignored);
+        assert_eq!(l.handle(250, Input::Timeout), Outcome::Applied);
+        assert_eq!(drain(&mut l), vec![Effect::Observe]);
+        assert_eq!(l.handle(250, Input::Timeout), Outcome::Ignored);
+    }
+
+    #[test]
+    fn a_malformed_mark_is_reported_once_and_treated_as_missing() {
+        let mut l = Launch::new(
+            Config::default(),
+            Plan {
+                promised: true,
+                relaunch: false,
+            },
+            0,
+        );
+        let bad = Observation::from_file(b"half", 0);
+        l.handle(0, Input::Observed(bad.clone()));
+        let first = drain(&mut l);
+        assert!(
+            first.contains(&Effect::MalformedMark(crate::copy::MarkError::Unknown(
+                "half".into()
+            )))
+        );
+        assert_eq!(l.state().phase, Phase::Waiting(WaitOn::MissingMark));
+        l.handle(250, Input::Observed(bad));
+        assert!(drain(&mut l).is_empty());
+    }
+}

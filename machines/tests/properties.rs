@@ -1,0 +1,262 @@
+//! Property tests over random input sequences: the launch rules of seed 000
+//! and the caller/policy rules of seed 001 hold whatever order things happen in.
+
+use proptest::prelude::*;
+use room_machines::caller::{classify, Caller, EnvView, ProcView};
+use room_machines::command::{Command, GROUPS};
+use room_machines::copy::{CopyMark, Observation};
+use room_machines::launch::{holds, Config, Effect, Input, Launch, Outcome, Phase, Plan};
+use room_machines::policy::{decide, Decision};
+use room_machines::Millis;
+
+const LIMIT: Millis = 300_000;
+
+fn observation() -> impl Strategy<Value = Observation> {
+    let age = 0..2 * LIMIT;
+    prop_oneof![
+        Just(Observation::missing()),
+        age.clone()
+            .prop_map(|a| Observation::marked(CopyMark::Copying, a)),
+        age.clone()
+            .prop_map(|a| Observation::marked(CopyMark::Ready, a)),
+        age.clone()
+            .prop_map(|a| Observation::marked(CopyMark::Failed("boom".into()), a)),
+        age.prop_map(|a| Observation::from_file(b"garbage", a)),
+    ]
+}
+
+fn input() -> impl Strategy<Value = Input> {
+    prop_oneof![
+        4 => observation().prop_map(Input::Observed),
+        1 => Just(Input::Changed),
+        4 => Just(Input::Timeout),
+        1 => Just(Input::Stop),
+        1 => Just(Input::Close),
+        1 => Just(Input::ServiceStop),
+        2 => Just(Input::PermitGranted),
+        1 => Just(Input::HarnessStarted { native_id: Some("n1".into()) }),
+        1 => Just(Input::HarnessFailed("spawn failed".into())),
+    ]
+}
+
+fn plan() -> impl Strategy<Value = Plan> {
+    (any::<bool>(), any::<bool>()).prop_map(|(promised, relaunch)| Plan { promised, relaunch })
+}
+
+/// One step of a recorded run: when, what came in, what came out.
+#[derive(Debug)]
+struct Step {
+    at: Millis,
+    input: Option<Input>,
+    outcome: Outcome,
+    effects: Vec<Effect>,
+    waiting_before: bool,
+}
+
+/// Runs `inputs`, each `dt` ms after the last (from 0 to 90 s apart, so long
+/// runs cross the 5-minute limit); the first step is `Launch::new`.
+fn run(plan: Plan, inputs: &[(Millis, Input)]) -> (Launch, Vec<Step>) {
+    let mut l = Launch::new(Config::default(), plan, 0);
+    let mut steps = vec![Step {
+        at: 0,
+        input: None,
+        outcome: Outcome::Applied,
+        effects: std::iter::from_fn(|| l.poll_effect()).collect(),
+        waiting_before: false,
+    }];
+    let mut now = 0;
+    for (dt, input) in inputs {
+        now += dt;
+        let waiting_before = matches!(l.state().phase, Phase::Checking | Phase::Waiting(_));
+        let outcome = l.handle(now, input.clone());
+        steps.push(Step {
+            at: now,
+            input: Some(input.clone()),
+            outcome,
+            effects: std::iter::from_fn(|| l.poll_effect()).collect(),
+            waiting_before,
+        });
+    }
+    (l, steps)
+}
+
+fn inputs() -> impl Strategy<Value = Vec<(Millis, Input)>> {
+    prop::collection::vec((prop_oneof![0..300u64, 0..90_000u64], input()), 0..60)
+}
+
+fn emitted<'a>(steps: &'a [Step]) -> impl Iterator<Item = &'a Effect> {
+    steps.iter().flat_map(|s| s.effects.iter())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn an_unpromised_start_with_no_mark_never_waits(
+        age in 0..LIMIT, rest in inputs(), malformed in any::<bool>()
+    ) {
+        let first = if malformed { Observation::from_file(b"??", age) } else { Observation::missing() };
+        let mut all = vec![(0, Input::Observed(first))];
+        all.extend(rest);
+        let (_, steps) = run(Plan::default(), &all);
+        prop_assert!(steps[1].effects.contains(&Effect::AskPermit), "{:?}", steps[1]);
+        prop_assert!(
+            !emitted(&steps).any(|e| matches!(e, Effect::WaitFor { .. })),
+            "waited: {:?}",
+            steps
+        );
+    }
+
+    #[test]
+    fn a_closed_start_never_emits_start_harness(plan in plan(), before in inputs(), after in inputs()) {
+        let mut all = before;
+        all.push((0, Input::Close));
+        all.extend(after);
+        let (_, steps) = run(plan, &all);
+        let closed_at = steps
+            .iter()
+            .position(|s| s.effects.contains(&Effect::Closed));
+        if let Some(i) = closed_at {
+            prop_assert!(!emitted(&steps[i..]).any(|e| *e == Effect::StartHarness));
+        }
+    }
+
+    #[test]
+    fn start_harness_is_emitted_at_most_once(plan in plan(), all in inputs()) {
+        let (_, steps) = run(plan, &all);
+        prop_assert!(emitted(&steps).filter(|e| **e == Effect::StartHarness).count() <= 1);
+        prop_assert!(emitted(&steps).filter(|e| **e == Effect::AskPermit).count() <= 1);
+    }
+
+    #[test]
+    fn ask_permit_never_comes_before_the_wait_ends(plan in plan(), all in inputs()) {
+        let (_, steps) = run(plan, &all);
+        let config = Config::default();
+        for s in &steps {
+            if !s.effects.contains(&Effect::AskPermit) || s.input.is_none() {
+                continue;
+            }
+            // Only a wait that is over may ask: the status file said so, or the limit passed.
+            prop_assert!(s.waiting_before, "asked outside a wait: {s:?}");
+            let over = match s.input.as_ref().unwrap() {
+                Input::Observed(o) => holds(plan, o, &config).is_err() || s.at >= config.copy_wait,
+                Input::Timeout => s.at >= config.copy_wait,
+                other => panic!("AskPermit after {other:?}"),
+            };
+            prop_assert!(over, "asked while the copy still holds: {s:?}");
+        }
+        if plan.relaunch {
+            prop_assert_eq!(&steps[0].effects, &vec![Effect::AskPermit]);
+        }
+    }
+
+    #[test]
+    fn a_relaunch_never_waits(all in inputs(), promised in any::<bool>()) {
+        let (_, steps) = run(Plan { promised, relaunch: true }, &all);
+        prop_assert!(!emitted(&steps).any(|e| matches!(
+            e,
+            Effect::WaitFor { .. } | Effect::WaitEnded { .. } | Effect::Observe
+        )), "a relaunch waited: {:?}", steps);
+    }
+
+    #[test]
+    fn the_wait_never_outlasts_project_copy_wait(plan in plan(), all in inputs()) {
+        let (mut l, steps) = run(plan, &all);
+        // Every deadline the machine asks for lies within the limit...
+        if let Some((at, _)) = l.poll_timeout() {
+            prop_assert!(at <= LIMIT);
+        }
+        for s in &steps {
+            for e in &s.effects {
+                if let Effect::WaitFor { until, .. } = e { prop_assert!(*until <= LIMIT); }
+                if let Effect::WaitEnded { waited, .. } = e { prop_assert!(*waited <= s.at.max(LIMIT)); }
+            }
+        }
+        // ...and a timeout at the limit ends any wait, whatever the file says.
+        let now = steps.last().unwrap().at.max(LIMIT);
+        l.handle(now, Input::Timeout);
+        prop_assert!(!matches!(l.state().phase, Phase::Checking | Phase::Waiting(_)));
+    }
+
+    #[test]
+    fn every_granted_permit_is_given_back_once_the_launch_is_done(plan in plan(), all in inputs()) {
+        let (l, steps) = run(plan, &all);
+        let granted = steps.iter().filter(|s| s.input == Some(Input::PermitGranted) && s.outcome == Outcome::Applied).count();
+        let released = emitted(&steps).filter(|e| **e == Effect::ReleasePermit).count();
+        prop_assert!(released <= granted);
+        let done = matches!(
+            l.state().phase,
+            Phase::Started { native_id: _ } | Phase::Closed | Phase::Ended(_)
+        );
+        let asked_but_ungranted = emitted(&steps).any(|e| *e == Effect::AskPermit) && granted == 0;
+        if done && !asked_but_ungranted {
+            prop_assert_eq!(released, granted);
+        }
+    }
+}
+
+const ID: &str = "0f8e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+
+fn proc_view() -> impl Strategy<Value = ProcView> {
+    let env = prop_oneof![
+        3 => Just(EnvView::Readable { loop_marker: None }),
+        2 => Just(EnvView::Readable { loop_marker: Some(ID.into()) }),
+        1 => "[a-z0-9/-]{0,40}".prop_map(|m| EnvView::Readable { loop_marker: Some(m) }),
+        1 => Just(EnvView::Hidden),
+    ];
+    let harness = prop_oneof![4 => Just(None), 1 => "cr_[a-f0-9]{4}".prop_map(Some)];
+    (1u32..100_000, harness, env).prop_map(|(pid, harness, env)| ProcView { pid, harness, env })
+}
+
+fn command() -> impl Strategy<Value = Command> {
+    let argv = (0..GROUPS.len(), 0..10usize, any::<bool>(), any::<bool>()).prop_map(
+        |(g, a, top, shared)| {
+            let (_, name, actions, _) = GROUPS[g];
+            let mut argv = vec![name.to_string()];
+            if !actions.is_empty() {
+                argv.push(actions[a % actions.len()].to_string());
+            }
+            if top {
+                argv.push("--top-level".into());
+            }
+            if shared {
+                argv.push("--shared-sandbox".into());
+            }
+            argv
+        },
+    );
+    argv.prop_map(|argv| Command::parse(&argv).unwrap().command().unwrap())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn a_harness_anywhere_in_the_ancestry_always_wins(ancestry in prop::collection::vec(proc_view(), 1..12)) {
+        let first_harness = ancestry.iter().find_map(|p| p.harness.clone());
+        let caller = classify(&ancestry);
+        match first_harness {
+            Some(s) => prop_assert_eq!(caller, Caller::Harness(s)),
+            None => prop_assert!(!matches!(caller, Caller::Harness(_))),
+        }
+    }
+
+    #[test]
+    fn a_refused_command_never_yields_forward(ancestry in prop::collection::vec(proc_view(), 0..12), cmd in command()) {
+        let caller = classify(&ancestry);
+        let decision = decide(&caller, &cmd);
+        let loop_may = (cmd.group == room_machines::command::Group::Loop && cmd.action.as_deref() != Some("report"))
+            || cmd.is_top_level_spawn();
+        match (&caller, &decision) {
+            (_, Decision::Local) => prop_assert_eq!(cmd.group, room_machines::command::Group::Files),
+            (Caller::Harness(_), d) => prop_assert!(matches!(d, Decision::Forward(_))),
+            (Caller::Loop(_), Decision::Forward(_)) => prop_assert!(loop_may, "forwarded {:?}", cmd),
+            (Caller::Loop(_), Decision::Refuse { .. }) => prop_assert!(!loop_may),
+            (_, Decision::Forward(_)) => prop_assert!(false, "{:?} forwarded for {:?}", cmd, caller),
+            (_, Decision::Refuse { exit_code, message }) => {
+                prop_assert_eq!(*exit_code, 1);
+                if matches!(caller, Caller::Malformed(_)) { prop_assert!(message.contains("CLOUDROOM_LOOP")); }
+            }
+        }
+    }
+}
