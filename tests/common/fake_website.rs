@@ -2,7 +2,6 @@
 //! request's path, JSON body and Authorization header, and answers with a
 //! configurable status and body (`{"ok":true}` by default).
 
-use std::io::Read as _;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
