@@ -64,12 +64,25 @@ fn exchange(path: &Path, argv: &[String]) -> Result<Answer, String> {
         .unwrap_or_default();
     let request = serde_json::json!({ "argv": argv, "cwd": cwd });
     let lost = |e: std::io::Error| format!("room-cli: lost Core at {}: {e}", path.display());
-    stream
+    // Core may answer without reading (a peer of another account): then the
+    // write fails, but its answer is there to read.
+    let sent = stream
         .write_all(request.to_string().as_bytes())
-        .map_err(lost)?;
-    stream.shutdown(std::net::Shutdown::Write).map_err(lost)?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).map_err(lost)?;
+        .and_then(|()| stream.shutdown(std::net::Shutdown::Write));
+    // ...and closing with our request unread resets the connection after
+    // the answer: what was read before the reset counts.
+    let mut bytes = Vec::new();
+    let read = stream.read_to_end(&mut bytes);
+    if bytes.is_empty() {
+        return Err(lost(match (sent, read) {
+            (Err(e), _) | (Ok(()), Err(e)) => e,
+            (Ok(()), Ok(_)) => std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "it closed without an answer",
+            ),
+        }));
+    }
+    let text = String::from_utf8_lossy(&bytes);
     serde_json::from_str(&text)
         .map_err(|e| format!("room-cli: Core's answer is not valid ({e}): {text:?}"))
 }
