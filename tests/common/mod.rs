@@ -164,8 +164,19 @@ impl Service {
                 nix::unistd::chown(p, Some(id), Some(gid)).unwrap();
             }
         }
-        let mut cmd = Command::new(room_core());
-        cmd.arg("--config")
+        // Another account may not reach the build folder (a checkout under
+        // a 0700 home): it runs a copy of the binary from its own folder.
+        let program = match opts.run_as {
+            Some(_) => {
+                let copy = dir.path().join("room-core");
+                std::fs::copy(room_core(), &copy).unwrap();
+                copy
+            }
+            None => PathBuf::from(room_core()),
+        };
+        let mut cmd = Command::new(program);
+        cmd.current_dir(dir.path())
+            .arg("--config")
             .arg(&config_path)
             .env_remove("CLOUDROOM_API_URL")
             .env_remove("CLOUDROOM_LOOP")
