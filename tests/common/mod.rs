@@ -103,6 +103,8 @@ pub struct Options {
     pub run_as: Option<u32>,
     /// More config fields.
     pub extra: serde_json::Map<String, serde_json::Value>,
+    /// More environment variables for the service (and what it starts).
+    pub env: Vec<(String, String)>,
 }
 
 /// The real service, started from its binary; stopped (SIGTERM) on drop.
@@ -181,6 +183,10 @@ impl Service {
             .env_remove("CLOUDROOM_API_URL")
             .env_remove("CLOUDROOM_LOOP")
             .env("RUST_LOG", "info")
+            // What the service starts (harnesses and their tool commands)
+            // inherits it, so their room-cli finds this socket.
+            .env("ROOM_CORE_SOCKET", &socket)
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap());
