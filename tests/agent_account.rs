@@ -2,14 +2,14 @@
 //! read, and where Core runs as its own account (uid 65534 here) it cannot
 //! read the callers' environments and gives the protected-machine refusal.
 
-mod common;
+mod agent_support;
 
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use common::{is_root, FakeWebsite, Options, Service, ID};
+use agent_support::{is_root, FakeWebsite, Options, Service, ID};
 
 const NOBODY: u32 = 65534;
 

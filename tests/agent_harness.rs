@@ -3,13 +3,13 @@
 //! `HarnessPids` as a session's harness, and its tool command run through the
 //! real room-cli. A harness above the caller always wins over a marker.
 
-mod common;
+mod agent_support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use common::{quote, room_cli, FakeWebsite, Out, TempDir, ID};
+use agent_support::{quote, room_cli, FakeWebsite, Out, TempDir, ID};
 use room_core::config::Config;
 use room_core::runtime::harness_pids::HarnessPids;
 use room_core::service::Shared;

@@ -1,13 +1,13 @@
 //! `room-cli files wait`: runs in room-cli itself (no Core), reads
 //! `<folder>.cloudroom-files` of the nearest ancestor of its cwd that has one.
 
-mod common;
+mod agent_support;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{room_cli, Out, TempDir};
+use agent_support::{room_cli, Out, TempDir};
 
 fn wait_in(cwd: &Path, grace_ms: u64, limit_ms: u64) -> Out {
     Command::new(room_cli())

@@ -6,12 +6,12 @@
 //! in HarnessPids) from branch `api`; on this branch the same rule is covered
 //! in-process by tests/agent_harness.rs.
 
-mod common;
+mod agent_support;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{room_cli, FakeWebsite, Options, Service, TempDir, ID};
+use agent_support::{room_cli, FakeWebsite, Options, Service, TempDir, ID};
 use serde_json::json;
 
 #[test]

@@ -3,9 +3,9 @@
 //! its loop; everything else it may not run is refused with the seed's text,
 //! and nothing refused reaches the website.
 
-mod common;
+mod agent_support;
 
-use common::{FakeWebsite, Service, ID};
+use agent_support::{FakeWebsite, Service, ID};
 use serde_json::json;
 
 fn no_thread_or_loop(x: &str) -> String {

@@ -2,12 +2,12 @@
 //! depth 10) and of one room-cli round trip. Run with
 //! `cargo test --release --test measure -- --ignored --nocapture`.
 
-mod common;
+mod agent_support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{room_cli, FakeWebsite, Service, ID};
+use agent_support::{room_cli, FakeWebsite, Service, ID};
 use room_core::procfs::Procfs;
 use room_machines::{classify, Caller, EnvView, ProcView};
 
@@ -59,7 +59,7 @@ fn measure_classification_and_round_trip() {
     let shells = 10usize.saturating_sub(own + 1);
     let mut script = String::from("exec sleep 60");
     for _ in 0..shells {
-        script = format!("sh -c {}; :", common::quote(&script));
+        script = format!("sh -c {}; :", agent_support::quote(&script));
     }
     let mut chain = Command::new("sh")
         .arg("-c")

@@ -1,11 +1,11 @@
 //! room-cli on its own: help for every command, unknown commands, and a Core
 //! that is not there.
 
-mod common;
+mod agent_support;
 
 use std::process::Command;
 
-use common::{room_cli, Out};
+use agent_support::{room_cli, Out};
 
 fn cli(args: &[&str], socket: &str) -> Out {
     Command::new(room_cli())

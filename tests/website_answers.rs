@@ -2,9 +2,9 @@
 //! top-level "error" field as a failure, and clear sentences when the website
 //! is unreachable, answers non-JSON or is not configured.
 
-mod common;
+mod agent_support;
 
-use common::{FakeWebsite, Options, Service, ID};
+use agent_support::{FakeWebsite, Options, Service, ID};
 
 #[test]
 fn a_top_level_error_field_is_a_failure_with_the_error_on_stderr() {
@@ -81,7 +81,7 @@ fn no_website_or_an_unreachable_one_is_a_clear_failure() {
     drop(core);
 
     // A port nothing listens on.
-    let port = common::free_port();
+    let port = agent_support::free_port();
     let url = format!("http://127.0.0.1:{port}");
     let core = Service::start_with(Options {
         website_url: Some(url.clone()),

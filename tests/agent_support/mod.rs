@@ -1,8 +1,10 @@
-//! Helpers for the integration tests: temp folders, the real service started
-//! from its binary with a temp config, and room-cli run the way a loop script
-//! or a harness runs it.
+//! Helpers for the agent-socket and room-cli integration tests: temp
+//! folders, the real service started from its binary with a temp config, and
+//! room-cli run the way a loop script or a harness runs it. (The session
+//! tests' helpers are in tests/common; the fake website is shared there.)
 #![allow(dead_code)]
 
+#[path = "../common/fake_website.rs"]
 pub mod fake_website;
 
 use std::os::unix::process::CommandExt;
