@@ -29,7 +29,7 @@ use crate::website::{Answer, Website};
 pub const WORKERS: usize = 4;
 /// The largest request read (room-cli's argv and cwd).
 pub const MAX_REQUEST: u64 = 1 << 20;
-/// How long a peer may take to send its request.
+/// How long a peer may take to send its request (or to take its answer).
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a peer of another account is told; nothing of its request is read.
 pub const WRONG_ACCOUNT: &str = "room-cli: this socket serves the agent account only.";
@@ -114,6 +114,8 @@ impl Context {
 
     /// Serves one connection: peer check, request, answer.
     pub fn serve(&self, stream: UnixStream) {
+        // A peer that never reads its answer does not hold a worker forever.
+        let _ = stream.set_write_timeout(Some(READ_TIMEOUT));
         let creds =
             match nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
             {
