@@ -95,3 +95,36 @@ fn no_website_or_an_unreachable_one_is_a_clear_failure() {
         "{out:?}"
     );
 }
+
+#[test]
+fn many_scripts_at_once_each_get_their_answer() {
+    let web = FakeWebsite::start();
+    let core = std::sync::Arc::new(Service::start(&web));
+    let threads: Vec<_> = (0..12)
+        .map(|i| {
+            let core = core.clone();
+            std::thread::spawn(move || {
+                let args = ["loop", "run", &format!("x{i}")].map(String::from);
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                core.script(Some(ID), &args)
+            })
+        })
+        .collect();
+    for t in threads {
+        let out = t.join().unwrap();
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, "{\"ok\":true}\n"),
+            "{out:?}"
+        );
+    }
+    let mut args: Vec<String> = web
+        .calls()
+        .into_iter()
+        .map(|(_, b)| b["args"][0].as_str().unwrap().to_string())
+        .collect();
+    args.sort();
+    let mut want: Vec<String> = (0..12).map(|i| format!("x{i}")).collect();
+    want.sort();
+    assert_eq!(args, want);
+}
