@@ -8,5 +8,7 @@ pub mod agent;
 pub mod api;
 pub mod config;
 pub mod harness;
+pub mod procfs;
 pub mod runtime;
 pub mod service;
+pub mod website;

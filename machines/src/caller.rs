@@ -53,7 +53,14 @@ pub enum Caller {
 /// Classifies a caller from its ancestry, nearest process first.
 ///
 /// A harness anywhere wins; else the nearest `CLOUDROOM_LOOP` decides
-/// (valid or malformed); else an unreadable environment makes it `Hidden`.
+/// (valid or malformed); else an unreadable environment of the caller itself
+/// (the nearest process, which runs as the agent account) makes it `Hidden`.
+///
+/// Only the caller's own environment counts for `Hidden`: ancestors of other
+/// accounts (root's `sudo`, pid 1) are unreadable even where Core runs as the
+/// agent account, and the website sets the marker after `sudo`, on agent
+/// processes. If Core can read the caller it can read the agent account's
+/// processes, so nothing it could not see would have carried a marker.
 pub fn classify(ancestry: &[ProcView]) -> Caller {
     if let Some(session) = ancestry.iter().find_map(|p| p.harness.clone()) {
         return Caller::Harness(session);
@@ -65,7 +72,7 @@ pub fn classify(ancestry: &[ProcView]) -> Caller {
     match marker {
         Some(id) if valid_id(&id) => Caller::Loop(id),
         Some(value) => Caller::Malformed(value),
-        None if ancestry.iter().any(|p| p.env == EnvView::Hidden) => Caller::Hidden,
+        None if ancestry.first().is_some_and(|p| p.env == EnvView::Hidden) => Caller::Hidden,
         None => Caller::Unknown,
     }
 }
@@ -115,14 +122,22 @@ mod tests {
 
     #[test]
     fn an_unreadable_caller_environment_gets_its_own_refusal() {
-        // A readable caller with no marker is Unknown (the usual refusal)...
-        assert_eq!(classify(&[plain(30), plain(1)]), Caller::Unknown);
-        // ...an unreadable one is Hidden (the protected-machine refusal).
-        let hidden = ProcView {
+        let hidden = |pid| ProcView {
             env: EnvView::Hidden,
-            ..plain(1)
+            ..plain(pid)
         };
-        assert_eq!(classify(&[plain(30), hidden]), Caller::Hidden);
+        // A readable caller with no marker is Unknown (the usual refusal),
+        // even when root's ancestors (sudo, pid 1) are unreadable...
+        assert_eq!(classify(&[plain(30), plain(1)]), Caller::Unknown);
+        assert_eq!(classify(&[plain(30), hidden(1)]), Caller::Unknown);
+        // ...an unreadable caller is Hidden (the protected-machine refusal).
+        assert_eq!(classify(&[hidden(30), hidden(1)]), Caller::Hidden);
+        assert_eq!(classify(&[hidden(1)]), Caller::Hidden);
+        // A readable marker further up still counts.
+        assert_eq!(
+            classify(&[hidden(30), marked(20, ID)]),
+            Caller::Loop(ID.into())
+        );
         let refusal = crate::policy::decide(
             &Caller::Hidden,
             &crate::command::Command::parse(&["loop", "list"])

@@ -122,6 +122,9 @@ pub enum ParseError {
     Unknown(String),
     /// A flag that takes a value was last.
     MissingValue(String),
+    /// A flag whose body key Core fills itself (`--session`, `--automation`,
+    /// `--action`, `--args`): a caller never chooses who it acts for.
+    Reserved(String),
 }
 
 impl Parsed {
@@ -139,6 +142,10 @@ impl std::fmt::Display for ParseError {
         match self {
             ParseError::Unknown(m) => f.write_str(m),
             ParseError::MissingValue(flag) => write!(f, "--{flag} needs a value."),
+            ParseError::Reserved(flag) => write!(
+                f,
+                "--{flag} is not a room-cli flag: Core tells the website who is asking."
+            ),
         }
     }
 }
@@ -310,6 +317,10 @@ fn parse_flags(rest: &[&str]) -> Result<(Flags, Vec<String>), ParseError> {
             break;
         }
         if let Some(flag) = a.strip_prefix("--").filter(|f| !f.is_empty()) {
+            let name = flag.split_once('=').map_or(flag, |(f, _)| f);
+            if crate::request::RESERVED_KEYS.contains(&crate::request::snake_case(name).as_str()) {
+                return Err(ParseError::Reserved(name.to_string()));
+            }
             if let Some((f, v)) = flag.split_once('=') {
                 flags.push((f.to_string(), Some(v.to_string())));
             } else if BOOL_FLAGS.contains(&flag) {
@@ -379,6 +390,17 @@ mod tests {
             Command::parse(&["thread", "update", "--title"]),
             Err(ParseError::MissingValue("title".into()))
         );
+    }
+
+    #[test]
+    fn a_caller_cannot_name_its_own_scope() {
+        for flag in ["--session", "--automation=x", "--action", "--args"] {
+            let e = Command::parse(&["loop", "list", flag, "v"]).unwrap_err();
+            assert!(matches!(e, ParseError::Reserved(_)), "{flag}: {e:?}");
+            assert!(e
+                .to_string()
+                .ends_with("Core tells the website who is asking."));
+        }
     }
 
     #[test]

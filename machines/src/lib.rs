@@ -16,6 +16,7 @@ pub mod files_wait;
 pub mod id;
 pub mod launch;
 pub mod policy;
+pub mod request;
 
 /// Milliseconds since an epoch the runtime picks; machines only compare and
 /// subtract them.
@@ -27,3 +28,4 @@ pub use copy::{CopyMark, MarkError, Observation};
 pub use id::valid_id;
 pub use launch::{Config as LaunchConfig, Effect, Input, Launch, Outcome, Plan, State, Timer};
 pub use policy::{decide, Decision, Scope};
+pub use request::{build as website_request, Body, Request};

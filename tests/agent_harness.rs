@@ -1,0 +1,146 @@
+//! The harness path on this branch: the agent socket started in-process
+//! (`agent::start` with a `Shared` built here), a plain `sh` registered in
+//! `HarnessPids` as a session's harness, and its tool command run through the
+//! real room-cli. A harness above the caller always wins over a marker.
+
+mod agent_support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use agent_support::{quote, room_cli, FakeWebsite, Out, TempDir, ID};
+use room_core::config::Config;
+use room_core::runtime::harness_pids::HarnessPids;
+use room_core::service::Shared;
+use serde_json::json;
+
+struct InProcess {
+    shared: Shared,
+    socket: std::path::PathBuf,
+    server: Option<room_core::agent::Server>,
+    _dir: TempDir,
+}
+
+impl InProcess {
+    fn start(web: &FakeWebsite) -> InProcess {
+        let dir = TempDir::new("agent-harness");
+        let socket = dir.path().join("agent.sock");
+        let config = Config {
+            state_dir: dir.path().to_path_buf(),
+            agent_socket: Some(socket.clone()),
+            website_url: Some(web.url.clone()),
+            ..Config::default()
+        };
+        let shared = Shared {
+            config: Arc::new(config),
+            harness_pids: HarnessPids::default(),
+        };
+        let server = room_core::agent::start(&shared).expect("agent socket");
+        InProcess {
+            shared,
+            socket,
+            server: Some(server),
+            _dir: dir,
+        }
+    }
+
+    /// Runs `tool` under a `sh` that acts as `session`'s harness (registered
+    /// before it runs anything), the way a harness runs a tool command.
+    fn harness_runs(&self, session: Option<&str>, tool: &str) -> Out {
+        let script = format!(
+            "read go; export ROOM_CORE_SOCKET={}; export PATH={}:$PATH; {tool}",
+            quote(&self.socket.to_string_lossy()),
+            quote(
+                &std::path::Path::new(room_cli())
+                    .parent()
+                    .unwrap()
+                    .to_string_lossy()
+            ),
+        );
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .env_remove("CLOUDROOM_LOOP")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        if let Some(s) = session {
+            self.shared.harness_pids.insert(pid, s);
+        }
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        self.shared.harness_pids.remove(pid);
+        out.into()
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.stop();
+        }
+    }
+}
+
+#[test]
+fn a_harness_session_wins_over_a_loop_marker() {
+    let web = FakeWebsite::start();
+    let core = InProcess::start(&web);
+
+    // The harness's tool command carries a marker: the session still wins.
+    let out = core.harness_runs(
+        Some("cr_seed"),
+        &format!("CLOUDROOM_LOOP={ID} room-cli loop list"),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "{\"ok\":true}\n");
+    assert_eq!(
+        web.calls(),
+        vec![(
+            "/api/core/automation".to_string(),
+            json!({"action": "list", "session": "cr_seed"})
+        )]
+    );
+
+    // Even commands a script may not run go through as the session.
+    let out = core.harness_runs(
+        Some("cr_seed"),
+        &format!("env CLOUDROOM_LOOP={ID} room-cli loop report done"),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        web.calls().pop().unwrap().1,
+        json!({"action": "report", "session": "cr_seed", "args": ["done"]})
+    );
+    let out = core.harness_runs(Some("cr_seed"), "room-cli thread spawn --top-level go");
+    assert_eq!(out.code, 0, "{out:?}");
+    let (path, body) = web.calls().pop().unwrap();
+    assert_eq!(path, "/api/core/launch");
+    assert_eq!(body["session"], "cr_seed");
+    assert!(body.get("automation").is_none(), "{body}");
+
+    // The same shell, not registered as a harness: the marker decides.
+    let out = core.harness_runs(None, &format!("CLOUDROOM_LOOP={ID} room-cli loop list"));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        web.calls().pop().unwrap().1,
+        json!({"action": "list", "automation": ID})
+    );
+    assert_eq!(web.calls().len(), 4);
+}
+
+#[test]
+fn the_socket_is_the_service_accounts_only_and_goes_away_on_stop() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let web = FakeWebsite::start();
+    let mut core = InProcess::start(&web);
+    let meta = std::fs::metadata(&core.socket).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    core.server.take().unwrap().stop();
+    assert!(!core.socket.exists());
+}

@@ -1,0 +1,103 @@
+//! `room-cli files wait`: runs in room-cli itself (no Core), reads
+//! `<folder>.cloudroom-files` of the nearest ancestor of its cwd that has one.
+
+mod agent_support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agent_support::{room_cli, Out, TempDir};
+
+fn wait_in(cwd: &Path, grace_ms: u64, limit_ms: u64) -> Out {
+    Command::new(room_cli())
+        .args(["files", "wait"])
+        .current_dir(cwd)
+        .env("ROOM_CORE_SOCKET", "/nonexistent/no-core-needed.sock")
+        .env("ROOM_CLI_FILES_GRACE_MS", grace_ms.to_string())
+        .env("ROOM_CLI_FILES_LIMIT_MS", limit_ms.to_string())
+        .output()
+        .unwrap()
+        .into()
+}
+
+fn status_file(folder: &Path) -> std::path::PathBuf {
+    let mut s = folder.as_os_str().to_owned();
+    s.push(".cloudroom-files");
+    s.into()
+}
+
+#[test]
+fn ready_failed_and_missing_status_files() {
+    let tmp = TempDir::new("files-wait");
+    let code = tmp.path().join("code");
+    let src = code.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+
+    // No status file anywhere: ready in cwd once the grace is over.
+    let t = Instant::now();
+    let out = wait_in(&src, 300, 60_000);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        format!("Project files are ready in {}.\n", src.display())
+    );
+    assert!(t.elapsed() >= Duration::from_millis(300));
+
+    // The nearest ancestor with a status file is the folder.
+    std::fs::write(status_file(&code), "ready\n").unwrap();
+    let out = wait_in(&src, 60_000, 60_000);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        format!("Project files are ready in {}.\n", code.display())
+    );
+
+    std::fs::write(status_file(&code), "failed: disk full\n").unwrap();
+    let out = wait_in(&code, 60_000, 60_000);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        format!(
+            "The project copy into {} failed: disk full\n",
+            code.display()
+        )
+    );
+}
+
+#[test]
+fn a_copy_in_progress_is_waited_for_until_it_lands_or_the_limit() {
+    let tmp = TempDir::new("files-wait");
+    let code = tmp.path().join("code");
+    std::fs::create_dir_all(&code).unwrap();
+    std::fs::write(status_file(&code), "copying").unwrap();
+
+    let t = Instant::now();
+    let out = wait_in(&code, 100, 600);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        format!(
+            "The project copy into {} did not finish within 600 ms.\n",
+            code.display()
+        )
+    );
+    assert!(t.elapsed() >= Duration::from_millis(600));
+
+    // It lands while room-cli waits.
+    let status = status_file(&code);
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        std::fs::write(status, "ready").unwrap();
+    });
+    let t = Instant::now();
+    let out = wait_in(&code, 100, 30_000);
+    writer.join().unwrap();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        format!("Project files are ready in {}.\n", code.display())
+    );
+    assert!(t.elapsed() >= Duration::from_millis(500));
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
