@@ -230,7 +230,14 @@ fn caller_table() -> String {
             ],
         ),
         (
-            "a hidden environment, no marker",
+            "the caller's own environment hidden, no marker",
+            vec![
+                proc(30, None, EnvView::Hidden),
+                proc(1, None, EnvView::Hidden),
+            ],
+        ),
+        (
+            "only an ancestor's environment hidden (root's pid 1), no marker",
             vec![proc(30, None, marker(None)), proc(1, None, EnvView::Hidden)],
         ),
         (
