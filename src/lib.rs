@@ -7,6 +7,12 @@
 pub mod agent;
 pub mod api;
 pub mod config;
+pub mod demo;
+pub mod error;
+pub mod files;
 pub mod harness;
+pub mod metrics;
 pub mod runtime;
 pub mod service;
+pub mod sessions;
+pub mod store;
