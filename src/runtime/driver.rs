@@ -61,7 +61,14 @@ impl Runtime {
         let id = s.rec.id.clone();
         log::debug!("{id}: {effect:?}");
         match effect {
-            Effect::Observe => inputs.push_back(Input::Observed(files::observe(&s.rec.folder))),
+            Effect::Observe => {
+                // The parent folder may have appeared since the last read:
+                // try to watch it (a no-op once watched).
+                if let Some(w) = &self.watch {
+                    w.add(&id, &s.rec.folder);
+                }
+                inputs.push_back(Input::Observed(files::observe(&s.rec.folder)));
+            }
             Effect::MalformedMark(e) => log::warn!(
                 "{id}: {} is not a status mark ({e}); treated as missing",
                 files::status_file(&s.rec.folder).display()

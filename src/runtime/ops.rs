@@ -90,6 +90,7 @@ impl Runtime {
             promised: s.rec.project_copy && !relaunch,
             relaunch,
         };
+        // Watch before the first read, so a mark written in between is seen.
         if !relaunch {
             if let Some(w) = &self.watch {
                 w.add(&s.rec.id, &s.rec.folder);
