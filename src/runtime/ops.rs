@@ -65,7 +65,11 @@ impl Runtime {
         {
             let mut reg = self.registry();
             for mut rec in records {
-                if rec.state == SessionState::Running {
+                // A turn or relaunch in progress died with the old process.
+                let started = !rec.waiting_start;
+                if rec.state == SessionState::Running
+                    || (started && rec.state == SessionState::Pending)
+                {
                     rec.state = SessionState::Idle;
                 }
                 let s = Arc::new(Mutex::new(Session::new(rec.clone())));
@@ -96,7 +100,13 @@ impl Runtime {
                 w.add(&s.rec.id, &s.rec.folder);
             }
         }
-        s.rec.state = SessionState::Pending;
+        // A relaunch keeps its state on record (the view shows it pending
+        // while the launch runs), so a crash mid-relaunch restores it idle.
+        if !relaunch {
+            s.rec.state = SessionState::Pending;
+        } else if s.rec.state == SessionState::Failed {
+            s.rec.state = SessionState::Idle;
+        }
         s.launch = Some(Launch::new(self.launch_config(), plan, self.clock.now()));
         s.armed = None;
         self.drive(s, None);

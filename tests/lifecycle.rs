@@ -1,0 +1,115 @@
+//! Launch and turn lifecycle beyond seed 000's scenarios: the copy limit,
+//! service stop, startup permits and a harness that cannot run.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::json;
+
+#[test]
+fn a_stuck_copy_starts_the_harness_at_its_limit() {
+    let svc = Service::start(json!({"copy_wait_ms": 1500}));
+    let folder = svc.folder("stuck");
+    mark(&folder, "copying\n");
+    let t0 = Instant::now();
+    let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
+    let id = s["id"].as_str().unwrap();
+    let until = s["waiting_for"]["until_ms"].as_u64().unwrap();
+    let since = s["waiting_for"]["since_ms"].as_u64().unwrap();
+    assert_eq!(until - since, 1500);
+    let record = svc.await_record(&folder, 1, Duration::from_secs(5));
+    let waited = t0.elapsed();
+    assert!(waited >= Duration::from_millis(1400), "{waited:?}");
+    assert!(record["started_ms"].as_u64().unwrap() >= until);
+    // agent_start measures harness startup only, never the wait.
+    let v = svc.await_session(id, "started", |v| !v["agent_start_ms"].is_null());
+    assert!(v["agent_start_ms"].as_u64().unwrap() < 1000, "{v}");
+}
+
+#[test]
+fn service_stop_ends_the_wait_and_the_start_waits_again() {
+    let mut svc = Service::start(json!({}));
+    let folder = svc.folder("copy");
+    let s = svc.start_session(start_body(&folder, "codex", json!({"project_copy": true})));
+    let id = s["id"].as_str().unwrap().to_string();
+    let t0 = Instant::now();
+    svc.stop();
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "stop took {:?}",
+        t0.elapsed()
+    );
+    assert!(svc.records().is_empty());
+    svc.start_again();
+    let v = svc.session(&id);
+    assert_eq!(v["state"], "pending");
+    assert_eq!(v["waiting_for"]["mark"], "missing");
+    land_project(&folder);
+    mark(&folder, "ready\n");
+    let record = svc.await_record(&folder, 1, Duration::from_secs(5));
+    assert_eq!(names(&record), PROJECT_NAMES);
+}
+
+#[test]
+fn a_single_startup_permit_is_handed_from_start_to_start() {
+    let svc = Service::start(json!({"startup_permits": 1}));
+    let folders: Vec<_> = (0..3).map(|n| svc.folder(&format!("blank-{n}"))).collect();
+    for f in &folders {
+        svc.start_session(start_body(f, "claude", json!({})));
+    }
+    for f in &folders {
+        svc.await_record(f, 1, Duration::from_secs(10));
+    }
+}
+
+#[test]
+fn a_harness_that_cannot_run_fails_the_session() {
+    let svc = Service::start(json!({"codex_program": "/nonexistent/codex"}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(&folder, "codex", json!({})));
+    let v = svc.await_session(s["id"].as_str().unwrap(), "failure", |v| {
+        v["state"] == "failed"
+    });
+    assert_eq!(
+        v["error"],
+        "cannot run /nonexistent/codex: No such file or directory (os error 2)"
+    );
+    // The permit came back: another start still runs.
+    let other = svc.folder("other");
+    svc.start_session(start_body(&other, "claude", json!({})));
+    svc.await_record(&other, 1, Duration::from_secs(5));
+}
+
+#[test]
+fn relaunch_restart_kills_the_turn_and_resumes_the_native_session() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "sleep: 30"}),
+    ));
+    let id = s["id"].as_str().unwrap();
+    let first = svc.await_record(&folder, 1, Duration::from_secs(5));
+    svc.await_session(id, "native ID", |v| !v["native_id"].is_null());
+    svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "after"}),
+    );
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/relaunch"),
+        json!({"mode": "restart"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let second = svc.await_record(&folder, 2, Duration::from_secs(5));
+    assert_eq!(second["prompt"], "after");
+    assert_eq!(second["native_id"], first["native_id"]);
+    let pid = first["pid"].as_i64().unwrap() as i32;
+    wait_until("the first turn to die", Duration::from_secs(5), || {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            .is_err()
+            .then_some(())
+    });
+}
