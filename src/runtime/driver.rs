@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use room_machines::launch::{Effect, Phase, Reason};
-use room_machines::Input;
+use room_machines::{Input, Outcome};
 
 use super::Runtime;
 use crate::files;
@@ -51,7 +51,11 @@ impl Runtime {
                 }
                 continue;
             };
-            launch.handle(now, input);
+            let shown = format!("{input:?}");
+            if launch.handle(now, input) == Outcome::Ignored {
+                // Late timers and duplicate watch events land here; harmless.
+                log::debug!("{}: ignored {shown}", s.rec.id);
+            }
         }
         self.rearm(s);
         self.settle(s);
