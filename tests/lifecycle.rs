@@ -113,3 +113,23 @@ fn relaunch_restart_kills_the_turn_and_resumes_the_native_session() {
             .then_some(())
     });
 }
+
+#[test]
+fn the_watch_wakes_a_waiting_start_without_waiting_for_a_poll() {
+    // Polls a minute apart: only the inotify watch can start it in time.
+    let svc = Service::start(json!({"poll_ms": 60_000}));
+    let folder = svc.folder("copy");
+    std::fs::create_dir_all(svc.folder("")).unwrap();
+    let s = svc.start_session(start_body(&folder, "codex", json!({"project_copy": true})));
+    let id = s["id"].as_str().unwrap();
+    land_project(&folder);
+    mark(&folder, "copying\n");
+    svc.await_session(id, "the copying mark", |v| {
+        v["waiting_for"]["mark"] == "copying"
+    });
+    let t0 = Instant::now();
+    mark(&folder, "ready\n");
+    let record = svc.await_record(&folder, 1, Duration::from_secs(5));
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(names(&record), PROJECT_NAMES);
+}

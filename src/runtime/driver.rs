@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use room_machines::launch::{Effect, Phase, Reason};
-use room_machines::{Input, Outcome};
+use room_machines::{Input, MarkError, Outcome};
 
 use super::Runtime;
 use crate::files;
@@ -72,6 +72,11 @@ impl Runtime {
                     w.add(&id, &s.rec.folder);
                 }
                 inputs.push_back(Input::Observed(files::observe(&s.rec.folder)));
+            }
+            // An empty file is what a read between a writer's truncation and
+            // its write sees: not worth a warning.
+            Effect::MalformedMark(MarkError::Empty) => {
+                log::debug!("{id}: the status file is empty; treated as missing")
             }
             Effect::MalformedMark(e) => log::warn!(
                 "{id}: {} is not a status mark ({e}); treated as missing",

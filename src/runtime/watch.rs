@@ -65,10 +65,11 @@ impl Watch {
         let wd = match t.by_parent.get(parent) {
             Some(wd) => *wd,
             None => {
+                // A write is seen when its writer closes the file (or
+                // renames it into place), not at the truncation or creation
+                // that precedes it, which would only read an empty file.
                 let flags = AddWatchFlags::IN_CLOSE_WRITE
                     | AddWatchFlags::IN_MOVED_TO
-                    | AddWatchFlags::IN_CREATE
-                    | AddWatchFlags::IN_MODIFY
                     | AddWatchFlags::IN_ATTRIB;
                 match self.inotify.add_watch(parent, flags) {
                     Ok(wd) => {
