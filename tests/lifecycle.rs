@@ -133,3 +133,42 @@ fn the_watch_wakes_a_waiting_start_without_waiting_for_a_poll() {
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     assert_eq!(names(&record), PROJECT_NAMES);
 }
+
+#[test]
+fn a_first_turn_cut_off_before_its_harness_reported_in_keeps_its_prompt() {
+    use std::os::unix::fs::PermissionsExt;
+    // A claude that, while `hold` exists, hangs before its first event.
+    let root = temp_root();
+    let fake = root.join("slow-claude");
+    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-claude");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nd=$(dirname \"$0\")\nif [ -e \"$d/hold\" ]; then echo $$ > \"$d/held.tmp\"; mv \"$d/held.tmp\" \"$d/held.pid\"; exec sleep 30; fi\nexec {} \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(root.join("hold"), "").unwrap();
+
+    let mut svc = Service::start(json!({"claude_program": fake}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
+    let id = s["id"].as_str().unwrap().to_string();
+    let held = wait_until("the held harness", Duration::from_secs(5), || {
+        std::fs::read_to_string(root.join("held.pid")).ok()
+    });
+    assert_eq!(svc.session(&id)["state"], "pending");
+    svc.kill9();
+    let pid = nix::unistd::Pid::from_raw(held.trim().parse().unwrap());
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    std::fs::remove_file(root.join("hold")).unwrap();
+
+    svc.start_again();
+    let record = svc.await_record(&folder, 1, Duration::from_secs(5));
+    assert_eq!(record["prompt"], "first");
+    svc.await_session(&id, "the start", |v| v["state"] != "pending");
+    drop(svc);
+    let _ = std::fs::remove_dir_all(&root);
+}

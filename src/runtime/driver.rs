@@ -51,10 +51,10 @@ impl Runtime {
                 }
                 continue;
             };
-            let shown = format!("{input:?}");
+            let shown = log::log_enabled!(log::Level::Debug).then(|| format!("{input:?}"));
             if launch.handle(now, input) == Outcome::Ignored {
                 // Late timers and duplicate watch events land here; harmless.
-                log::debug!("{}: ignored {shown}", s.rec.id);
+                log::debug!("{}: ignored {}", s.rec.id, shown.unwrap_or_default());
             }
         }
         self.rearm(s);

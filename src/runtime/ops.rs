@@ -67,6 +67,11 @@ impl Runtime {
             for mut rec in records {
                 // A turn or relaunch in progress died with the old process.
                 let started = !rec.waiting_start;
+                if let Some(prompt) = rec.in_flight.take() {
+                    if !started {
+                        rec.queue.push_front(prompt);
+                    }
+                }
                 if rec.state == SessionState::Running
                     || (started && rec.state == SessionState::Pending)
                 {
@@ -158,6 +163,7 @@ impl Runtime {
             agent_start_ms: None,
             error: None,
             created_ms: unix_ms(),
+            in_flight: None,
         };
         let s = Arc::new(Mutex::new(Session::new(rec.clone())));
         let mut guard = lock(&s);

@@ -66,6 +66,7 @@ impl Runtime {
     /// Starts one turn's process and the thread that follows it.
     fn spawn_turn(&self, s: &mut Session, prompt: String, launch_turn: bool) -> Result<(), String> {
         let harness = s.rec.harness;
+        s.rec.in_flight = Some(prompt.clone());
         let program = self.programs.of(harness).to_path_buf();
         let argv = harness.argv(&prompt, s.rec.native_id.as_deref(), s.rec.plan_only);
         let mut command = Command::new(&program);
@@ -152,6 +153,7 @@ impl Runtime {
         let killed = s.turn_killed;
         if s.turn == Some(pid) {
             s.turn = None;
+            s.rec.in_flight = None;
         }
         let ok = status.as_ref().is_ok_and(|st| st.success());
         log::info!("{id}: turn (pid {pid}) ended: {status:?}");

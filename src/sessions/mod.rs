@@ -82,6 +82,11 @@ pub struct Record {
     pub error: Option<String>,
     /// Unix ms of the start.
     pub created_ms: u64,
+    /// The prompt of the running turn. A launch's first turn that dies before
+    /// its harness reported in (service stop, kill -9) gets it back in the
+    /// queue on restore, so the restored start does not lose its prompt.
+    #[serde(default)]
+    pub in_flight: Option<String>,
 }
 
 /// A live session: the record plus what only exists while the service runs.
