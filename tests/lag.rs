@@ -50,7 +50,7 @@ fn lags(watch: bool, fast: bool) -> Vec<u64> {
         let id = s["id"].as_str().unwrap();
         svc.await_session(id, "the wait", |v| !v["waiting_for"].is_null());
         land_project(&folder);
-        // Land the mark at a random phase of the poll interval.
+        // Land the mark at a varying phase of the poll interval.
         std::thread::sleep(Duration::from_millis((n as u64 * 37) % 250));
         let written = unix_ms();
         mark(&folder, "ready\n");
@@ -62,6 +62,8 @@ fn lags(watch: bool, fast: bool) -> Vec<u64> {
                 .saturating_sub(written),
         );
     }
+    drop(svc);
+    let _ = std::fs::remove_dir_all(&root);
     out
 }
 
