@@ -7,8 +7,14 @@
 pub mod agent;
 pub mod api;
 pub mod config;
+pub mod demo;
+pub mod error;
+pub mod files;
 pub mod harness;
+pub mod metrics;
 pub mod procfs;
 pub mod runtime;
 pub mod service;
+pub mod sessions;
+pub mod store;
 pub mod website;

@@ -15,7 +15,7 @@ use agent_support::{room_cli, FakeWebsite, Options, Service, TempDir, ID};
 use serde_json::json;
 
 #[test]
-#[ignore = "needs the session runtime from branch api"]
+
 fn a_harness_session_wins_over_a_loop_marker() {
     let web = FakeWebsite::start();
     let records = TempDir::new("harness-records");

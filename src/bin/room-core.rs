@@ -1,4 +1,5 @@
-//! room-core: the service. `room-core [--config FILE]`.
+//! room-core: the service. `room-core [--config FILE]`, or `room-core --demo`
+//! for a guided run on defaults in a temp state dir (see `room_core::demo`).
 
 use room_core::config::Config;
 
@@ -8,8 +9,15 @@ fn main() {
     let config = match args.as_slice() {
         [] => Ok(Config::default()),
         [flag, path] if flag == "--config" => Config::load(path.as_ref()),
+        [flag] if flag == "--demo" => {
+            if let Err(e) = room_core::demo::run() {
+                eprintln!("room-core --demo: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
         _ => {
-            eprintln!("Usage: room-core [--config FILE]");
+            eprintln!("Usage: room-core [--config FILE] | room-core --demo");
             std::process::exit(2);
         }
     };

@@ -1,1 +1,103 @@
-//! claude and codex adapters: argv, native ID, turn output.
+//! claude and codex adapters: the argv of one turn, and the native session
+//! ID in a turn's JSON event stream. A turn is one process run in the
+//! session's folder; a later turn resumes the native session.
+
+pub mod claude;
+pub mod codex;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Which harness a session runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Harness {
+    /// Claude Code.
+    Claude,
+    /// Codex.
+    Codex,
+}
+
+impl Harness {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Harness::Claude => "claude",
+            Harness::Codex => "codex",
+        }
+    }
+
+    /// The arguments of one turn: a new session, or a resume of `native_id`.
+    pub fn argv(self, prompt: &str, native_id: Option<&str>, plan_only: bool) -> Vec<String> {
+        match self {
+            Harness::Claude => claude::argv(prompt, native_id, plan_only),
+            Harness::Codex => codex::argv(prompt, native_id, plan_only),
+        }
+    }
+
+    /// The native session ID if `event` is the one that announces it.
+    pub fn native_id(self, event: &serde_json::Value) -> Option<String> {
+        match self {
+            Harness::Claude => claude::native_id(event),
+            Harness::Codex => codex::native_id(event),
+        }
+    }
+}
+
+/// The programs to run for each harness, resolved once at start.
+#[derive(Debug, Clone)]
+pub struct Programs {
+    /// The claude CLI.
+    pub claude: PathBuf,
+    /// The codex CLI.
+    pub codex: PathBuf,
+}
+
+impl Programs {
+    /// Resolves the configured programs. A bare default name (`claude`,
+    /// `codex`) that is not on PATH falls back to the fake harness in
+    /// `fixtures/`, with a printed note, so the service runs on a machine
+    /// without the real CLIs.
+    pub fn resolve(claude: &Path, codex: &Path) -> Programs {
+        Programs {
+            claude: resolve_one(claude, "claude"),
+            codex: resolve_one(codex, "codex"),
+        }
+    }
+
+    /// The program for `harness`.
+    pub fn of(&self, harness: Harness) -> &Path {
+        match harness {
+            Harness::Claude => &self.claude,
+            Harness::Codex => &self.codex,
+        }
+    }
+}
+
+fn resolve_one(configured: &Path, default: &str) -> PathBuf {
+    if configured != Path::new(default) || on_path(default).is_some() {
+        return configured.to_path_buf();
+    }
+    let fake = fixtures_dir().join(format!("fake-{default}"));
+    eprintln!(
+        "room-core: note: no `{default}` on PATH; using the fake harness {}",
+        fake.display()
+    );
+    fake
+}
+
+/// The repository's `fixtures/` folder (where the fake harnesses live).
+pub fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}

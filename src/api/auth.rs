@@ -1,0 +1,49 @@
+//! The bearer token: from the config, or generated once and kept in
+//! `<state_dir>/token` (mode 0600). It is never logged.
+
+use std::os::unix::fs::OpenOptionsExt;
+
+use crate::config::Config;
+
+/// The token the app must send as `Authorization: Bearer <token>`.
+pub fn token(config: &Config) -> std::io::Result<String> {
+    if let Some(t) = config.token.as_ref().filter(|t| !t.is_empty()) {
+        return Ok(t.clone());
+    }
+    let path = config.state_dir.join("token");
+    if let Ok(t) = std::fs::read_to_string(&path) {
+        if !t.trim().is_empty() {
+            return Ok(t.trim().to_string());
+        }
+    }
+    let t = format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)?;
+    std::io::Write::write_all(&mut f, t.as_bytes())?;
+    eprintln!("room-core: generated an API token in {}", path.display());
+    Ok(t)
+}
+
+/// Whether the request carries the token (compared in constant time).
+pub fn allowed(request: &tiny_http::Request, token: &str) -> bool {
+    let Some(h) = request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Authorization"))
+    else {
+        return false;
+    };
+    let Some(given) = h.value.as_str().strip_prefix("Bearer ") else {
+        return false;
+    };
+    let (a, b) = (given.trim().as_bytes(), token.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

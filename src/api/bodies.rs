@@ -1,0 +1,166 @@
+//! JSON request bodies. Fields are checked against the struct's field list
+//! first, so an unknown field is a 422 that names it (serde's
+//! `deny_unknown_fields` would say the same, but inside a longer message).
+
+use std::path::PathBuf;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::Refusal;
+use crate::harness::Harness;
+use crate::runtime::{RelaunchMode, Start};
+use crate::sessions::Kind;
+
+/// The largest body accepted (1 MiB).
+pub const MAX_BODY: usize = 1 << 20;
+
+/// `POST /v1/sessions`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    /// The app's workspace ID.
+    pub workspace: String,
+    /// Absolute folder the harness runs in.
+    pub folder: PathBuf,
+    /// `claude` or `codex`.
+    pub harness: Harness,
+    /// `thread` (default), `side_chat` or `child`.
+    #[serde(default = "default_kind")]
+    pub kind: Kind,
+    /// The parent session.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// A child sharing its parent's sandbox.
+    #[serde(default)]
+    pub shared_sandbox: bool,
+    /// Idempotency key.
+    #[serde(default)]
+    pub request_id: Option<String>,
+    /// Plan only.
+    #[serde(default)]
+    pub plan_only: bool,
+    /// The app is about to copy the project into `folder`.
+    #[serde(default)]
+    pub project_copy: bool,
+    /// The first prompt.
+    #[serde(default)]
+    pub prompt: Option<String>,
+}
+
+const CREATE_FIELDS: &[&str] = &[
+    "workspace",
+    "folder",
+    "harness",
+    "kind",
+    "parent",
+    "shared_sandbox",
+    "request_id",
+    "plan_only",
+    "project_copy",
+    "prompt",
+];
+
+fn default_kind() -> Kind {
+    Kind::Thread
+}
+
+/// `POST /v1/sessions/{id}/messages`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Message {
+    /// The prompt to queue.
+    pub prompt: String,
+}
+
+/// `POST /v1/sessions/{id}/relaunch`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Relaunch {
+    /// `resume`, `wake` or `restart`.
+    pub mode: RelaunchMode,
+}
+
+/// Parses a body: 400 for bad JSON, 422 for a non-object, an unknown field
+/// (named) or an invalid value.
+pub fn parse<T: DeserializeOwned>(body: &[u8], fields: &[&str]) -> Result<T, Refusal> {
+    let text = if body.iter().all(u8::is_ascii_whitespace) {
+        "{}"
+    } else {
+        std::str::from_utf8(body)
+            .map_err(|_| Refusal::new(400, "bad_json", "The body is not UTF-8 JSON."))?
+    };
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| Refusal::new(400, "bad_json", format!("The body is not valid JSON: {e}.")))?;
+    let Value::Object(map) = &value else {
+        return Err(Refusal::new(
+            422,
+            "invalid_body",
+            "The body must be a JSON object.",
+        ));
+    };
+    if let Some(unknown) = map.keys().find(|k| !fields.contains(&k.as_str())) {
+        return Err(Refusal::new(
+            422,
+            "unknown_field",
+            format!(
+                "Unknown field \"{unknown}\". Known fields: {}.",
+                fields.join(", ")
+            ),
+        ));
+    }
+    serde_json::from_value(value)
+        .map_err(|e| Refusal::new(422, "invalid_field", format!("Invalid body: {e}.")))
+}
+
+/// Parses and validates a start.
+pub fn create(body: &[u8]) -> Result<Start, Refusal> {
+    let c: CreateSession = parse(body, CREATE_FIELDS)?;
+    let invalid = |m: &str| Err(Refusal::new(422, "invalid_field", m));
+    if c.workspace.trim().is_empty() {
+        return invalid("The workspace must not be empty.");
+    }
+    if !c.folder.is_absolute() {
+        return invalid("The folder must be an absolute path.");
+    }
+    if c.project_copy && c.kind == Kind::SideChat {
+        return Err(Refusal::new(
+            422,
+            "project_copy_refused",
+            "A side chat works in its parent's folder, so it cannot take a project copy.",
+        ));
+    }
+    if c.project_copy && c.kind == Kind::Child && c.shared_sandbox {
+        return Err(Refusal::new(
+            422,
+            "project_copy_refused",
+            "A shared-sandbox child works in its parent's folder, so it cannot take a project copy.",
+        ));
+    }
+    if c.kind != Kind::Thread && c.parent.as_deref().map_or(true, str::is_empty) {
+        return invalid("A side chat or child needs its parent session.");
+    }
+    Ok(Start {
+        workspace: c.workspace,
+        folder: c.folder,
+        harness: c.harness,
+        kind: c.kind,
+        parent: c.parent,
+        shared_sandbox: c.shared_sandbox,
+        request_id: c.request_id,
+        plan_only: c.plan_only,
+        project_copy: c.project_copy,
+        prompt: c.prompt,
+    })
+}
+
+/// Parses a message.
+pub fn message(body: &[u8]) -> Result<Message, Refusal> {
+    parse(body, &["prompt"])
+}
+
+/// Parses a relaunch.
+pub fn relaunch(body: &[u8]) -> Result<Relaunch, Refusal> {
+    parse(body, &["mode"])
+}

@@ -1,0 +1,195 @@
+//! The driver: applies an input to a session's launch, drains its effects
+//! and carries each out, then re-arms the timer from `poll_timeout` (only if
+//! the deadline changed). Effects that answer at once (`Observe`, a free
+//! permit, a start with nothing to run) feed their answer back in the same
+//! pass, so one call runs the launch as far as it can go.
+
+use std::collections::VecDeque;
+
+use room_machines::launch::{Effect, Phase, Reason};
+use room_machines::{Input, MarkError, Outcome};
+
+use super::Runtime;
+use crate::files;
+use crate::sessions::{lock, Session, SessionState};
+
+impl Runtime {
+    /// Feeds `input` to session `id`'s launch (ignored if it has none).
+    pub(crate) fn feed(&self, id: &str, input: Input) {
+        let Some(s) = self.session(id) else {
+            return;
+        };
+        let mut s = lock(&s);
+        if s.launch.is_none() {
+            // The launch is over (closed while queued for a permit): a permit
+            // handed to it must go back, or it would be lost.
+            if input == Input::PermitGranted {
+                self.release_permit();
+            }
+            return;
+        }
+        self.drive(&mut s, Some(input));
+    }
+
+    /// Steps the launch with `input` and everything that follows from it.
+    pub(crate) fn drive(&self, s: &mut Session, input: Option<Input>) {
+        let mut inputs: VecDeque<Input> = input.into_iter().collect();
+        loop {
+            while let Some(effect) = s.launch.as_mut().and_then(|l| l.poll_effect()) {
+                self.effect(s, effect, &mut inputs);
+            }
+            let Some(input) = inputs.pop_front() else {
+                break;
+            };
+            let now = self.clock.now();
+            if input == Input::PermitGranted {
+                s.permit_at = Some(now);
+            }
+            let Some(launch) = s.launch.as_mut() else {
+                if input == Input::PermitGranted {
+                    self.release_permit();
+                }
+                continue;
+            };
+            let shown = log::log_enabled!(log::Level::Debug).then(|| format!("{input:?}"));
+            if launch.handle(now, input) == Outcome::Ignored {
+                // Late timers and duplicate watch events land here; harmless.
+                log::debug!("{}: ignored {}", s.rec.id, shown.unwrap_or_default());
+            }
+        }
+        self.rearm(s);
+        self.settle(s);
+    }
+
+    fn effect(&self, s: &mut Session, effect: Effect, inputs: &mut VecDeque<Input>) {
+        let id = s.rec.id.clone();
+        log::debug!("{id}: {effect:?}");
+        match effect {
+            Effect::Observe => {
+                // The parent folder may have appeared since the last read:
+                // try to watch it (a no-op once watched).
+                if let Some(w) = &self.watch {
+                    w.add(&id, &s.rec.folder);
+                }
+                inputs.push_back(Input::Observed(files::observe(&s.rec.folder)));
+            }
+            // An empty file is what a read between a writer's truncation and
+            // its write sees: not worth a warning.
+            Effect::MalformedMark(MarkError::Empty) => {
+                log::debug!("{id}: the status file is empty; treated as missing")
+            }
+            Effect::MalformedMark(e) => log::warn!(
+                "{id}: {} is not a status mark ({e}); treated as missing",
+                files::status_file(&s.rec.folder).display()
+            ),
+            Effect::WaitFor { on, until } => log::info!(
+                "{id}: waiting for the project copy ({on:?}) up to {} ms",
+                until.saturating_sub(s.launch.as_ref().map_or(0, |l| l.state().began))
+            ),
+            Effect::WaitEnded { why, waited } => {
+                log::info!("{id}: copy wait over after {waited} ms: {why:?}");
+                self.metrics.copy_wait.observe_ms(waited);
+                self.unwatch(&id);
+            }
+            Effect::AskPermit => {
+                self.unwatch(&id);
+                if self.permits.ask(&id) {
+                    inputs.push_back(Input::PermitGranted);
+                }
+            }
+            Effect::StartHarness => self.start_harness(s, inputs),
+            Effect::ReleasePermit => self.release_permit(),
+            Effect::PauseQueue => {
+                s.rec.paused = true;
+                self.persist(s);
+            }
+            // Settled from the launch's phase once the pass is over.
+            Effect::Closed | Effect::Ended(_) => {}
+        }
+    }
+
+    /// Gives a permit back, handing it to the oldest queued launch.
+    pub(crate) fn release_permit(&self) {
+        if let Some(next) = self.permits.release() {
+            let _ = self
+                .events
+                .send(super::Event::Input(next, Input::PermitGranted));
+        }
+    }
+
+    fn unwatch(&self, id: &str) {
+        if let Some(w) = &self.watch {
+            w.remove(id);
+        }
+    }
+
+    /// Re-arms the timer when the launch's next deadline changed.
+    fn rearm(&self, s: &mut Session) {
+        let next = s
+            .launch
+            .as_ref()
+            .and_then(|l| l.poll_timeout())
+            .map(|(at, _)| at);
+        if next != s.armed {
+            s.armed = next;
+            if let Some(at) = next {
+                self.timer.arm(&s.rec.id, at);
+            }
+        }
+    }
+
+    /// Applies a finished launch to the session: started, closed or ended.
+    fn settle(&self, s: &mut Session) {
+        let Some(phase) = s.launch.as_ref().map(|l| l.state().phase.clone()) else {
+            return;
+        };
+        match phase {
+            Phase::Started { native_id } => {
+                let now = self.clock.now();
+                if let Some(at) = s.permit_at.take() {
+                    let ms = now.saturating_sub(at);
+                    s.rec.agent_start_ms = Some(ms);
+                    self.metrics.agent_start.observe_ms(ms);
+                }
+                if native_id.is_some() {
+                    s.rec.native_id = native_id;
+                }
+                s.rec.waiting_start = false;
+                s.rec.state = if s.turn.is_some() {
+                    SessionState::Running
+                } else {
+                    SessionState::Idle
+                };
+                log::info!("{}: harness started", s.rec.id);
+            }
+            Phase::Closed => {
+                s.rec.state = SessionState::Closed;
+                s.rec.waiting_start = false;
+            }
+            Phase::Ended(Reason::ServiceStop) => {
+                // Keep `waiting_start`: the next run waits again.
+            }
+            Phase::Ended(Reason::HarnessFailed(msg)) => {
+                log::error!("{}: harness failed to start: {msg}", s.rec.id);
+                s.rec.state = SessionState::Failed;
+                s.rec.error = Some(msg);
+                s.rec.waiting_start = false;
+            }
+            _ => return,
+        }
+        let id = s.rec.id.clone();
+        s.launch = None;
+        s.armed = None;
+        self.unwatch(&id);
+        self.permits.cancel(&id);
+        self.persist(s);
+        self.pump(s);
+    }
+
+    /// Writes the session's record; a failed write is logged, not fatal.
+    pub(crate) fn persist(&self, s: &Session) {
+        if let Err(e) = self.store.save(&s.rec.id, &s.rec) {
+            log::error!("{}: cannot persist: {e}", s.rec.id);
+        }
+    }
+}

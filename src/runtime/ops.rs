@@ -1,0 +1,361 @@
+//! What the API asks of the runtime: start, look up, message, stop, resume,
+//! close and relaunch sessions, and restore them after a restart.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use room_machines::{Input, Launch, Plan};
+use serde_json::{json, Value};
+
+use super::clock::unix_ms;
+use super::Runtime;
+use crate::error::Refusal;
+use crate::files;
+use crate::harness::Harness;
+use crate::sessions::{lock, new_id, view, Kind, Record, Session, SessionState};
+
+/// A validated start request.
+#[derive(Debug, Clone)]
+pub struct Start {
+    /// Workspace ID.
+    pub workspace: String,
+    /// Absolute folder.
+    pub folder: PathBuf,
+    /// Harness.
+    pub harness: Harness,
+    /// Kind.
+    pub kind: Kind,
+    /// Parent session.
+    pub parent: Option<String>,
+    /// Shares the parent's sandbox.
+    pub shared_sandbox: bool,
+    /// Idempotency key.
+    pub request_id: Option<String>,
+    /// Plan only.
+    pub plan_only: bool,
+    /// A project copy is coming.
+    pub project_copy: bool,
+    /// The first prompt.
+    pub prompt: Option<String>,
+}
+
+/// How `POST /v1/sessions/{id}/relaunch` brings a started session back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelaunchMode {
+    /// Unpause the queue and run what is queued, resuming the native session.
+    Resume,
+    /// Run what is queued; the pause stays as it is.
+    Wake,
+    /// Kill the running turn first, then as `resume`.
+    Restart,
+}
+
+impl Runtime {
+    fn launch_config(&self) -> room_machines::LaunchConfig {
+        self.config.launch()
+    }
+
+    /// Rebuilds sessions from the store: a waiting start waits again (a new
+    /// limit from now); a started session is idle with its native ID and
+    /// runs what is queued, without waiting.
+    pub(super) fn restore(&self) -> std::io::Result<()> {
+        let records: Vec<Record> = self.store.load_all()?;
+        let mut restored = Vec::new();
+        {
+            let mut reg = self.registry();
+            for mut rec in records {
+                // A turn or relaunch in progress died with the old process.
+                let started = !rec.waiting_start;
+                if let Some(prompt) = rec.in_flight.take() {
+                    if !started {
+                        rec.queue.push_front(prompt);
+                    }
+                }
+                if rec.state == SessionState::Running
+                    || (started && rec.state == SessionState::Pending)
+                {
+                    rec.state = SessionState::Idle;
+                }
+                let s = Arc::new(Mutex::new(Session::new(rec.clone())));
+                reg.insert(&rec, s.clone());
+                restored.push(s);
+            }
+        }
+        for s in restored {
+            let mut s = lock(&s);
+            if s.rec.waiting_start && s.rec.state != SessionState::Closed {
+                log::info!("{}: restored start waits again", s.rec.id);
+                self.begin_launch(&mut s, false);
+            } else {
+                self.pump(&mut s);
+            }
+        }
+        Ok(())
+    }
+
+    fn begin_launch(&self, s: &mut Session, relaunch: bool) {
+        let plan = Plan {
+            promised: s.rec.project_copy && !relaunch,
+            relaunch,
+        };
+        // Watch before the first read, so a mark written in between is seen.
+        if !relaunch {
+            if let Some(w) = &self.watch {
+                w.add(&s.rec.id, &s.rec.folder);
+            }
+        }
+        // A relaunch keeps its state on record (the view shows it pending
+        // while the launch runs), so a crash mid-relaunch restores it idle.
+        if !relaunch {
+            s.rec.state = SessionState::Pending;
+        } else if s.rec.state == SessionState::Failed {
+            s.rec.state = SessionState::Idle;
+        }
+        s.launch = Some(Launch::new(self.launch_config(), plan, self.clock.now()));
+        s.armed = None;
+        self.drive(s, None);
+    }
+
+    /// `POST /v1/sessions`: starts a session, or returns the one a retry
+    /// with the same request ID started (`false` when it already existed).
+    pub fn create(&self, start: Start) -> Result<(Value, bool), Refusal> {
+        let mut reg = self.registry();
+        if let Some(existing) = start
+            .request_id
+            .as_ref()
+            .and_then(|r| reg.by_request.get(r))
+            .and_then(|id| reg.by_id.get(id))
+            .cloned()
+        {
+            drop(reg);
+            let s = lock(&existing);
+            if let Some(field) = retry_difference(&s.rec, &start) {
+                return Err(Refusal::new(
+                    409,
+                    "request_conflict",
+                    format!(
+                        "Request ID {} already started session {} with a different {field}.",
+                        start.request_id.as_deref().unwrap_or_default(),
+                        s.rec.id
+                    ),
+                ));
+            }
+            return Ok((self.render(&s), false));
+        }
+        let rec = Record {
+            id: new_id(),
+            workspace: start.workspace,
+            folder: start.folder,
+            harness: start.harness,
+            kind: start.kind,
+            parent: start.parent,
+            shared_sandbox: start.shared_sandbox,
+            request_id: start.request_id,
+            plan_only: start.plan_only,
+            project_copy: start.project_copy,
+            prompt: start.prompt.clone(),
+            state: SessionState::Pending,
+            native_id: None,
+            queue: start.prompt.into_iter().collect(),
+            paused: false,
+            waiting_start: true,
+            agent_start_ms: None,
+            error: None,
+            created_ms: unix_ms(),
+            in_flight: None,
+        };
+        let s = Arc::new(Mutex::new(Session::new(rec.clone())));
+        let mut guard = lock(&s);
+        // Persist before the launch begins: a kill -9 from here on restores
+        // the start and it waits again.
+        self.persist(&guard);
+        reg.insert(&rec, s.clone());
+        drop(reg);
+        log::info!(
+            "{}: start in {} (project_copy: {})",
+            rec.id,
+            rec.folder.display(),
+            rec.project_copy
+        );
+        self.begin_launch(&mut guard, false);
+        Ok((self.render(&guard), true))
+    }
+
+    fn render(&self, s: &Session) -> Value {
+        view::render(s, &self.clock, self.config.copy_wait_ms)
+    }
+
+    fn with<T>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut Session) -> Result<T, Refusal>,
+    ) -> Result<T, Refusal> {
+        let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
+        let mut s = lock(&s);
+        f(&mut s)
+    }
+
+    fn open_or_refuse(s: &Session) -> Result<(), Refusal> {
+        match s.rec.state {
+            SessionState::Closed => Err(Refusal::finished(&s.rec.id, "closed")),
+            _ => Ok(()),
+        }
+    }
+
+    /// `GET /v1/sessions/{id}`.
+    pub fn get(&self, id: &str) -> Result<Value, Refusal> {
+        self.with(id, |s| Ok(self.render(s)))
+    }
+
+    /// `POST /v1/sessions/{id}/messages`: queues a prompt; it runs when the
+    /// session is started, idle and unpaused.
+    pub fn message(&self, id: &str, prompt: String) -> Result<Value, Refusal> {
+        self.with(id, |s| {
+            Self::open_or_refuse(s)?;
+            if s.rec.state == SessionState::Failed {
+                return Err(Refusal::finished(&s.rec.id, "failed"));
+            }
+            s.rec.queue.push_back(prompt);
+            self.persist(s);
+            self.pump(s);
+            Ok(self.render(s))
+        })
+    }
+
+    /// `POST /v1/sessions/{id}/stop`: kills the running turn and pauses the
+    /// queue; during the launch (and its copy wait) it completes at once.
+    pub fn stop(&self, id: &str) -> Result<Value, Refusal> {
+        self.with(id, |s| {
+            Self::open_or_refuse(s)?;
+            if s.launch.is_some() {
+                self.drive(s, Some(Input::Stop));
+            }
+            self.kill_turn(s);
+            s.rec.paused = true;
+            self.persist(s);
+            Ok(self.render(s))
+        })
+    }
+
+    /// `POST /v1/sessions/{id}/resume`: unpauses the queue.
+    pub fn resume(&self, id: &str) -> Result<Value, Refusal> {
+        self.with(id, |s| {
+            Self::open_or_refuse(s)?;
+            s.rec.paused = false;
+            self.persist(s);
+            self.pump(s);
+            Ok(self.render(s))
+        })
+    }
+
+    /// `POST /v1/sessions/{id}/close`: ends the launch (its harness never
+    /// starts) or kills the running turn, and closes the session.
+    pub fn close(&self, id: &str) -> Result<Value, Refusal> {
+        self.with(id, |s| {
+            if s.rec.state == SessionState::Closed {
+                return Ok(self.render(s));
+            }
+            if s.launch.is_some() {
+                self.drive(s, Some(Input::Close));
+            }
+            self.kill_turn(s);
+            s.launch = None;
+            s.rec.state = SessionState::Closed;
+            s.rec.waiting_start = false;
+            self.permits.cancel(&s.rec.id);
+            if let Some(w) = &self.watch {
+                w.remove(&s.rec.id);
+            }
+            self.persist(s);
+            Ok(self.render(s))
+        })
+    }
+
+    /// `POST /v1/sessions/{id}/relaunch`: brings a started session back
+    /// through a relaunch, which never waits for a copy.
+    pub fn relaunch(&self, id: &str, mode: RelaunchMode) -> Result<Value, Refusal> {
+        self.with(id, |s| {
+            Self::open_or_refuse(s)?;
+            if s.rec.waiting_start || s.launch.is_some() {
+                return Err(Refusal::new(
+                    409,
+                    "session_starting",
+                    format!(
+                        "Session {} is still starting; it cannot be relaunched before its harness has started.",
+                        s.rec.id
+                    ),
+                ));
+            }
+            if mode == RelaunchMode::Restart {
+                self.kill_turn(s);
+            }
+            if mode != RelaunchMode::Wake {
+                s.rec.paused = false;
+            }
+            s.rec.error = None;
+            self.begin_launch(s, true);
+            Ok(self.render(s))
+        })
+    }
+
+    /// `GET /v1/workspaces/{id}`: the folder a start registered.
+    pub fn workspace(&self, id: &str) -> Result<Value, Refusal> {
+        let folder = self.registry().workspaces.get(id).cloned().ok_or_else(|| {
+            Refusal::new(
+                404,
+                "workspace_not_found",
+                format!("No workspace {id} is registered yet; a session start registers it."),
+            )
+        })?;
+        Ok(json!({
+            "id": id,
+            "folder": folder,
+            "status_file": files::status_file(&folder),
+        }))
+    }
+
+    /// `GET /metrics`.
+    pub fn metrics_text(&self) -> String {
+        let mut counts = [
+            ("pending", 0),
+            ("running", 0),
+            ("idle", 0),
+            ("closed", 0),
+            ("failed", 0),
+        ];
+        for s in self.all_sessions() {
+            let state = view::state(&lock(&s));
+            let name = serde_json::to_value(state)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            if let Some(c) = counts.iter_mut().find(|(n, _)| *n == name) {
+                c.1 += 1;
+            }
+        }
+        self.metrics.render(&counts)
+    }
+}
+
+/// The first field (other than `project_copy` and `plan_only`, which a retry
+/// may change) in which a retry differs from the start it repeats.
+fn retry_difference(rec: &Record, start: &Start) -> Option<&'static str> {
+    if rec.workspace != start.workspace {
+        Some("workspace")
+    } else if rec.folder != start.folder {
+        Some("folder")
+    } else if rec.harness != start.harness {
+        Some("harness")
+    } else if rec.kind != start.kind {
+        Some("kind")
+    } else if rec.parent != start.parent {
+        Some("parent")
+    } else if rec.shared_sandbox != start.shared_sandbox {
+        Some("shared_sandbox")
+    } else if rec.prompt != start.prompt {
+        Some("prompt")
+    } else {
+        None
+    }
+}

@@ -1,0 +1,204 @@
+//! Turns: one harness process per prompt, run in the session's folder. The
+//! launch's `StartHarness` runs the first queued prompt; later prompts run
+//! one at a time as the queue is pumped. Each turn's pid is registered in
+//! `HarnessPids` while it runs.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+use nix::sys::signal::{killpg, sigprocmask, SigSet, SigmaskHow, Signal};
+use nix::unistd::Pid;
+use room_machines::Input;
+
+use super::Runtime;
+use crate::harness::Harness;
+use crate::sessions::{lock, Session, SessionState};
+
+/// The last bytes of a turn's stderr kept for a failure message.
+const STDERR_TAIL: usize = 2048;
+
+impl Runtime {
+    /// `StartHarness`: makes the folder and runs the first queued prompt. With
+    /// a paused or empty queue the launch completes at once (the harness
+    /// runs on the next message or resume).
+    pub(super) fn start_harness(&self, s: &mut Session, inputs: &mut VecDeque<Input>) {
+        if let Err(e) = std::fs::create_dir_all(&s.rec.folder) {
+            let msg = format!("cannot create {}: {e}", s.rec.folder.display());
+            inputs.push_back(Input::HarnessFailed(msg));
+            return;
+        }
+        // A relaunch while a turn still runs: that harness is up already.
+        if s.turn.is_some() || s.rec.paused || s.rec.queue.is_empty() {
+            let native_id = s.rec.native_id.clone();
+            inputs.push_back(Input::HarnessStarted { native_id });
+            return;
+        }
+        let prompt = s.rec.queue.pop_front().expect("queue is not empty");
+        if let Err(e) = self.spawn_turn(s, prompt, true) {
+            inputs.push_back(Input::HarnessFailed(e));
+        }
+    }
+
+    /// Runs the next queued prompt if the session is started, idle and unpaused.
+    pub(crate) fn pump(&self, s: &mut Session) {
+        if self.is_stopping()
+            || s.launch.is_some()
+            || s.turn.is_some()
+            || s.rec.paused
+            || s.rec.waiting_start
+            || !matches!(s.rec.state, SessionState::Idle | SessionState::Running)
+        {
+            return;
+        }
+        let Some(prompt) = s.rec.queue.pop_front() else {
+            return;
+        };
+        if let Err(e) = self.spawn_turn(s, prompt.clone(), false) {
+            log::error!("{}: {e}", s.rec.id);
+            s.rec.queue.push_front(prompt);
+            s.rec.error = Some(e);
+            self.persist(s);
+        }
+    }
+
+    /// Starts one turn's process and the thread that follows it.
+    fn spawn_turn(&self, s: &mut Session, prompt: String, launch_turn: bool) -> Result<(), String> {
+        let harness = s.rec.harness;
+        s.rec.in_flight = Some(prompt.clone());
+        let program = self.programs.of(harness).to_path_buf();
+        let argv = harness.argv(&prompt, s.rec.native_id.as_deref(), s.rec.plan_only);
+        let mut command = Command::new(&program);
+        // The service blocks SIGTERM and SIGINT in every thread (it waits for
+        // them with sigwait), and a blocked mask survives exec: unblock them
+        // in the child or stop and close could not end a turn.
+        // SAFETY: sigprocmask is async-signal-safe, the only call made
+        // between fork and exec here.
+        unsafe {
+            command.pre_exec(|| {
+                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let mut child = command
+            .args(&argv)
+            .current_dir(&s.rec.folder)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so stop kills the tools it runs too.
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+        let pid = child.id();
+        self.harness_pids.insert(pid, &s.rec.id);
+        s.turn = Some(pid);
+        s.turn_killed = false;
+        s.rec.state = SessionState::Running;
+        s.rec.error = None;
+        self.persist(s);
+        log::info!("{}: {} turn started (pid {pid})", s.rec.id, harness.name());
+        let rt = self.me.upgrade().expect("runtime is alive");
+        let id = s.rec.id.clone();
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        std::thread::Builder::new()
+            .name(format!("turn-{pid}"))
+            .spawn(move || rt.follow_turn(id, harness, child, stdout, stderr, launch_turn))
+            .map_err(|e| format!("cannot follow the turn: {e}"))?;
+        Ok(())
+    }
+
+    /// Reads a turn's events until it exits: the first event that names the
+    /// native session is recorded (and completes a launch's first turn).
+    fn follow_turn(
+        &self,
+        id: String,
+        harness: Harness,
+        mut child: Child,
+        stdout: std::process::ChildStdout,
+        stderr: std::process::ChildStderr,
+        launch_turn: bool,
+    ) {
+        let pid = child.id();
+        let err_thread = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = stderr.take(1 << 20).read_to_end(&mut buf);
+            let start = buf.len().saturating_sub(STDERR_TAIL);
+            String::from_utf8_lossy(&buf[start..]).trim().to_string()
+        });
+        let mut reported = false;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if reported {
+                continue;
+            }
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if let Some(native_id) = harness.native_id(&event) {
+                reported = true;
+                self.turn_named(&id, native_id, launch_turn);
+            }
+        }
+        let status = child.wait();
+        let err_tail = err_thread.join().unwrap_or_default();
+        self.harness_pids.remove(pid);
+        if self.is_stopping() {
+            return;
+        }
+        let Some(s) = self.session(&id) else { return };
+        let mut s = lock(&s);
+        let killed = s.turn_killed;
+        if s.turn == Some(pid) {
+            s.turn = None;
+            s.rec.in_flight = None;
+        }
+        let ok = status.as_ref().is_ok_and(|st| st.success());
+        log::info!("{id}: turn (pid {pid}) ended: {status:?}");
+        if launch_turn && !reported {
+            let input = if ok || killed {
+                Input::HarnessStarted {
+                    native_id: s.rec.native_id.clone(),
+                }
+            } else {
+                let st = status.map_or_else(|e| e.to_string(), |st| st.to_string());
+                Input::HarnessFailed(format!("{} exited ({st}): {err_tail}", harness.name()))
+            };
+            if s.launch.is_some() {
+                self.drive(&mut s, Some(input));
+            }
+        }
+        if s.rec.state == SessionState::Running && s.turn.is_none() {
+            s.rec.state = SessionState::Idle;
+        }
+        if !ok && !killed && s.rec.state == SessionState::Idle {
+            s.rec.error = Some(format!("the last turn failed: {err_tail}"));
+        }
+        self.persist(&s);
+        self.pump(&mut s);
+    }
+
+    /// Records the native ID the turn's first event gave.
+    fn turn_named(&self, id: &str, native_id: String, launch_turn: bool) {
+        let Some(s) = self.session(id) else { return };
+        let mut s = lock(&s);
+        s.rec.native_id = Some(native_id.clone());
+        self.persist(&s);
+        if launch_turn && s.launch.is_some() {
+            let native_id = Some(native_id);
+            self.drive(&mut s, Some(Input::HarnessStarted { native_id }));
+        }
+    }
+
+    /// Kills the running turn's process group, if any.
+    pub(crate) fn kill_turn(&self, s: &mut Session) {
+        if let Some(pid) = s.turn {
+            s.turn_killed = true;
+            if let Err(e) = killpg(Pid::from_raw(pid as i32), Signal::SIGTERM) {
+                log::warn!("{}: cannot kill turn {pid}: {e}", s.rec.id);
+            }
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! The HTTP API's answers to bad and repeated input: status codes and the
+//! exact sentences the app shows.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+
+#[test]
+fn a_missing_or_wrong_token_is_unauthorized() {
+    let svc = Service::start(json!({}));
+    for token in [None, Some("wrong")] {
+        let (status, v) = svc.call_with("GET", "/v1/capabilities", None, token);
+        assert_eq!(status, 401);
+        assert_eq!(v, json!({"error": "unauthorized"}));
+    }
+}
+
+#[test]
+fn capabilities_list_project_copy() {
+    let svc = Service::start(json!({}));
+    let (status, v) = svc.get("/v1/capabilities");
+    assert_eq!(status, 200);
+    assert!(v["capabilities"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("project_copy")));
+}
+
+#[test]
+fn bad_start_requests_are_refused_with_a_sentence() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let parent = "cr_00000000000000000000000000000001";
+    let cases = [
+        (
+            start_body(&folder, "claude", json!({"bogus": 1})),
+            422,
+            "unknown_field",
+            "Unknown field \"bogus\". Known fields: workspace, folder, harness, kind, parent, shared_sandbox, request_id, plan_only, project_copy, prompt.",
+        ),
+        (
+            start_body(&folder, "claude", json!({"kind": "side_chat", "parent": parent, "project_copy": true})),
+            422,
+            "project_copy_refused",
+            "A side chat works in its parent's folder, so it cannot take a project copy.",
+        ),
+        (
+            start_body(&folder, "codex", json!({"kind": "child", "parent": parent, "shared_sandbox": true, "project_copy": true})),
+            422,
+            "project_copy_refused",
+            "A shared-sandbox child works in its parent's folder, so it cannot take a project copy.",
+        ),
+        (
+            start_body(std::path::Path::new("relative/code"), "claude", json!({})),
+            422,
+            "invalid_field",
+            "The folder must be an absolute path.",
+        ),
+        (
+            start_body(&folder, "claude", json!({"workspace": " "})),
+            422,
+            "invalid_field",
+            "The workspace must not be empty.",
+        ),
+        (
+            start_body(&folder, "claude", json!({"kind": "child"})),
+            422,
+            "invalid_field",
+            "A side chat or child needs its parent session.",
+        ),
+        (
+            json!([1, 2]),
+            422,
+            "invalid_body",
+            "The body must be a JSON object.",
+        ),
+    ];
+    for (body, status, code, message) in cases {
+        let (got, v) = svc.post("/v1/sessions", body.clone());
+        assert_eq!(
+            (got, &v["code"], &v["error"]),
+            (status, &json!(code), &json!(message)),
+            "{body}"
+        );
+    }
+    // An unknown harness names the allowed ones.
+    let (status, v) = svc.post("/v1/sessions", start_body(&folder, "claud", json!({})));
+    assert_eq!(status, 422);
+    assert_eq!(v["code"], "invalid_field");
+    assert_eq!(
+        v["error"],
+        "Invalid body: unknown variant `claud`, expected `claude` or `codex`."
+    );
+    // A missing field names it.
+    let (status, v) = svc.post("/v1/sessions", json!({"workspace": "w", "folder": folder}));
+    assert_eq!(status, 422);
+    assert_eq!(v["error"], "Invalid body: missing field `harness`.");
+    // Nothing was started or registered.
+    assert_eq!(svc.get("/v1/workspaces/ws-code").0, 404);
+}
+
+#[test]
+fn bad_json_is_400_and_a_large_body_is_413() {
+    let svc = Service::start(json!({}));
+    let (status, v) = svc.call("POST", "/v1/sessions", Some("{\"workspace\": "));
+    assert_eq!(status, 400);
+    assert_eq!(v["code"], "bad_json");
+    assert_eq!(
+        v["error"],
+        "The body is not valid JSON: EOF while parsing a value at line 1 column 14."
+    );
+    let big = format!("{{\"prompt\": \"{}\"}}", "x".repeat(1 << 20));
+    let (status, v) = svc.call("POST", "/v1/sessions", Some(&big));
+    assert_eq!(status, 413);
+    assert_eq!(
+        v,
+        json!({"error": "The body is larger than 1 MiB.", "code": "too_large"})
+    );
+}
+
+#[test]
+fn a_retry_returns_the_same_session_and_a_different_one_conflicts() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let body = start_body(
+        &folder,
+        "claude",
+        json!({"request_id": "req-1", "project_copy": true}),
+    );
+    let first = svc.start_session(body.clone());
+
+    // project_copy and plan_only may differ.
+    let mut same = body.clone();
+    same["project_copy"] = json!(false);
+    same["plan_only"] = json!(true);
+    let (status, v) = svc.post("/v1/sessions", same);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["id"], first["id"]);
+
+    let mut other = body;
+    other["harness"] = json!("codex");
+    let (status, v) = svc.post("/v1/sessions", other);
+    assert_eq!(status, 409);
+    assert_eq!(v["code"], "request_conflict");
+    assert_eq!(
+        v["error"],
+        json!(format!(
+            "Request ID req-1 already started session {} with a different harness.",
+            first["id"].as_str().unwrap()
+        ))
+    );
+}
+
+#[test]
+fn workspaces_are_unknown_until_a_start_registers_them() {
+    let svc = Service::start(json!({}));
+    let (status, v) = svc.get("/v1/workspaces/ws-1");
+    assert_eq!(status, 404);
+    assert_eq!(
+        v,
+        json!({
+            "error": "No workspace ws-1 is registered yet; a session start registers it.",
+            "code": "workspace_not_found"
+        })
+    );
+    let folder = svc.folder("code");
+    svc.start_session(start_body(
+        &folder,
+        "codex",
+        json!({"workspace": "ws-1", "project_copy": true}),
+    ));
+    let (status, v) = svc.get("/v1/workspaces/ws-1");
+    assert_eq!(status, 200);
+    assert_eq!(
+        v,
+        json!({"id": "ws-1", "folder": folder, "status_file": status_file(&folder)})
+    );
+}
+
+#[test]
+fn session_actions_refuse_what_does_not_apply() {
+    let svc = Service::start(json!({}));
+    let (status, v) = svc.get("/v1/sessions/cr_0123");
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (404, Some("No session cr_0123."))
+    );
+
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
+    let id = s["id"].as_str().unwrap();
+    assert!(id.starts_with("cr_") && id.len() == 35, "{id}");
+
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/relaunch"),
+        json!({"mode": "resume"}),
+    );
+    assert_eq!(status, 409);
+    assert_eq!(v["code"], "session_starting");
+    assert_eq!(
+        v["error"],
+        json!(format!("Session {id} is still starting; it cannot be relaunched before its harness has started."))
+    );
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/relaunch"),
+        json!({"mode": "reboot"}),
+    );
+    assert_eq!(status, 422);
+    assert_eq!(
+        v["error"],
+        "Invalid body: unknown variant `reboot`, expected one of `resume`, `wake`, `restart`."
+    );
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"text": "hi"}),
+    );
+    assert_eq!((status, v["code"].as_str()), (422, Some("unknown_field")));
+
+    svc.post(&format!("/v1/sessions/{id}/close"), json!({}));
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "hi"}),
+    );
+    assert_eq!(status, 409);
+    assert_eq!(
+        v,
+        json!({"error": format!("Session {id} is closed."), "code": "session_finished"})
+    );
+}
+
+#[test]
+fn prompts_run_in_order_one_turn_at_a_time_resuming_the_native_session() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(
+        &folder,
+        "codex",
+        json!({"prompt": "sleep: 0.3"}),
+    ));
+    let id = s["id"].as_str().unwrap();
+    for p in ["two", "three"] {
+        svc.post(&format!("/v1/sessions/{id}/messages"), json!({"prompt": p}));
+    }
+    let third = svc.await_record(&folder, 3, Duration::from_secs(10));
+    let records = svc.records_in(&folder);
+    let prompts: Vec<_> = records.iter().map(|r| r["prompt"].clone()).collect();
+    assert_eq!(prompts, [json!("sleep: 0.3"), json!("two"), json!("three")]);
+    assert_eq!(third["native_id"], records[0]["native_id"]);
+    assert_eq!(
+        third["argv"],
+        json!(["exec", "--json", "resume", records[0]["native_id"], "three"])
+    );
+    let v = svc.await_session(id, "idle", |v| v["state"] == "idle");
+    assert_eq!(v["native_id"], records[0]["native_id"]);
+    assert_eq!(v["queue"], json!({"length": 0, "paused": false}));
+}
+
+#[test]
+fn stop_kills_the_running_turn_and_pauses_the_queue() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "sleep: 30"}),
+    ));
+    let id = s["id"].as_str().unwrap();
+    svc.await_record(&folder, 1, Duration::from_secs(5));
+    svc.await_session(id, "running", |v| v["state"] == "running");
+    svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "later"}),
+    );
+    let (status, _) = svc.post(&format!("/v1/sessions/{id}/stop"), json!({}));
+    assert_eq!(status, 200);
+    let v = svc.await_session(id, "idle after stop", |v| v["state"] == "idle");
+    assert_eq!(v["queue"], json!({"length": 1, "paused": true}));
+    svc.post(&format!("/v1/sessions/{id}/resume"), json!({}));
+    let second = svc.await_record(&folder, 2, Duration::from_secs(5));
+    assert_eq!(second["prompt"], "later");
+}
+
+#[test]
+fn metrics_show_the_histograms_and_sessions_by_state() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    mark(&folder, "failed: no space\n");
+    let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
+    svc.await_session(s["id"].as_str().unwrap(), "started", |v| {
+        v["state"] != "pending" && !v["agent_start_ms"].is_null()
+    });
+    let (status, text) = svc.get("/metrics");
+    assert_eq!(status, 200);
+    let text = text.as_str().unwrap().to_string();
+    for line in [
+        "# TYPE room_core_agent_start_seconds histogram",
+        "room_core_agent_start_seconds_count 1",
+        "# TYPE room_core_copy_wait_seconds histogram",
+        "# TYPE room_core_sessions gauge",
+        "room_core_sessions{state=\"pending\"} 0",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+}

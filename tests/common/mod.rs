@@ -1,0 +1,327 @@
+//! Shared helpers for the integration tests: start the real room-core binary
+//! on a temp state dir with the fake harnesses, talk to its HTTP API on
+//! 127.0.0.1, and await conditions with deadlines instead of sleeping.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+/// The token every test service uses.
+pub const TOKEN: &str = "test-token-7f3c";
+
+/// The names the fixture project puts in a folder.
+pub const PROJECT_NAMES: [&str; 4] = [".agents", ".claude", "AGENTS.md", "CLAUDE.md"];
+
+/// A running room-core with its own temp folder (state, records, work).
+pub struct Service {
+    child: Option<Child>,
+    /// The temp root; removed on drop.
+    pub root: PathBuf,
+    /// The state dir.
+    pub state: PathBuf,
+    /// Where the fake harnesses record what they saw.
+    pub records: PathBuf,
+    /// `http://127.0.0.1:port`.
+    pub base: String,
+    config: PathBuf,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh temp folder for one test.
+pub fn temp_root() -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let root =
+        std::env::temp_dir().join(format!("room-core-test-{}-{n}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    root
+}
+
+/// The Unix time in ms.
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+impl Service {
+    /// Starts a service whose config is the test defaults plus `extra`.
+    pub fn start(extra: Value) -> Service {
+        let root = temp_root();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut config = json!({
+            "listen": "127.0.0.1:0",
+            "token": TOKEN,
+            "state_dir": root.join("state"),
+            "claude_program": fixtures.join("fake-claude"),
+            "codex_program": fixtures.join("fake-codex"),
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            config[k] = v.clone();
+        }
+        let config_path = root.join("config.json");
+        std::fs::write(&config_path, config.to_string()).unwrap();
+        let mut s = Service {
+            child: None,
+            state: root.join("state"),
+            records: root.join("records"),
+            base: String::new(),
+            config: config_path,
+            root,
+        };
+        s.launch();
+        s
+    }
+
+    fn launch(&mut self) {
+        let _ = std::fs::remove_file(self.state.join("listen"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.root.join("service.log"))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_room-core"))
+            .args(["--config", self.config.to_str().unwrap()])
+            .env("FAKE_HARNESS_RECORD", &self.records)
+            .env("RUST_LOG", "room_core=debug")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start room-core");
+        self.child = Some(child);
+        let listen = self.state.join("listen");
+        let addr = wait_until("the service listens", Duration::from_secs(20), || {
+            std::fs::read_to_string(&listen)
+                .ok()
+                .filter(|s| s.ends_with('\n'))
+        });
+        self.base = format!("http://{}", addr.trim());
+    }
+
+    /// SIGKILLs the service (no chance to clean up).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    /// SIGTERMs the service and waits for it to exit.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let pid = nix::unistd::Pid::from_raw(c.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            c.wait().unwrap();
+        }
+    }
+
+    /// Starts the service again on the same state dir and config.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+
+    /// Starts the service again after a `kill9`.
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none());
+        self.launch();
+    }
+
+    /// A folder under the test's work dir (not created).
+    pub fn folder(&self, name: &str) -> PathBuf {
+        self.root.join("work").join(name)
+    }
+
+    /// A request with the token; returns status and JSON body.
+    pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+        self.call_with(method, path, body, Some(TOKEN))
+    }
+
+    /// A request with an optional token.
+    pub fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        token: Option<&str>,
+    ) -> (u16, Value) {
+        let mut req =
+            ureq::request(method, &format!("{}{path}", self.base)).timeout(Duration::from_secs(10));
+        if let Some(t) = token {
+            req = req.set("Authorization", &format!("Bearer {t}"));
+        }
+        let result = match body {
+            Some(b) => req.set("Content-Type", "application/json").send_string(b),
+            None => req.call(),
+        };
+        let resp = match result {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{method} {path}: {e}"),
+        };
+        let status = resp.status();
+        let text = resp.into_string().unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    /// POST with a JSON body.
+    pub fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call("POST", path, Some(&body.to_string()))
+    }
+
+    /// GET.
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        self.call("GET", path, None)
+    }
+
+    /// Starts a session and returns its view (asserting 201).
+    pub fn start_session(&self, body: Value) -> Value {
+        let (status, v) = self.post("/v1/sessions", body);
+        assert_eq!(status, 201, "{v}");
+        v
+    }
+
+    /// A session's view.
+    pub fn session(&self, id: &str) -> Value {
+        let (status, v) = self.get(&format!("/v1/sessions/{id}"));
+        assert_eq!(status, 200, "{v}");
+        v
+    }
+
+    /// Every record the fake harnesses wrote, oldest first.
+    pub fn records(&self) -> Vec<Value> {
+        let mut out: Vec<Value> = std::fs::read_dir(&self.records)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                    .filter_map(|e| serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort_by_key(|r: &Value| r["started_ms"].as_u64());
+        out
+    }
+
+    /// The records of harnesses that ran in `folder`.
+    pub fn records_in(&self, folder: &Path) -> Vec<Value> {
+        self.records()
+            .into_iter()
+            .filter(|r| r["cwd"].as_str().map(Path::new) == Some(folder))
+            .collect()
+    }
+
+    /// Waits for the `n`th (1-based) harness record in `folder`.
+    pub fn await_record(&self, folder: &Path, n: usize, limit: Duration) -> Value {
+        wait_until(
+            &format!("harness record #{n} in {}", folder.display()),
+            limit,
+            || self.records_in(folder).get(n - 1).cloned(),
+        )
+    }
+
+    /// Waits until the session's view satisfies `f`.
+    pub fn await_session(&self, id: &str, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+        wait_until(what, Duration::from_secs(10), || {
+            let v = self.session(id);
+            f(&v).then_some(v)
+        })
+    }
+
+    /// The service's log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.root.join("service.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.stop();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.root);
+        } else {
+            eprintln!("kept {} for inspection", self.root.display());
+        }
+    }
+}
+
+/// Polls `f` every 20 ms until it gives a value; panics naming `what` at the deadline.
+pub fn wait_until<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The status file of `folder`.
+pub fn status_file(folder: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.cloudroom-files", folder.display()))
+}
+
+/// Writes `text` into `folder`'s status file, creating its parent.
+pub fn mark(folder: &Path, text: &str) {
+    let file = status_file(folder);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, text).unwrap();
+}
+
+/// Lands the fixture project in `folder`: a real skill folder, a symlinked
+/// one, CLAUDE.md and AGENTS.md with their markers.
+pub fn land_project(folder: &Path) {
+    let real = folder.join(".agents/skills/probe-agents-real");
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::write(real.join("SKILL.md"), "---\nname: probe-agents-real\n---\n").unwrap();
+    let claude_real = folder.join(".claude/skills/probe-claude-real");
+    std::fs::create_dir_all(&claude_real).unwrap();
+    std::fs::write(
+        claude_real.join("SKILL.md"),
+        "---\nname: probe-claude-real\n---\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        "../../.agents/skills/probe-agents-real",
+        folder.join(".claude/skills/probe-agents-linked"),
+    )
+    .unwrap();
+    std::fs::write(folder.join("CLAUDE.md"), "CLAUDE_MD_MARKER_7731\n").unwrap();
+    std::fs::write(folder.join("AGENTS.md"), "AGENTS_MD_MARKER_4412\n").unwrap();
+}
+
+/// The names a record says its harness saw.
+pub fn names(record: &Value) -> Vec<String> {
+    record["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A start body.
+pub fn start_body(folder: &Path, harness: &str, extra: Value) -> Value {
+    let mut body = json!({
+        "workspace": format!("ws-{}", folder.file_name().unwrap().to_string_lossy()),
+        "folder": folder,
+        "harness": harness,
+        "prompt": "Which skills and instructions do you see?",
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    body
+}

@@ -1,0 +1,174 @@
+//! Launch and turn lifecycle beyond seed 000's scenarios: the copy limit,
+//! service stop, startup permits and a harness that cannot run.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::json;
+
+#[test]
+fn a_stuck_copy_starts_the_harness_at_its_limit() {
+    let svc = Service::start(json!({"copy_wait_ms": 2500}));
+    let folder = svc.folder("stuck");
+    mark(&folder, "copying\n");
+    let t0 = Instant::now();
+    let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
+    let id = s["id"].as_str().unwrap();
+    let until = s["waiting_for"]["until_ms"].as_u64().unwrap();
+    let since = s["waiting_for"]["since_ms"].as_u64().unwrap();
+    assert_eq!(until - since, 2500);
+    let record = svc.await_record(&folder, 1, Duration::from_secs(5));
+    let waited = t0.elapsed();
+    assert!(waited >= Duration::from_millis(2400), "{waited:?}");
+    assert!(record["started_ms"].as_u64().unwrap() >= until);
+    // agent_start measures harness startup only, never the wait.
+    let v = svc.await_session(id, "started", |v| !v["agent_start_ms"].is_null());
+    assert!(v["agent_start_ms"].as_u64().unwrap() < 2000, "{v}");
+}
+
+#[test]
+fn service_stop_ends_the_wait_and_the_start_waits_again() {
+    let mut svc = Service::start(json!({}));
+    let folder = svc.folder("copy");
+    let s = svc.start_session(start_body(&folder, "codex", json!({"project_copy": true})));
+    let id = s["id"].as_str().unwrap().to_string();
+    let t0 = Instant::now();
+    svc.stop();
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "stop took {:?}",
+        t0.elapsed()
+    );
+    assert!(svc.records().is_empty());
+    svc.start_again();
+    let v = svc.session(&id);
+    assert_eq!(v["state"], "pending");
+    assert_eq!(v["waiting_for"]["mark"], "missing");
+    land_project(&folder);
+    mark(&folder, "ready\n");
+    let record = svc.await_record(&folder, 1, Duration::from_secs(5));
+    assert_eq!(names(&record), PROJECT_NAMES);
+}
+
+#[test]
+fn a_single_startup_permit_is_handed_from_start_to_start() {
+    let svc = Service::start(json!({"startup_permits": 1}));
+    let folders: Vec<_> = (0..3).map(|n| svc.folder(&format!("blank-{n}"))).collect();
+    for f in &folders {
+        svc.start_session(start_body(f, "claude", json!({})));
+    }
+    for f in &folders {
+        svc.await_record(f, 1, Duration::from_secs(10));
+    }
+}
+
+#[test]
+fn a_harness_that_cannot_run_fails_the_session() {
+    let svc = Service::start(json!({"codex_program": "/nonexistent/codex"}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(&folder, "codex", json!({})));
+    let v = svc.await_session(s["id"].as_str().unwrap(), "failure", |v| {
+        v["state"] == "failed"
+    });
+    assert_eq!(
+        v["error"],
+        "cannot run /nonexistent/codex: No such file or directory (os error 2)"
+    );
+    // The permit came back: another start still runs.
+    let other = svc.folder("other");
+    svc.start_session(start_body(&other, "claude", json!({})));
+    svc.await_record(&other, 1, Duration::from_secs(5));
+}
+
+#[test]
+fn relaunch_restart_kills_the_turn_and_resumes_the_native_session() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "sleep: 30"}),
+    ));
+    let id = s["id"].as_str().unwrap();
+    let first = svc.await_record(&folder, 1, Duration::from_secs(5));
+    svc.await_session(id, "native ID", |v| !v["native_id"].is_null());
+    svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "after"}),
+    );
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/relaunch"),
+        json!({"mode": "restart"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let second = svc.await_record(&folder, 2, Duration::from_secs(5));
+    assert_eq!(second["prompt"], "after");
+    assert_eq!(second["native_id"], first["native_id"]);
+    let pid = first["pid"].as_i64().unwrap() as i32;
+    wait_until("the first turn to die", Duration::from_secs(5), || {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            .is_err()
+            .then_some(())
+    });
+}
+
+#[test]
+fn the_watch_wakes_a_waiting_start_without_waiting_for_a_poll() {
+    // Polls a minute apart: only the inotify watch can start it in time.
+    let svc = Service::start(json!({"poll_ms": 60_000}));
+    let folder = svc.folder("copy");
+    std::fs::create_dir_all(svc.folder("")).unwrap();
+    let s = svc.start_session(start_body(&folder, "codex", json!({"project_copy": true})));
+    let id = s["id"].as_str().unwrap();
+    land_project(&folder);
+    mark(&folder, "copying\n");
+    svc.await_session(id, "the copying mark", |v| {
+        v["waiting_for"]["mark"] == "copying"
+    });
+    let t0 = Instant::now();
+    mark(&folder, "ready\n");
+    let record = svc.await_record(&folder, 1, Duration::from_secs(5));
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(names(&record), PROJECT_NAMES);
+}
+
+#[test]
+fn a_first_turn_cut_off_before_its_harness_reported_in_keeps_its_prompt() {
+    use std::os::unix::fs::PermissionsExt;
+    // A claude that, while `hold` exists, hangs before its first event.
+    let root = temp_root();
+    let fake = root.join("slow-claude");
+    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-claude");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nd=$(dirname \"$0\")\nif [ -e \"$d/hold\" ]; then echo $$ > \"$d/held.tmp\"; mv \"$d/held.tmp\" \"$d/held.pid\"; exec sleep 30; fi\nexec {} \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(root.join("hold"), "").unwrap();
+
+    let mut svc = Service::start(json!({"claude_program": fake}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
+    let id = s["id"].as_str().unwrap().to_string();
+    let held = wait_until("the held harness", Duration::from_secs(5), || {
+        std::fs::read_to_string(root.join("held.pid")).ok()
+    });
+    assert_eq!(svc.session(&id)["state"], "pending");
+    svc.kill9();
+    let pid = nix::unistd::Pid::from_raw(held.trim().parse().unwrap());
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    std::fs::remove_file(root.join("hold")).unwrap();
+
+    svc.start_again();
+    let record = svc.await_record(&folder, 1, Duration::from_secs(5));
+    assert_eq!(record["prompt"], "first");
+    svc.await_session(&id, "the start", |v| v["state"] != "pending");
+    drop(svc);
+    let _ = std::fs::remove_dir_all(&root);
+}
