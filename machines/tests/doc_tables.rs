@@ -20,7 +20,10 @@ fn copying(age: Millis) -> Input {
 }
 
 /// A named way to reach a state: a plan and the inputs (at ms) that lead there.
-fn situations() -> Vec<(&'static str, Plan, Vec<(Millis, Input)>)> {
+/// A state's name, its plan, and the timed inputs that reach it.
+type Situation = (&'static str, Plan, Vec<(Millis, Input)>);
+
+fn situations() -> Vec<Situation> {
     let promised = Plan {
         promised: true,
         relaunch: false,

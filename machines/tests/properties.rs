@@ -84,7 +84,7 @@ fn inputs() -> impl Strategy<Value = Vec<(Millis, Input)>> {
     prop::collection::vec((prop_oneof![0..300u64, 0..90_000u64], input()), 0..60)
 }
 
-fn emitted<'a>(steps: &'a [Step]) -> impl Iterator<Item = &'a Effect> {
+fn emitted(steps: &[Step]) -> impl Iterator<Item = &Effect> {
     steps.iter().flat_map(|s| s.effects.iter())
 }
 
