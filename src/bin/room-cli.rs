@@ -6,9 +6,10 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use room_core::config::Config;
+use room_core::files;
 use room_core::website::Answer;
 use room_machines::command::Group;
 use room_machines::files_wait::{verdict, Verdict, FILES_WAIT_GRACE, FILES_WAIT_LIMIT};
@@ -16,8 +17,6 @@ use room_machines::{Command, Millis, Observation, Parsed};
 
 /// How often `files wait` reads the status file.
 const POLL: Duration = Duration::from_millis(250);
-/// The status file's suffix: `<folder>.cloudroom-files`.
-const STATUS_SUFFIX: &str = ".cloudroom-files";
 
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -94,27 +93,16 @@ fn env_ms(name: &str, default: Millis) -> Millis {
         .unwrap_or(default)
 }
 
-/// The status file of the nearest ancestor of `start` (itself included) that
-/// has one, and that folder; `start` and no file when none has.
+/// The nearest ancestor of `start` (itself included) that has a status
+/// file, and one read of that file; `start` and no file when none has.
 fn observe(start: &Path) -> (PathBuf, Observation) {
-    for folder in start.ancestors().filter(|f| f.parent().is_some()) {
-        let mut status = folder.as_os_str().to_owned();
-        status.push(STATUS_SUFFIX);
-        let status = PathBuf::from(status);
-        let Ok(meta) = std::fs::metadata(&status) else {
-            continue;
-        };
-        let age = meta
-            .modified()
-            .ok()
-            .and_then(|m| SystemTime::now().duration_since(m).ok())
-            .map_or(0, |d| d.as_millis() as Millis);
-        return match std::fs::read(&status) {
-            Ok(bytes) => (folder.to_path_buf(), Observation::from_file(&bytes, age)),
-            Err(_) => (folder.to_path_buf(), Observation::missing()),
-        };
-    }
-    (start.to_path_buf(), Observation::missing())
+    start
+        .ancestors()
+        .filter(|f| f.parent().is_some())
+        .find(|f| files::status_file(f).exists())
+        .map_or((start.to_path_buf(), Observation::missing()), |f| {
+            (f.to_path_buf(), files::observe(f))
+        })
 }
 
 fn human(ms: Millis) -> String {
