@@ -188,6 +188,25 @@ fn session_actions_refuse_what_does_not_apply() {
         (status, v["error"].as_str()),
         (404, Some("No session cr_0123."))
     );
+    let (status, v) = svc.call("DELETE", "/v1/sessions/cr_0123", None);
+    assert_eq!(
+        (status, v["code"].as_str(), v["error"].as_str()),
+        (
+            405,
+            Some("method_not_allowed"),
+            Some("/v1/sessions/cr_0123 takes GET, not DELETE.")
+        )
+    );
+    let (status, v) = svc.call("GET", "/v1/sessions/cr_0123/stop", None);
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (405, Some("/v1/sessions/cr_0123/stop takes POST, not GET."))
+    );
+    let (status, v) = svc.call("GET", "/v2/anything", None);
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (404, Some("No route GET /v2/anything."))
+    );
 
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));

@@ -87,10 +87,27 @@ fn route(rt: &Runtime, method: &Method, url: &str, body: &[u8]) -> Result<Answer
             ok(rt.relaunch(id, bodies::relaunch(body)?.mode)?)
         }
         (Method::Get, ["v1", "workspaces", id]) => ok(rt.workspace(id)?),
-        _ => Err(Refusal::new(
-            404,
-            "not_found",
-            format!("No route {method} {path}."),
-        )),
+        _ => Err(match route_method(&parts) {
+            Some(allowed) => Refusal::new(
+                405,
+                "method_not_allowed",
+                format!("{path} takes {allowed}, not {method}."),
+            ),
+            None => Refusal::new(404, "not_found", format!("No route {method} {path}.")),
+        }),
+    }
+}
+
+/// The one method a known route takes, for a 405 that names it.
+fn route_method(parts: &[&str]) -> Option<Method> {
+    match parts {
+        ["v1", "capabilities"] | ["metrics"] | ["v1", "sessions", _] | ["v1", "workspaces", _] => {
+            Some(Method::Get)
+        }
+        ["v1", "sessions"]
+        | ["v1", "sessions", _, "messages" | "stop" | "resume" | "close" | "relaunch"] => {
+            Some(Method::Post)
+        }
+        _ => None,
     }
 }
