@@ -324,3 +324,32 @@ fn metrics_show_the_histograms_and_sessions_by_state() {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
 }
+
+#[test]
+fn a_start_that_cannot_be_recorded_is_refused_and_never_runs() {
+    let svc = Service::start(json!({}));
+    // The sessions folder becomes a file: every record write fails.
+    let sessions = svc.state.join("sessions");
+    std::fs::remove_dir_all(&sessions).unwrap();
+    std::fs::write(&sessions, "not a folder").unwrap();
+    let folder = svc.folder("code");
+    let (status, v) = svc.post("/v1/sessions", start_body(&folder, "codex", json!({})));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (500, Some("state_unwritable")),
+        "{v}"
+    );
+    let expected = format!("Cannot record the session in {}: ", svc.state.display());
+    assert!(v["error"].as_str().unwrap().starts_with(&expected), "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .ends_with(". It was not started."),
+        "{v}"
+    );
+    // Refused before anything was registered or launched.
+    let (status, _) = svc.get("/v1/workspaces/ws-code");
+    assert_eq!(status, 404);
+    assert!(svc.records().is_empty());
+}

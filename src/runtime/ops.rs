@@ -165,11 +165,22 @@ impl Runtime {
             created_ms: unix_ms(),
             in_flight: None,
         };
+        // Persist before the launch begins: a kill -9 from here on restores
+        // the start and it waits again. A start that cannot be recorded is
+        // refused rather than run unrecorded.
+        if let Err(e) = self.store.save(&rec.id, &rec) {
+            log::error!("{}: cannot persist the start: {e}", rec.id);
+            return Err(Refusal::new(
+                500,
+                "state_unwritable",
+                format!(
+                    "Cannot record the session in {}: {e}. It was not started.",
+                    self.config.state_dir.display()
+                ),
+            ));
+        }
         let s = Arc::new(Mutex::new(Session::new(rec.clone())));
         let mut guard = lock(&s);
-        // Persist before the launch begins: a kill -9 from here on restores
-        // the start and it waits again.
-        self.persist(&guard);
         reg.insert(&rec, s.clone());
         drop(reg);
         log::info!(
