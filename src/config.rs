@@ -41,6 +41,9 @@ pub struct Config {
     pub website_token: Option<String>,
     /// HTTP worker threads.
     pub http_workers: usize,
+    /// When set, every launch is recorded here as a timeline
+    /// (`<dir>/<session id>.json`, the format of `fixtures/timelines/`).
+    pub record_timelines: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -62,6 +65,7 @@ impl Default for Config {
             website_url: None,
             website_token: None,
             http_workers: 4,
+            record_timelines: None,
         }
     }
 }

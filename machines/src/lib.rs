@@ -17,6 +17,7 @@ pub mod id;
 pub mod launch;
 pub mod policy;
 pub mod request;
+pub mod timeline;
 
 /// Milliseconds since an epoch the runtime picks; machines only compare and
 /// subtract them.

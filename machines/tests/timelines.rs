@@ -3,136 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use room_machines::caller::{classify, Caller, ProcView};
-use room_machines::command::Command;
-use room_machines::launch::{Config, Effect, Input, Launch, Outcome, Phase, Plan};
-use room_machines::policy::{decide, Decision};
-use room_machines::Millis;
-use serde::Deserialize;
-
-/// One recorded timeline file.
-#[derive(Deserialize)]
-#[serde(tag = "machine", rename_all = "snake_case", deny_unknown_fields)]
-enum Timeline {
-    /// Launch runs: each begins with `Launch::new` (a core restart starts a new run).
-    Launch {
-        test: String,
-        about: String,
-        #[serde(default)]
-        config: Option<Config>,
-        runs: Vec<Run>,
-    },
-    /// Caller classification and the policy's decision, case by case.
-    Caller {
-        test: String,
-        about: String,
-        cases: Vec<Case>,
-    },
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Run {
-    plan: Plan,
-    began: Millis,
-    effects: Vec<Effect>,
-    steps: Vec<Step>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Step {
-    at: Millis,
-    input: Input,
-    effects: Vec<Effect>,
-    #[serde(default)]
-    outcome: Option<Outcome>,
-    #[serde(default)]
-    phase: Option<Phase>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Case {
-    ancestry: Vec<ProcView>,
-    argv: Vec<String>,
-    caller: Caller,
-    decision: Decision,
-}
-
-fn timelines_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/timelines")
-}
-
-fn replay(name: &str, timeline: Timeline) -> Result<(), String> {
-    match timeline {
-        Timeline::Launch { config, runs, .. } => {
-            for (r, run) in runs.into_iter().enumerate() {
-                let mut l = Launch::new(config.unwrap_or_default(), run.plan, run.began);
-                let got: Vec<Effect> = std::iter::from_fn(|| l.poll_effect()).collect();
-                if got != run.effects {
-                    return Err(format!(
-                        "{name} run {r} at new(): expected {:?}, got {got:?}",
-                        run.effects
-                    ));
-                }
-                for (i, step) in run.steps.into_iter().enumerate() {
-                    let outcome = l.handle(step.at, step.input.clone());
-                    let got: Vec<Effect> = std::iter::from_fn(|| l.poll_effect()).collect();
-                    let at = format!(
-                        "{name} run {r} step {i} (at {} ms, {:?})",
-                        step.at, step.input
-                    );
-                    if got != step.effects {
-                        return Err(format!(
-                            "{at}: expected effects {:?}, got {got:?}",
-                            step.effects
-                        ));
-                    }
-                    if let Some(want) = step.outcome {
-                        if want != outcome {
-                            return Err(format!("{at}: expected {want:?}, got {outcome:?}"));
-                        }
-                    }
-                    if let Some(want) = step.phase {
-                        if want != l.state().phase {
-                            return Err(format!(
-                                "{at}: expected phase {want:?}, got {:?}",
-                                l.state().phase
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-        Timeline::Caller { cases, .. } => {
-            for (i, case) in cases.into_iter().enumerate() {
-                let caller = classify(&case.ancestry);
-                if caller != case.caller {
-                    return Err(format!(
-                        "{name} case {i}: expected {:?}, got {caller:?}",
-                        case.caller
-                    ));
-                }
-                let cmd = Command::parse(&case.argv)
-                    .map_err(|e| format!("{name} case {i}: {e}"))?
-                    .command()
-                    .ok_or_else(|| format!("{name} case {i}: {:?} is a help request", case.argv))?;
-                let decision = decide(&caller, &cmd);
-                if decision != case.decision {
-                    return Err(format!(
-                        "{name} case {i} ({:?}): expected {:?}, got {decision:?}",
-                        case.argv, case.decision
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
-}
+use room_machines::timeline::Timeline;
 
 fn load_all() -> Vec<(String, Timeline)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(timelines_dir())
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/timelines");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("fixtures/timelines exists")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
@@ -154,8 +29,8 @@ fn every_recorded_timeline_replays() {
     let all = load_all();
     assert!(!all.is_empty());
     let failures: Vec<String> = all
-        .into_iter()
-        .filter_map(|(name, t)| replay(&name, t).err())
+        .iter()
+        .filter_map(|(name, t)| t.replay().err().map(|e| format!("{name} {e}")))
         .collect();
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
@@ -163,15 +38,11 @@ fn every_recorded_timeline_replays() {
 /// Each seed test has at least one timeline, named after it.
 #[test]
 fn every_seed_test_has_a_timeline() {
-    let names: Vec<String> = load_all()
-        .into_iter()
-        .map(|(_, t)| match t {
-            Timeline::Launch { test, about, .. } | Timeline::Caller { test, about, .. } => {
-                assert!(!about.is_empty(), "{test} says what it shows");
-                test
-            }
-        })
-        .collect();
+    let all = load_all();
+    for (_, t) in &all {
+        let (Timeline::Launch { about, .. } | Timeline::Caller { about, .. }) = t;
+        assert!(!about.is_empty(), "{} says what it shows", t.test());
+    }
     for seed_test in [
         "test_harness_starts_once_a_running_project_copy_lands",
         "test_a_mark_left_by_a_dead_copy_holds_no_start",
@@ -188,7 +59,7 @@ fn every_seed_test_has_a_timeline() {
         "an_unreadable_caller_environment_gets_its_own_refusal",
     ] {
         assert!(
-            names.iter().any(|n| n == seed_test),
+            all.iter().any(|(_, t)| t.test() == seed_test),
             "no timeline for {seed_test}"
         );
     }

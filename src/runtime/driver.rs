@@ -36,6 +36,9 @@ impl Runtime {
         let mut inputs: VecDeque<Input> = input.into_iter().collect();
         loop {
             while let Some(effect) = s.launch.as_mut().and_then(|l| l.poll_effect()) {
+                if let Some(run) = &mut s.recording {
+                    run.record_effect(&effect);
+                }
                 self.effect(s, effect, &mut inputs);
             }
             let Some(input) = inputs.pop_front() else {
@@ -52,7 +55,12 @@ impl Runtime {
                 continue;
             };
             let shown = log::log_enabled!(log::Level::Debug).then(|| format!("{input:?}"));
-            if launch.handle(now, input) == Outcome::Ignored {
+            let recorded = s.recording.is_some().then(|| input.clone());
+            let outcome = launch.handle(now, input);
+            if let (Some(run), Some(input)) = (&mut s.recording, recorded) {
+                run.record_input(now, input, outcome);
+            }
+            if outcome == Outcome::Ignored {
                 // Late timers and duplicate watch events land here; harmless.
                 log::debug!("{}: ignored {}", s.rec.id, shown.unwrap_or_default());
             }
@@ -178,6 +186,9 @@ impl Runtime {
             _ => return,
         }
         let id = s.rec.id.clone();
+        if let (Some(dir), Some(run)) = (&self.config.record_timelines, s.recording.take()) {
+            super::record::append(dir, &id, self.config.launch(), run);
+        }
         s.launch = None;
         s.armed = None;
         self.unwatch(&id);

@@ -8,6 +8,7 @@ mod driver;
 pub mod harness_pids;
 mod ops;
 pub mod permits;
+pub mod record;
 pub mod timer;
 mod turns;
 pub mod watch;

@@ -112,7 +112,13 @@ impl Runtime {
         } else if s.rec.state == SessionState::Failed {
             s.rec.state = SessionState::Idle;
         }
-        s.launch = Some(Launch::new(self.launch_config(), plan, self.clock.now()));
+        let now = self.clock.now();
+        s.recording = self
+            .config
+            .record_timelines
+            .is_some()
+            .then(|| room_machines::timeline::Run::new(plan, now));
+        s.launch = Some(Launch::new(self.launch_config(), plan, now));
         s.armed = None;
         self.drive(s, None);
     }

@@ -104,6 +104,8 @@ pub struct Session {
     pub turn: Option<u32>,
     /// The running turn was killed by stop, close or restart on purpose.
     pub turn_killed: bool,
+    /// The launch's timeline, when `record_timelines` is set.
+    pub recording: Option<room_machines::timeline::Run>,
 }
 
 impl Session {
@@ -116,6 +118,7 @@ impl Session {
             permit_at: None,
             turn: None,
             turn_killed: false,
+            recording: None,
         }
     }
 }

@@ -132,6 +132,14 @@ impl Service {
         self.launch();
     }
 
+    /// Sets one config field; it applies from the next (re)start.
+    pub fn set_config(&self, key: &str, value: Value) {
+        let mut config: Value =
+            serde_json::from_slice(&std::fs::read(&self.config).unwrap()).unwrap();
+        config[key] = value;
+        std::fs::write(&self.config, config.to_string()).unwrap();
+    }
+
     /// Starts the service again after a `kill9`.
     pub fn start_again(&mut self) {
         assert!(self.child.is_none());
