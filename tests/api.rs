@@ -353,3 +353,27 @@ fn a_start_that_cannot_be_recorded_is_refused_and_never_runs() {
     assert_eq!(status, 404);
     assert!(svc.records().is_empty());
 }
+
+#[test]
+fn agent_start_measures_only_a_harness_that_started() {
+    let svc = Service::start(json!({}));
+    // No prompt: the launch completes without a harness process.
+    let mut body = start_body(&svc.folder("blank"), "codex", json!({}));
+    body.as_object_mut().unwrap().remove("prompt");
+    let s = svc.start_session(body);
+    let id = s["id"].as_str().unwrap();
+    let v = svc.await_session(id, "idle", |v| v["state"] == "idle");
+    assert_eq!(v["agent_start_ms"], serde_json::Value::Null, "{v}");
+    // A start with a prompt spawns its harness: one measurement.
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(&folder, "codex", json!({})));
+    svc.await_session(s["id"].as_str().unwrap(), "measured", |v| {
+        !v["agent_start_ms"].is_null()
+    });
+    let (_, text) = svc.get("/metrics");
+    let text = text.as_str().unwrap();
+    assert!(
+        text.contains("room_core_agent_start_seconds_count 1\n"),
+        "{text}"
+    );
+}

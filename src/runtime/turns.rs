@@ -31,6 +31,8 @@ impl Runtime {
         }
         // A relaunch while a turn still runs: that harness is up already.
         if s.turn.is_some() || s.rec.paused || s.rec.queue.is_empty() {
+            // Nothing starts now, so there is no harness startup to measure.
+            s.permit_at = None;
             let native_id = s.rec.native_id.clone();
             inputs.push_back(Input::HarnessStarted { native_id });
             return;
