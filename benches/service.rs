@@ -407,8 +407,45 @@ const LAG_RUNS_POLL: usize = 100;
 
 fn lag(table: &mut Table) {
     println!("\n1. wake lag: \"ready\" written -> harness process running");
+    // The floor: the same harness spawned straight from this process (std's
+    // posix_spawn, as the service does), from spawn to its stamp.
+    let root = std::env::temp_dir().join(format!("room-core-bench-spawn-{}", std::process::id()));
+    let (stamps, cwd) = (root.join("stamps"), root.join("spawn"));
+    std::fs::create_dir_all(&stamps).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let me = std::env::current_exe().unwrap();
+    let floor: Vec<f64> = (0..LAG_RUNS_WATCH)
+        .map(|_| {
+            let _ = std::fs::remove_file(stamps.join("spawn"));
+            let before = realtime_us();
+            let out = Command::new(&me)
+                .current_dir(&cwd)
+                .env(STAMP_ENV, &stamps)
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+                .expect("spawn the harness");
+            assert!(out.status.success());
+            let at: u64 = std::fs::read_to_string(stamps.join("spawn")).unwrap().trim().parse().unwrap();
+            at.saturating_sub(before) as f64 / 1000.0
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&root);
+    let (p50, p99) = stats(&floor);
+    table.row(
+        "harness spawn alone",
+        "posix_spawn of the stamp harness from the bench, no service",
+        ms(p50),
+        ms(p99),
+        format!("{LAG_RUNS_WATCH} runs; the floor under the wake lag (exec, dynamic loading)"),
+    );
     let mut medians = std::collections::HashMap::new();
-    for watch in [true, false] {
+    let modes: &[bool] = if std::env::var_os("ROOM_BENCH_LAG_WATCH_ONLY").is_some() {
+        &[true]
+    } else {
+        &[true, false]
+    };
+    for &watch in modes {
         let svc = Service::start(json!({"watch": watch, "copy_wait_ms": 3_600_000}));
         let mut waiting = 0;
         for others in [1usize, 100, 1000] {

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
-use nix::sys::signal::{killpg, sigprocmask, SigSet, SigmaskHow, Signal};
+use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use room_machines::Input;
 
@@ -69,19 +69,12 @@ impl Runtime {
         s.rec.in_flight = Some(prompt.clone());
         let program = self.programs.of(harness).to_path_buf();
         let argv = harness.argv(&prompt, s.rec.native_id.as_deref(), s.rec.plan_only);
-        let mut command = Command::new(&program);
-        // The service blocks SIGTERM and SIGINT in every thread (it waits for
-        // them with sigwait), and a blocked mask survives exec: unblock them
-        // in the child or stop and close could not end a turn.
-        // SAFETY: sigprocmask is async-signal-safe, the only call made
-        // between fork and exec here.
-        unsafe {
-            command.pre_exec(|| {
-                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)
-                    .map_err(std::io::Error::from)
-            });
-        }
-        let mut child = command
+        // No `pre_exec` here: it would force std to fork, and the page-table
+        // copy and copy-on-write faults of a fork of the whole service cost
+        // about a millisecond per spawn on this kind of virtual machine,
+        // where posix_spawn (vfork) copies nothing. The child's signal mask
+        // is the spawning thread's, which is empty (see `service::run`).
+        let mut child = Command::new(&program)
             .args(&argv)
             .current_dir(&s.rec.folder)
             .stdin(Stdio::null())
