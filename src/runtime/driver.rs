@@ -67,11 +67,16 @@ impl Runtime {
         match effect {
             Effect::Observe => {
                 // The parent folder may have appeared since the last read:
-                // try to watch it (a no-op once watched).
-                if let Some(w) = &self.watch {
-                    w.add(&id, &s.rec.folder);
-                }
-                inputs.push_back(Input::Observed(files::observe(&s.rec.folder)));
+                // try to watch it (a no-op once watched). A watched file's
+                // last read is answered from the watch's cache.
+                let observation = match &self.watch {
+                    Some(w) => {
+                        w.add(&id, &s.rec.folder);
+                        w.observe(&s.rec.folder)
+                    }
+                    None => files::observe(&s.rec.folder),
+                };
+                inputs.push_back(Input::Observed(observation));
             }
             // An empty file is what a read between a writer's truncation and
             // its write sees: not worth a warning.

@@ -36,6 +36,8 @@ pub use ops::{RelaunchMode, Start};
 pub enum Event {
     /// Feed an input to a session's launch.
     Input(String, Input),
+    /// Deadlines that fell due together: feed each session a `Timeout`.
+    Timeouts(Vec<String>),
 }
 
 /// Everything the driver needs; shared by the API, the pool and turn threads.
@@ -102,6 +104,11 @@ impl Runtime {
                         let Some(rt) = rt.upgrade() else { return };
                         match ev {
                             Event::Input(id, input) => rt.feed(&id, input),
+                            Event::Timeouts(ids) => {
+                                for id in ids {
+                                    rt.feed(&id, Input::Timeout);
+                                }
+                            }
                         }
                     }
                 })?;
