@@ -72,7 +72,7 @@ impl Runtime {
                 let observation = match &self.watch {
                     Some(w) => {
                         w.add(&id, &s.rec.folder);
-                        w.observe(&s.rec.folder)
+                        w.observe(&id, &s.rec.folder)
                     }
                     None => files::observe(&s.rec.folder),
                 };

@@ -43,9 +43,39 @@ struct Shared {
     wake: Condvar,
 }
 
+/// A deadline, ordered by its time only (then by arming order): comparing
+/// session IDs when many deadlines share a millisecond was most of the
+/// heap's cost.
+struct Entry {
+    at: Millis,
+    seq: u64,
+    session: String,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
 #[derive(Default)]
 struct Inner {
-    heap: BinaryHeap<Reverse<(Millis, String)>>,
+    heap: BinaryHeap<Reverse<Entry>>,
+    seq: u64,
     /// When the thread wakes next on its own: `None` while it sleeps with
     /// nothing armed; `Some(0)` while it is awake.
     wakes_at: Option<Millis>,
@@ -72,7 +102,13 @@ impl Timer {
     /// Sends `Timeout` to `session` at `at` (at most `SLACK` later).
     pub fn arm(&self, session: &str, at: Millis) {
         let mut inner = self.shared.lock();
-        inner.heap.push(Reverse((at, session.to_string())));
+        inner.seq += 1;
+        let seq = inner.seq;
+        inner.heap.push(Reverse(Entry {
+            at,
+            seq,
+            session: session.to_string(),
+        }));
         // Wake the thread only if its next wake-up would be too late for
         // this deadline.
         let in_time = inner
@@ -90,9 +126,9 @@ fn run(clock: Clock, shared: &Shared, events: Sender<Event>) {
     loop {
         let now = clock.now();
         let mut due = Vec::new();
-        while inner.heap.peek().is_some_and(|Reverse((at, _))| *at <= now) {
-            let Reverse((_, id)) = inner.heap.pop().expect("peeked");
-            due.push(id);
+        while inner.heap.peek().is_some_and(|Reverse(e)| e.at <= now) {
+            let Reverse(e) = inner.heap.pop().expect("peeked");
+            due.push(e.session);
         }
         if !due.is_empty() {
             // Awake: an arm meanwhile needs no notification, the loop
@@ -108,8 +144,8 @@ fn run(clock: Clock, shared: &Shared, events: Sender<Event>) {
             continue;
         }
         inner = match inner.heap.peek() {
-            Some(Reverse((at, _))) => {
-                let wake = at.saturating_add(SLACK);
+            Some(Reverse(e)) => {
+                let wake = e.at.saturating_add(SLACK);
                 inner.wakes_at = Some(wake);
                 let left = clock
                     .instant(wake)

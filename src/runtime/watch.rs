@@ -38,10 +38,10 @@ struct Table {
     by_parent: HashMap<PathBuf, WatchDescriptor>,
     /// Watch → (status file name, session) pairs waiting in that folder.
     sessions: HashMap<WatchDescriptor, Vec<(OsString, String)>>,
-    /// Session → its watch.
-    of_session: HashMap<String, WatchDescriptor>,
-    /// The last read of each watched status file, by (watch, name).
-    cache: HashMap<(WatchDescriptor, OsString), Raw>,
+    /// Session → its watch and its status file's name.
+    of_session: HashMap<String, (WatchDescriptor, OsString)>,
+    /// The last read of each watched status file, by watch and name.
+    cache: HashMap<WatchDescriptor, HashMap<OsString, Raw>>,
     /// Bumped by every event the thread takes in; a read that saw it change
     /// may have raced a write and is not cached.
     epoch: u64,
@@ -52,7 +52,7 @@ struct Table {
 impl Table {
     /// Forgets a watch that no longer stands for its folder's path.
     fn drop_watch(&mut self, wd: WatchDescriptor) -> Vec<String> {
-        self.cache.retain(|(w, _), _| *w != wd);
+        self.cache.remove(&wd);
         self.by_parent.retain(|_, w| *w != wd);
         let sessions = self.sessions.remove(&wd).unwrap_or_default();
         for (_, s) in &sessions {
@@ -103,14 +103,14 @@ impl Watch {
     /// Watches `folder`'s status file for `session`. Failure (no parent
     /// folder yet) is logged at debug level: polling still covers it.
     pub fn add(&self, session: &str, folder: &Path) {
-        let file = status_file(folder);
-        let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else {
-            return;
-        };
         let mut t = self.table();
         if t.of_session.contains_key(session) {
             return;
         }
+        let file = status_file(folder);
+        let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else {
+            return;
+        };
         let wd = match t.by_parent.get(parent) {
             Some(wd) => *wd,
             None => match self.inotify.add_watch(parent, watched()) {
@@ -128,14 +128,15 @@ impl Watch {
             .entry(wd)
             .or_default()
             .push((name.to_os_string(), session.to_string()));
-        t.of_session.insert(session.to_string(), wd);
+        t.of_session
+            .insert(session.to_string(), (wd, name.to_os_string()));
     }
 
     /// Stops watching for `session`; the folder's watch goes with its last
     /// session, and a file's cached read with the last session that waits on it.
     pub fn remove(&self, session: &str) {
         let mut t = self.table();
-        let Some(wd) = t.of_session.remove(session) else {
+        let Some((wd, _)) = t.of_session.remove(session) else {
             return;
         };
         let mut gone = None;
@@ -149,7 +150,9 @@ impl Watch {
             list.is_empty()
         });
         if let Some(name) = gone {
-            t.cache.remove(&(wd, name));
+            if let Some(files) = t.cache.get_mut(&wd) {
+                files.remove(&name);
+            }
         }
         if empty {
             t.drop_watch(wd);
@@ -157,22 +160,21 @@ impl Watch {
         }
     }
 
-    /// What `folder`'s status file says: the cached read while its parent
-    /// folder is watched and the watch is healthy, else a read now (cached
-    /// for next time when no event arrived during it).
-    pub fn observe(&self, folder: &Path) -> Observation {
-        let file = status_file(folder);
-        let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else {
-            return files::observe(folder);
-        };
-        let (wd, epoch) = {
+    /// What `session`'s status file (that of `folder`) says: the cached
+    /// read while the session is watched and the watch is healthy, else a
+    /// read now (cached for next time when no event arrived during it).
+    pub fn observe(&self, session: &str, folder: &Path) -> Observation {
+        let (watched, epoch) = {
             let t = self.table();
-            let wd = t.by_parent.get(parent).copied().filter(|_| !t.broken);
-            if let Some(raw) = wd.and_then(|wd| t.cache.get(&(wd, name.to_os_string()))) {
-                return files::observation(raw);
+            let watched = t.of_session.get(session).filter(|_| !t.broken);
+            if let Some((wd, name)) = watched {
+                if let Some(raw) = t.cache.get(wd).and_then(|files| files.get(name)) {
+                    return files::observation(raw);
+                }
             }
-            (wd, t.epoch)
+            (watched.cloned(), t.epoch)
         };
+        let file = status_file(folder);
         let raw = match files::read_raw(&file) {
             Ok(raw) => raw,
             Err(e) => {
@@ -181,14 +183,12 @@ impl Watch {
             }
         };
         let observation = files::observation(&raw);
-        if let Some(wd) = wd {
+        if let Some((wd, name)) = watched {
             let mut t = self.table();
-            let watching = t
-                .sessions
-                .get(&wd)
-                .is_some_and(|list| list.iter().any(|(n, _)| n == name));
-            if !t.broken && t.epoch == epoch && watching {
-                t.cache.insert((wd, name.to_os_string()), raw);
+            // Still watched the same way, and no event since the read began.
+            let same = t.of_session.get(session) == Some(&(wd, name.clone()));
+            if !t.broken && t.epoch == epoch && same {
+                t.cache.entry(wd).or_default().insert(name, raw);
             }
         }
         observation
@@ -232,7 +232,9 @@ impl Watch {
                         continue;
                     }
                     let Some(name) = ev.name else { continue };
-                    t.cache.remove(&(ev.wd, name.clone()));
+                    if let Some(files) = t.cache.get_mut(&ev.wd) {
+                        files.remove(&name);
+                    }
                     if !ev.mask.intersects(wakes()) {
                         continue;
                     }
@@ -269,6 +271,11 @@ mod tests {
         dir
     }
 
+    /// How many reads the watch keeps.
+    fn cached(w: &Watch) -> usize {
+        w.table().cache.values().map(HashMap::len).sum()
+    }
+
     fn changed(rx: &crossbeam_channel::Receiver<Event>, session: &str) {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
@@ -288,36 +295,32 @@ mod tests {
         let (tx, rx) = crossbeam_channel::unbounded();
         let w = Watch::start(tx).unwrap();
         w.add("s1", &folder);
-        assert_eq!(w.observe(&folder), Observation::missing());
+        assert_eq!(w.observe("s1", &folder), Observation::missing());
         // The second read is answered from the cache.
-        assert_eq!(w.table().cache.len(), 1);
-        assert_eq!(w.observe(&folder), Observation::missing());
+        assert_eq!(cached(&w), 1);
+        assert_eq!(w.observe("s1", &folder), Observation::missing());
         std::fs::write(status_file(&folder), "copying\n").unwrap();
         changed(&rx, "s1");
-        assert_eq!(w.observe(&folder).mark, Some(CopyMark::Copying));
+        assert_eq!(w.observe("s1", &folder).mark, Some(CopyMark::Copying));
         // Written in place, then renamed over: both seen.
         std::fs::write(dir.join("tmp"), "ready\n").unwrap();
         std::fs::rename(dir.join("tmp"), status_file(&folder)).unwrap();
         changed(&rx, "s1");
-        assert_eq!(w.observe(&folder).mark, Some(CopyMark::Ready));
+        assert_eq!(w.observe("s1", &folder).mark, Some(CopyMark::Ready));
         // A deletion wakes no one but is not missed by the next read.
         std::fs::remove_file(status_file(&folder)).unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
-        let key = (
-            w.table().of_session["s1"],
-            OsString::from("code.cloudroom-files"),
-        );
-        while w.table().cache.contains_key(&key) {
+        while cached(&w) > 0 {
             assert!(
                 Instant::now() < deadline,
                 "the deletion never reached the cache"
             );
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert_eq!(w.observe(&folder), Observation::missing());
+        assert_eq!(w.observe("s1", &folder), Observation::missing());
         // Once no session waits there, nothing is kept.
         w.remove("s1");
-        assert!(w.table().cache.is_empty());
+        assert_eq!(cached(&w), 0);
         assert!(w.table().by_parent.is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -329,15 +332,15 @@ mod tests {
         let (tx, _rx) = crossbeam_channel::unbounded();
         let w = Watch::start(tx).unwrap();
         // No session waits on it: no watch, so every observe reads.
-        assert_eq!(w.observe(&folder), Observation::missing());
+        assert_eq!(w.observe("s1", &folder), Observation::missing());
         std::fs::write(status_file(&folder), "ready\n").unwrap();
-        assert_eq!(w.observe(&folder).mark, Some(CopyMark::Ready));
-        assert!(w.table().cache.is_empty());
+        assert_eq!(w.observe("s1", &folder).mark, Some(CopyMark::Ready));
+        assert_eq!(cached(&w), 0);
         // A parent folder that does not exist cannot be watched: read.
         let nowhere = dir.join("missing/code");
         w.add("s2", &nowhere);
-        assert_eq!(w.observe(&nowhere), Observation::missing());
-        assert!(w.table().cache.is_empty());
+        assert_eq!(w.observe("s2", &nowhere), Observation::missing());
+        assert_eq!(cached(&w), 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -350,16 +353,17 @@ mod tests {
         let (tx, rx) = crossbeam_channel::unbounded();
         let w = Watch::start(tx).unwrap();
         w.add("s3", &folder);
-        assert_eq!(w.observe(&folder), Observation::missing());
+        assert_eq!(w.observe("s3", &folder), Observation::missing());
+        assert_eq!(cached(&w), 1);
         std::fs::remove_dir_all(&parent).unwrap();
         changed(&rx, "s3");
-        assert!(w.table().cache.is_empty());
+        assert_eq!(cached(&w), 0);
         assert!(!w.table().of_session.contains_key("s3"));
         // Made again with a mark in it: the next poll reads the new folder.
         std::fs::create_dir_all(&parent).unwrap();
         std::fs::write(status_file(&folder), "ready\n").unwrap();
         w.add("s3", &folder);
-        assert_eq!(w.observe(&folder).mark, Some(CopyMark::Ready));
+        assert_eq!(w.observe("s3", &folder).mark, Some(CopyMark::Ready));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
