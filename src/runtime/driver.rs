@@ -70,10 +70,7 @@ impl Runtime {
                 // try to watch it (a no-op once watched). A watched file's
                 // last read is answered from the watch's cache.
                 let observation = match &self.watch {
-                    Some(w) => {
-                        w.add(&id, &s.rec.folder);
-                        w.observe(&id, &s.rec.folder)
-                    }
+                    Some(w) => w.observe(&id, &s.rec.folder),
                     None => files::observe(&s.rec.folder),
                 };
                 inputs.push_back(Input::Observed(observation));
@@ -138,7 +135,7 @@ impl Runtime {
         if next != s.armed {
             s.armed = next;
             if let Some(at) = next {
-                self.timer.arm(&s.rec.id, at);
+                self.timer.arm(s.me.clone(), at);
             }
         }
     }

@@ -1,119 +1,101 @@
-//! The timer thread: a binary heap of (deadline, session) that turns due
-//! deadlines into `Timeout` inputs. A stale or duplicate deadline is harmless:
-//! the launch machine ignores a timeout that is not due.
+//! The timer thread: turns due deadlines into `Timeout` inputs. A stale or
+//! duplicate deadline is harmless: the launch machine ignores a timeout that
+//! is not due.
 //!
-//! Deadlines are coalesced: the thread sleeps until the earliest deadline
-//! plus [`SLACK`] and then fires every deadline that is due, as one batch for
-//! the event pool. A deadline never fires early (the machine would ignore an
-//! early timeout), and at most `SLACK` late, which the machines accept (a
-//! late timeout changes nothing but its timing). With a thousand waiting
-//! starts polling every 250 ms that is a few hundred wake-ups a second
-//! instead of four thousand, and arming a deadline later than the next
-//! wake-up does not wake the thread at all.
+//! Deadlines are coalesced into buckets [`SLACK`] ms wide: a deadline goes
+//! into the bucket that ends at or after it, and the thread wakes once per
+//! bucket and fires the whole bucket as one batch for the event pool. A
+//! deadline never fires early (the machine would ignore an early timeout),
+//! and less than `SLACK` late, which the machines accept (a late timeout
+//! changes nothing but its timing). With a thousand waiting starts polling
+//! every 250 ms that is at most 25 wake-ups per 250 ms instead of a thousand,
+//! arming a deadline in a bucket that is already due to wake the thread does
+//! not wake it, and a bucket is taken whole (no per-deadline heap work).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use crossbeam_channel::Sender;
 use room_machines::Millis;
 
 use super::clock::Clock;
-use super::Event;
 
-/// How late a deadline may fire so that neighbouring deadlines share one
-/// wake-up.
+/// The width of a bucket: how late a deadline may fire so that neighbouring
+/// deadlines share one wake-up.
 pub const SLACK: Millis = 10;
 
-/// Handle to arm deadlines on the timer thread.
-#[derive(Clone)]
-pub struct Timer {
-    shared: Arc<Shared>,
+/// Handle to arm deadlines on the timer thread; a deadline names its
+/// session by a `T` (the runtime uses the session's own handle, so a firing
+/// deadline needs no lookup).
+pub struct Timer<T> {
+    shared: Arc<Shared<T>>,
 }
 
-impl std::fmt::Debug for Timer {
+impl<T> Clone for Timer<T> {
+    fn clone(&self) -> Self {
+        Timer {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Timer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Timer").finish_non_exhaustive()
     }
 }
 
-#[derive(Default)]
-struct Shared {
-    inner: Mutex<Inner>,
+struct Shared<T> {
+    inner: Mutex<Inner<T>>,
     wake: Condvar,
 }
 
-/// A deadline, ordered by its time only (then by arming order): comparing
-/// session IDs when many deadlines share a millisecond was most of the
-/// heap's cost.
-struct Entry {
-    at: Millis,
-    seq: u64,
-    session: String,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-
-impl Eq for Entry {}
-
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
-    }
-}
-
-#[derive(Default)]
-struct Inner {
-    heap: BinaryHeap<Reverse<Entry>>,
-    seq: u64,
+struct Inner<T> {
+    /// Bucket end → the deadlines in it, in arming order.
+    buckets: BTreeMap<Millis, Vec<T>>,
     /// When the thread wakes next on its own: `None` while it sleeps with
     /// nothing armed; `Some(0)` while it is awake.
     wakes_at: Option<Millis>,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+impl<T> Shared<T> {
+    fn lock(&self) -> MutexGuard<'_, Inner<T>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-impl Timer {
-    /// Starts the thread; due deadlines are sent to `events` in batches.
-    pub fn start(clock: Clock, events: Sender<Event>) -> Timer {
-        let shared = Arc::new(Shared::default());
+/// The end of the bucket that holds a deadline at `at`: the first multiple
+/// of `SLACK` at or after it.
+fn bucket(at: Millis) -> Millis {
+    at.div_ceil(SLACK).saturating_mul(SLACK)
+}
+
+impl<T: Send + 'static> Timer<T> {
+    /// Starts the thread; due deadlines are handed to `fire` in batches
+    /// (duplicates included: a stale deadline is harmless). The thread ends
+    /// when `fire` returns false.
+    pub fn start(clock: Clock, fire: impl FnMut(Vec<T>) -> bool + Send + 'static) -> Timer<T> {
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(Inner {
+                buckets: BTreeMap::new(),
+                wakes_at: None,
+            }),
+            wake: Condvar::new(),
+        });
         let thread = shared.clone();
         std::thread::Builder::new()
             .name("timer".into())
-            .spawn(move || run(clock, &thread, events))
+            .spawn(move || run(clock, &thread, fire))
             .expect("spawn timer thread");
         Timer { shared }
     }
 
-    /// Sends `Timeout` to `session` at `at` (at most `SLACK` later).
-    pub fn arm(&self, session: &str, at: Millis) {
+    /// Fires `session` at `at` (less than `SLACK` later).
+    pub fn arm(&self, session: T, at: Millis) {
+        let end = bucket(at);
         let mut inner = self.shared.lock();
-        inner.seq += 1;
-        let seq = inner.seq;
-        inner.heap.push(Reverse(Entry {
-            at,
-            seq,
-            session: session.to_string(),
-        }));
-        // Wake the thread only if its next wake-up would be too late for
-        // this deadline.
-        let in_time = inner
-            .wakes_at
-            .is_some_and(|w| w <= at.saturating_add(SLACK));
+        inner.buckets.entry(end).or_default().push(session);
+        // Wake the thread only if it would otherwise sleep past this bucket.
+        let in_time = inner.wakes_at.is_some_and(|w| w <= end);
         if !in_time {
             drop(inner);
             self.shared.wake.notify_one();
@@ -121,31 +103,35 @@ impl Timer {
     }
 }
 
-fn run(clock: Clock, shared: &Shared, events: Sender<Event>) {
+fn run<T>(clock: Clock, shared: &Shared<T>, mut fire: impl FnMut(Vec<T>) -> bool) {
     let mut inner = shared.lock();
     loop {
         let now = clock.now();
-        let mut due = Vec::new();
-        while inner.heap.peek().is_some_and(|Reverse(e)| e.at <= now) {
-            let Reverse(e) = inner.heap.pop().expect("peeked");
-            due.push(e.session);
+        let mut due: Vec<T> = Vec::new();
+        while let Some(entry) = inner.buckets.first_entry() {
+            if *entry.key() > now {
+                break;
+            }
+            let mut bucket = entry.remove();
+            if due.is_empty() {
+                due = bucket;
+            } else {
+                due.append(&mut bucket);
+            }
         }
         if !due.is_empty() {
             // Awake: an arm meanwhile needs no notification, the loop
-            // looks at the heap again after sending.
+            // looks at the buckets again after firing.
             inner.wakes_at = Some(0);
             drop(inner);
-            due.sort_unstable();
-            due.dedup();
-            if events.send(Event::Timeouts(due)).is_err() {
+            if !fire(due) {
                 return;
             }
             inner = shared.lock();
             continue;
         }
-        inner = match inner.heap.peek() {
-            Some(Reverse(e)) => {
-                let wake = e.at.saturating_add(SLACK);
+        inner = match inner.buckets.keys().next().copied() {
+            Some(wake) => {
                 inner.wakes_at = Some(wake);
                 let left = clock
                     .instant(wake)
@@ -171,31 +157,39 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn fires_due_deadlines_in_one_batch_never_early_and_at_most_slack_late() {
+    fn buckets_end_at_or_after_their_deadlines() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(1), SLACK);
+        assert_eq!(bucket(SLACK), SLACK);
+        assert_eq!(bucket(SLACK + 1), 2 * SLACK);
+        for at in 0..100 {
+            assert!(bucket(at) >= at && bucket(at) < at + SLACK);
+        }
+    }
+
+    #[test]
+    fn fires_a_bucket_in_one_batch_never_early_and_less_than_slack_late() {
         let clock = Clock::default();
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let timer = Timer::start(clock, tx);
-        let base = clock.now() + 50;
+        let (tx, rx) = crossbeam_channel::unbounded::<Vec<&str>>();
+        let timer = Timer::start(clock, move |due| tx.send(due).is_ok());
+        // Three deadlines in one bucket.
+        let base = bucket(clock.now() + 50) + 1;
         timer.arm("b", base + 3);
         timer.arm("a", base);
         timer.arm("a", base + 1);
-        let Event::Timeouts(ids) = rx.recv_timeout(Duration::from_secs(5)).unwrap() else {
-            panic!("not a batch of timeouts");
-        };
+        let ids = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         let fired = clock.now();
-        assert_eq!(ids, ["a", "b"], "one batch, duplicates dropped");
+        assert_eq!(ids, ["b", "a", "a"], "one batch, in arming order");
         assert!(fired >= base + 3, "never early: {fired} < {}", base + 3);
         assert!(
-            fired <= base + SLACK + 50,
-            "at most SLACK late (+ scheduling)"
+            fired < base + SLACK + 50,
+            "less than SLACK late (+ scheduling)"
         );
         // An earlier deadline armed while the thread sleeps wakes it.
         timer.arm("late", clock.now() + 60_000);
         let soon = clock.now() + 20;
         timer.arm("soon", soon);
-        let Event::Timeouts(ids) = rx.recv_timeout(Duration::from_secs(5)).unwrap() else {
-            panic!("not a batch of timeouts");
-        };
+        let ids = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!(ids, ["soon"]);
         assert!(clock.now() >= soon);
     }

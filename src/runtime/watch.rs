@@ -22,6 +22,7 @@ use crossbeam_channel::Sender;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use room_machines::{Input, Observation};
 
+use super::fx::FxHashMap;
 use super::Event;
 use crate::files::{self, status_file, Raw};
 
@@ -39,9 +40,9 @@ struct Table {
     /// Watch → (status file name, session) pairs waiting in that folder.
     sessions: HashMap<WatchDescriptor, Vec<(OsString, String)>>,
     /// Session → its watch and its status file's name.
-    of_session: HashMap<String, (WatchDescriptor, OsString)>,
+    of_session: FxHashMap<String, (WatchDescriptor, OsString)>,
     /// The last read of each watched status file, by watch and name.
-    cache: HashMap<WatchDescriptor, HashMap<OsString, Raw>>,
+    cache: HashMap<WatchDescriptor, FxHashMap<OsString, Raw>>,
     /// Bumped by every event the thread takes in; a read that saw it change
     /// may have raced a write and is not cached.
     epoch: u64,
@@ -163,16 +164,26 @@ impl Watch {
     /// What `session`'s status file (that of `folder`) says: the cached
     /// read while the session is watched and the watch is healthy, else a
     /// read now (cached for next time when no event arrived during it).
+    /// An unwatched session is first watched, if its parent folder exists
+    /// by now (the watch comes before the read, so no write is missed).
     pub fn observe(&self, session: &str, folder: &Path) -> Observation {
+        let hit = |t: &Table| {
+            let watched = t.of_session.get(session).filter(|_| !t.broken);
+            let raw = watched.and_then(|(wd, name)| t.cache.get(wd)?.get(name));
+            (watched.cloned(), raw.map(files::observation))
+        };
         let (watched, epoch) = {
             let t = self.table();
-            let watched = t.of_session.get(session).filter(|_| !t.broken);
-            if let Some((wd, name)) = watched {
-                if let Some(raw) = t.cache.get(wd).and_then(|files| files.get(name)) {
-                    return files::observation(raw);
+            match hit(&t) {
+                (_, Some(observation)) => return observation,
+                (Some(watched), None) => (Some(watched), t.epoch),
+                (None, None) => {
+                    drop(t);
+                    self.add(session, folder);
+                    let t = self.table();
+                    (hit(&t).0, t.epoch)
                 }
             }
-            (watched.cloned(), t.epoch)
         };
         let file = status_file(folder);
         let raw = match files::read_raw(&file) {
@@ -273,7 +284,7 @@ mod tests {
 
     /// How many reads the watch keeps.
     fn cached(w: &Watch) -> usize {
-        w.table().cache.values().map(HashMap::len).sum()
+        w.table().cache.values().map(|m| m.len()).sum()
     }
 
     fn changed(rx: &crossbeam_channel::Receiver<Event>, session: &str) {
@@ -326,21 +337,20 @@ mod tests {
     }
 
     #[test]
-    fn an_unwatched_file_is_read_every_time_and_never_cached() {
+    fn a_file_whose_folder_cannot_be_watched_is_read_every_time() {
         let dir = temp("nocache");
-        let folder = dir.join("code");
+        // The parent folder does not exist yet: no watch, so every observe
+        // reads and nothing is kept.
+        let folder = dir.join("later/code");
         let (tx, _rx) = crossbeam_channel::unbounded();
         let w = Watch::start(tx).unwrap();
-        // No session waits on it: no watch, so every observe reads.
         assert_eq!(w.observe("s1", &folder), Observation::missing());
-        std::fs::write(status_file(&folder), "ready\n").unwrap();
-        assert_eq!(w.observe("s1", &folder).mark, Some(CopyMark::Ready));
         assert_eq!(cached(&w), 0);
-        // A parent folder that does not exist cannot be watched: read.
-        let nowhere = dir.join("missing/code");
-        w.add("s2", &nowhere);
-        assert_eq!(w.observe("s2", &nowhere), Observation::missing());
-        assert_eq!(cached(&w), 0);
+        std::fs::create_dir_all(dir.join("later")).unwrap();
+        std::fs::write(status_file(&folder), "copying\n").unwrap();
+        // The next poll watches the new folder, then reads (and keeps) it.
+        assert_eq!(w.observe("s1", &folder).mark, Some(CopyMark::Copying));
+        assert_eq!(cached(&w), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

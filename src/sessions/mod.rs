@@ -6,7 +6,7 @@ pub mod view;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use room_machines::{Launch, Millis};
 use serde::{Deserialize, Serialize};
@@ -104,6 +104,9 @@ pub struct Session {
     pub turn: Option<u32>,
     /// The running turn was killed by stop, close or restart on purpose.
     pub turn_killed: bool,
+    /// This session's own handle, for the timer (no registry lookup when a
+    /// deadline fires).
+    pub me: Weak<Mutex<Session>>,
 }
 
 impl Session {
@@ -116,7 +119,17 @@ impl Session {
             permit_at: None,
             turn: None,
             turn_killed: false,
+            me: Weak::new(),
         }
+    }
+
+    /// A shared session around a record that knows its own handle.
+    pub fn shared(rec: Record) -> SessionRef {
+        Arc::new_cyclic(|me| {
+            let mut s = Session::new(rec);
+            s.me = me.clone();
+            Mutex::new(s)
+        })
     }
 }
 
