@@ -62,19 +62,22 @@ impl Runtime {
     }
 
     fn effect(&self, s: &mut Session, effect: Effect, inputs: &mut VecDeque<Input>) {
+        log::debug!("{}: {effect:?}", s.rec.id);
+        if effect == Effect::Observe {
+            // The parent folder may have appeared since the last read: try
+            // to watch it (a no-op once watched). A watched file's last
+            // read is answered from the watch's cache.
+            let observation = match &self.watch {
+                Some(w) => w.observe(&s.rec.id, &s.rec.folder),
+                None => files::observe(&s.rec.folder),
+            };
+            inputs.push_back(Input::Observed(observation));
+            return;
+        }
         let id = s.rec.id.clone();
-        log::debug!("{id}: {effect:?}");
         match effect {
-            Effect::Observe => {
-                // The parent folder may have appeared since the last read:
-                // try to watch it (a no-op once watched). A watched file's
-                // last read is answered from the watch's cache.
-                let observation = match &self.watch {
-                    Some(w) => w.observe(&id, &s.rec.folder),
-                    None => files::observe(&s.rec.folder),
-                };
-                inputs.push_back(Input::Observed(observation));
-            }
+            // Answered above.
+            Effect::Observe => {}
             // An empty file is what a read between a writer's truncation and
             // its write sees: not worth a warning.
             Effect::MalformedMark(MarkError::Empty) => {

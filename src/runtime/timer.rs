@@ -21,7 +21,7 @@ use super::clock::Clock;
 
 /// The width of a bucket: how late a deadline may fire so that neighbouring
 /// deadlines share one wake-up.
-pub const SLACK: Millis = 10;
+pub const SLACK: Millis = 25;
 
 /// Handle to arm deadlines on the timer thread; a deadline names its
 /// session by a `T` (the runtime uses the session's own handle, so a firing

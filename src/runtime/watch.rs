@@ -167,21 +167,21 @@ impl Watch {
     /// An unwatched session is first watched, if its parent folder exists
     /// by now (the watch comes before the read, so no write is missed).
     pub fn observe(&self, session: &str, folder: &Path) -> Observation {
-        let hit = |t: &Table| {
-            let watched = t.of_session.get(session).filter(|_| !t.broken);
-            let raw = watched.and_then(|(wd, name)| t.cache.get(wd)?.get(name));
-            (watched.cloned(), raw.map(files::observation))
-        };
+        let watched = |t: &Table| t.of_session.get(session).filter(|_| !t.broken).cloned();
         let (watched, epoch) = {
             let t = self.table();
-            match hit(&t) {
-                (_, Some(observation)) => return observation,
-                (Some(watched), None) => (Some(watched), t.epoch),
-                (None, None) => {
+            match t.of_session.get(session).filter(|_| !t.broken) {
+                Some((wd, name)) => {
+                    if let Some(raw) = t.cache.get(wd).and_then(|files| files.get(name)) {
+                        return files::observation(raw);
+                    }
+                    (watched(&t), t.epoch)
+                }
+                None => {
                     drop(t);
                     self.add(session, folder);
                     let t = self.table();
-                    (hit(&t).0, t.epoch)
+                    (watched(&t), t.epoch)
                 }
             }
         };
