@@ -90,7 +90,14 @@ impl Runtime {
         s.turn_killed = false;
         s.rec.state = SessionState::Running;
         s.rec.error = None;
-        self.persist(s);
+        // A launch's first turn is not written here: what is on disk (the
+        // prompt queued, the start waiting) restores exactly as this record
+        // would (its in-flight prompt goes back to the queue), and the
+        // launch writes the record once the harness has reported in. That
+        // saves an fsync while the startup permit is held.
+        if !launch_turn {
+            self.persist(s);
+        }
         log::info!("{}: {} turn started (pid {pid})", s.rec.id, harness.name());
         let rt = self.me.upgrade().expect("runtime is alive");
         let id = s.rec.id.clone();
@@ -178,11 +185,16 @@ impl Runtime {
         let Some(s) = self.session(id) else { return };
         let mut s = lock(&s);
         s.rec.native_id = Some(native_id.clone());
-        self.persist(&s);
         if launch_turn && s.launch.is_some() {
+            // The launch settles as started and persists the record then
+            // (one write, not two, on the path that holds a startup permit).
             let native_id = Some(native_id);
             self.drive(&mut s, Some(Input::HarnessStarted { native_id }));
+            if s.launch.is_none() {
+                return;
+            }
         }
+        self.persist(&s);
     }
 
     /// Kills the running turn's process group, if any.
