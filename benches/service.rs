@@ -325,6 +325,25 @@ impl Service {
         v
     }
 
+    /// Waits (at most 10 s) until session `id` is in `state`.
+    fn await_state(&self, id: &str, state: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (_, v) = Service::call(
+                &self.agent,
+                &self.base,
+                "GET",
+                &format!("/v1/sessions/{id}"),
+                None,
+            );
+            if v["state"] == state {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{id} never got {state}: {v}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     /// `n` starts that wait for promised copies that never land.
     fn add_waiting(&self, from: usize, to: usize) {
         for i in from..to {
@@ -501,6 +520,12 @@ fn lag(table: &mut Table) {
                     "prompt": "go",
                 }));
                 assert!(!v["waiting_for"].is_null(), "{v}");
+                // The app's order: the mark says copying, the files land in
+                // the folder, then the mark is rewritten in place to ready.
+                let status = PathBuf::from(format!("{}.cloudroom-files", folder.display()));
+                std::fs::write(&status, "copying\n").unwrap();
+                std::fs::create_dir_all(&folder).unwrap();
+                std::fs::write(folder.join("AGENTS.md"), "landed\n").unwrap();
                 // Land the mark at a varying phase of the 250 ms poll (with
                 // the watch, a short varying pause is enough).
                 let pause = if watch {
@@ -509,12 +534,14 @@ fn lag(table: &mut Table) {
                     (n as u64 * 37) % 250
                 };
                 std::thread::sleep(Duration::from_millis(pause));
-                let status = PathBuf::from(format!("{}.cloudroom-files", folder.display()));
                 let written = realtime_us();
                 std::fs::write(&status, "ready\n").unwrap();
                 let stamp = await_file(&svc.stamps.join(&name), Duration::from_secs(5));
                 let started: u64 = stamp.trim().parse().unwrap();
                 lags.push(started.saturating_sub(written) as f64 / 1000.0);
+                // Let this start finish (its turn ends, its record is
+                // written) before the next one is measured.
+                svc.await_state(v["id"].as_str().unwrap(), "idle");
             }
             let (p50, p99) = stats(&lags);
             medians.insert((watch, others), p50);
