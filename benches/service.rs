@@ -210,6 +210,8 @@ static ROOTS: AtomicUsize = AtomicUsize::new(0);
 /// The real service, started from its binary with this bench as its codex.
 struct Service {
     child: Child,
+    /// A state dir outside `root`, removed with it.
+    elsewhere: Option<PathBuf>,
     root: PathBuf,
     base: String,
     socket: PathBuf,
@@ -243,6 +245,10 @@ impl Service {
         for (k, v) in extra.as_object().unwrap() {
             config[k] = v.clone();
         }
+        // A state dir elsewhere (tmpfs) goes with the service.
+        let state = PathBuf::from(config["state_dir"].as_str().unwrap());
+        let elsewhere = (!state.starts_with(&root)).then(|| state.clone());
+        std::fs::create_dir_all(&state).unwrap();
         let config_path = root.join("config.json");
         std::fs::write(&config_path, config.to_string()).unwrap();
         let log = std::fs::File::create(root.join("service.log")).unwrap();
@@ -273,6 +279,7 @@ impl Service {
         };
         Service {
             child,
+            elsewhere,
             base: format!("http://{}", addr.trim()),
             root,
             socket,
@@ -427,6 +434,9 @@ impl Drop for Service {
         let _ = self.child.wait();
         if std::env::var_os("ROOM_BENCH_KEEP").is_none() {
             let _ = std::fs::remove_dir_all(&self.root);
+            if let Some(dir) = &self.elsewhere {
+                let _ = std::fs::remove_dir_all(dir);
+            }
         } else {
             eprintln!("kept {}", self.root.display());
         }
@@ -736,8 +746,22 @@ fn throughput(table: &mut Table) {
         "\n4. start throughput: POST /v1/sessions from {CLIENTS} clients for {} s",
         POSTING.as_secs()
     );
-    for plan_only in [false, true] {
-        let svc = Arc::new(Service::start(json!({})));
+    // The third run keeps the state on tmpfs (no fsync cost), when there is
+    // one, to show what the store's fsyncs cost.
+    let shm = Path::new("/dev/shm");
+    let mut runs = vec![(false, None), (true, None)];
+    if shm.is_dir() {
+        runs.push((
+            true,
+            Some(shm.join(format!("room-core-bench-{}", std::process::id()))),
+        ));
+    }
+    for (plan_only, state) in runs {
+        let extra = match &state {
+            Some(dir) => json!({"state_dir": dir}),
+            None => json!({}),
+        };
+        let svc = Arc::new(Service::start(extra));
         let t0 = Instant::now();
         let workers: Vec<_> = (0..CLIENTS)
             .map(|c| {
@@ -798,10 +822,10 @@ fn throughput(table: &mut Table) {
         let (p50, p99) = stats(&lat);
         table.row(
             "start throughput",
-            if plan_only {
-                "plan_only starts (no prompt, no harness), 8 clients"
-            } else {
-                "blank starts with a prompt (harness spawn), 8 clients"
+            match (plan_only, &state) {
+                (false, _) => "blank starts with a prompt (harness spawn), 8 clients",
+                (true, None) => "plan_only starts (no prompt, no harness), 8 clients",
+                (true, Some(_)) => "plan_only starts, state on tmpfs (no fsync cost), 8 clients",
             },
             ms(p50),
             ms(p99),
