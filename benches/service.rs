@@ -12,6 +12,9 @@
 //!   binary as `codex_program`, and its harnesses inherit the variable);
 //! - with `ROOM_BENCH_CLIENT` set (the agent socket's path) it is an
 //!   agent-socket client that times requests and prints them as JSON.
+//!
+//! `ROOM_BENCH_KEEP=1` keeps each service's temp folder (config, log, state);
+//! `ROOM_BENCH_LAG_WATCH_ONLY=1` skips the polling half of the lag section.
 
 #[allow(dead_code)]
 #[path = "../tests/common/fake_website.rs"]
