@@ -19,35 +19,55 @@ pub fn status_file(folder: &Path) -> PathBuf {
     PathBuf::from(format!("{trimmed}{STATUS_SUFFIX}"))
 }
 
+/// What one read of a status file found: its bytes (up to one past
+/// `MAX_MARK_BYTES`) and mtime, or `None` when there is no file.
+pub type Raw = Option<(Vec<u8>, SystemTime)>;
+
+/// Reads the status file once. A missing file is `Ok(None)`; any other
+/// failure is an error (logged by the caller's `observation`).
+pub fn read_raw(path: &Path) -> std::io::Result<Raw> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mtime = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| SystemTime::now());
+    // Read one byte past the limit so an oversized file is reported as such.
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(MAX_MARK_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(Some((bytes, mtime)))
+}
+
+/// The launch's view of a read: the mark, and its age now (`now - mtime`,
+/// 0 for an mtime in the future).
+pub fn observation(raw: &Raw) -> Observation {
+    match raw {
+        None => Observation::missing(),
+        Some((bytes, mtime)) => {
+            let age = SystemTime::now()
+                .duration_since(*mtime)
+                .map_or(0, |d| d.as_millis() as u64);
+            Observation::from_file(bytes, age)
+        }
+    }
+}
+
 /// Reads the status file once. A missing or unreadable file is a missing
 /// mark; the age is `now - mtime` (0 for an mtime in the future).
 pub fn observe(folder: &Path) -> Observation {
     let path = status_file(folder);
-    let mut file = match std::fs::File::open(&path) {
-        Ok(f) => f,
+    match read_raw(&path) {
+        Ok(raw) => observation(&raw),
         Err(e) => {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                log::warn!("cannot read {}: {e}", path.display());
-            }
-            return Observation::missing();
+            log::warn!("cannot read {}: {e}", path.display());
+            Observation::missing()
         }
-    };
-    let age = file
-        .metadata()
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|mtime| SystemTime::now().duration_since(mtime).ok())
-        .map_or(0, |d| d.as_millis() as u64);
-    // Read one byte past the limit so an oversized file is reported as such.
-    let mut bytes = Vec::new();
-    if let Err(e) = (&mut file)
-        .take(MAX_MARK_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-    {
-        log::warn!("cannot read {}: {e}", path.display());
-        return Observation::missing();
     }
-    Observation::from_file(&bytes, age)
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! caller machine wants it. No decisions here; `room_machines::classify` makes
 //! them.
 
-use std::io::ErrorKind;
+use std::cell::RefCell;
+use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
 use room_machines::caller::LOOP_MARKER;
@@ -59,8 +60,26 @@ impl Procfs {
     /// The parent of `pid`; `None` when the process is gone (or its stat
     /// cannot be read or parsed).
     pub fn ppid(&self, pid: u32) -> Option<u32> {
-        let stat = std::fs::read(self.file(pid, "stat")).ok()?;
-        parse_ppid(&String::from_utf8_lossy(&stat))
+        // One read into a stack buffer: a stat line is a few hundred bytes
+        // (comm is at most 64), so 1 KiB holds it; a longer one (a test's
+        // fake /proc) is read whole.
+        let path = self.file(pid, "stat");
+        let mut buf = [0u8; 1024];
+        let mut file = std::fs::File::open(&path).ok()?;
+        let mut n = 0;
+        while n < buf.len() {
+            match file.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        if n == buf.len() {
+            let stat = std::fs::read(&path).ok()?;
+            return parse_ppid(&String::from_utf8_lossy(&stat));
+        }
+        parse_ppid(&String::from_utf8_lossy(&buf[..n]))
     }
 
     /// What can be read of `pid`'s environment: EACCES is `Hidden`; `None`
@@ -95,14 +114,41 @@ impl Procfs {
     }
 }
 
+thread_local! {
+    /// Each agent-socket worker's buffer for environments: reused, and big
+    /// enough that one `read` takes a usual environment whole. Every `read`
+    /// of `/proc/PID/environ` maps the other process's pages, so the growing
+    /// reads of `std::fs::read` (32 bytes, then doubling) cost several
+    /// times one large read.
+    static ENV_BUF: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(ENV_BUF_BYTES));
+}
+
+/// The environment buffer's starting capacity.
+const ENV_BUF_BYTES: usize = 64 * 1024;
+
 fn read_env(path: &Path) -> Option<EnvView> {
-    match std::fs::read(path) {
-        Ok(bytes) => Some(EnvView::Readable {
-            loop_marker: parse_marker(&bytes),
-        }),
-        Err(e) if e.kind() == ErrorKind::PermissionDenied => Some(EnvView::Hidden),
-        Err(_) => None,
-    }
+    // EACCES comes from the open (the kernel checks ptrace access there).
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => return Some(EnvView::Hidden),
+        Err(_) => return None,
+    };
+    ENV_BUF.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        buf.clear();
+        let view = match file.read_to_end(&mut buf) {
+            Ok(_) => Some(EnvView::Readable {
+                loop_marker: parse_marker(&buf),
+            }),
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => Some(EnvView::Hidden),
+            Err(_) => None,
+        };
+        // An outsized environment does not pin its memory in the worker.
+        if buf.capacity() > 16 * ENV_BUF_BYTES {
+            *buf = Vec::with_capacity(ENV_BUF_BYTES);
+        }
+        view
+    })
 }
 
 #[cfg(test)]

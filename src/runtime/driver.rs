@@ -70,17 +70,22 @@ impl Runtime {
     }
 
     fn effect(&self, s: &mut Session, effect: Effect, inputs: &mut VecDeque<Input>) {
+        log::debug!("{}: {effect:?}", s.rec.id);
+        if effect == Effect::Observe {
+            // The parent folder may have appeared since the last read: try
+            // to watch it (a no-op once watched). A watched file's last
+            // read is answered from the watch's cache.
+            let observation = match &self.watch {
+                Some(w) => w.observe(&s.rec.id, &s.rec.folder),
+                None => files::observe(&s.rec.folder),
+            };
+            inputs.push_back(Input::Observed(observation));
+            return;
+        }
         let id = s.rec.id.clone();
-        log::debug!("{id}: {effect:?}");
         match effect {
-            Effect::Observe => {
-                // The parent folder may have appeared since the last read:
-                // try to watch it (a no-op once watched).
-                if let Some(w) = &self.watch {
-                    w.add(&id, &s.rec.folder);
-                }
-                inputs.push_back(Input::Observed(files::observe(&s.rec.folder)));
-            }
+            // Answered above.
+            Effect::Observe => {}
             // An empty file is what a read between a writer's truncation and
             // its write sees: not worth a warning.
             Effect::MalformedMark(MarkError::Empty) => {
@@ -141,7 +146,7 @@ impl Runtime {
         if next != s.armed {
             s.armed = next;
             if let Some(at) = next {
-                self.timer.arm(&s.rec.id, at);
+                self.timer.arm(s.me.clone(), at);
             }
         }
     }

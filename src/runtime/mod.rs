@@ -5,6 +5,7 @@
 
 pub mod clock;
 mod driver;
+mod fx;
 pub mod harness_pids;
 mod ops;
 pub mod permits;
@@ -22,7 +23,7 @@ use room_machines::Input;
 use crate::config::Config;
 use crate::harness::Programs;
 use crate::metrics::Metrics;
-use crate::sessions::{Registry, SessionRef};
+use crate::sessions::{Registry, Session, SessionRef};
 use crate::store::Store;
 use clock::Clock;
 use harness_pids::HarnessPids;
@@ -32,11 +33,16 @@ use watch::Watch;
 
 pub use ops::{RelaunchMode, Start};
 
+/// A session as the timer knows it: its own handle, no registry lookup.
+pub type SessionHandle = Weak<Mutex<Session>>;
+
 /// Work for the event pool.
 #[derive(Debug)]
 pub enum Event {
     /// Feed an input to a session's launch.
     Input(String, Input),
+    /// Deadlines that fell due together: feed each session a `Timeout`.
+    Timeouts(Vec<SessionHandle>),
 }
 
 /// Everything the driver needs; shared by the API, the pool and turn threads.
@@ -54,7 +60,7 @@ pub struct Runtime {
     store: Store,
     registry: Mutex<Registry>,
     events: Sender<Event>,
-    timer: Timer,
+    timer: Timer<SessionHandle>,
     permits: Permits,
     watch: Option<Watch>,
     stopping: AtomicBool,
@@ -80,7 +86,10 @@ impl Runtime {
         let programs = Programs::resolve(&config.claude_program, &config.codex_program);
         let rt = Arc::new_cyclic(|me| Runtime {
             permits: Permits::new(config.permits()),
-            timer: Timer::start(clock, events.clone()),
+            timer: {
+                let events = events.clone();
+                Timer::start(clock, move |due| events.send(Event::Timeouts(due)).is_ok())
+            },
             config,
             clock,
             programs,
@@ -103,6 +112,14 @@ impl Runtime {
                         let Some(rt) = rt.upgrade() else { return };
                         match ev {
                             Event::Input(id, input) => rt.feed(&id, input),
+                            Event::Timeouts(due) => {
+                                for s in due.iter().filter_map(Weak::upgrade) {
+                                    let mut s = crate::sessions::lock(&s);
+                                    if s.launch.is_some() {
+                                        rt.drive(&mut s, Some(Input::Timeout));
+                                    }
+                                }
+                            }
                         }
                     }
                 })?;

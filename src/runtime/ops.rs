@@ -2,7 +2,6 @@
 //! close and relaunch sessions, and restore them after a restart.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use room_machines::{Input, Launch, Plan};
 use serde_json::{json, Value};
@@ -77,7 +76,7 @@ impl Runtime {
                 {
                     rec.state = SessionState::Idle;
                 }
-                let s = Arc::new(Mutex::new(Session::new(rec.clone())));
+                let s = Session::shared(rec.clone());
                 reg.insert(&rec, s.clone());
                 restored.push(s);
             }
@@ -185,7 +184,7 @@ impl Runtime {
                 ),
             ));
         }
-        let s = Arc::new(Mutex::new(Session::new(rec.clone())));
+        let s = Session::shared(rec.clone());
         let mut guard = lock(&s);
         reg.insert(&rec, s.clone());
         drop(reg);

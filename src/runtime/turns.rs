@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
-use nix::sys::signal::{killpg, sigprocmask, SigSet, SigmaskHow, Signal};
+use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use room_machines::Input;
 
@@ -71,19 +71,12 @@ impl Runtime {
         s.rec.in_flight = Some(prompt.clone());
         let program = self.programs.of(harness).to_path_buf();
         let argv = harness.argv(&prompt, s.rec.native_id.as_deref(), s.rec.plan_only);
-        let mut command = Command::new(&program);
-        // The service blocks SIGTERM and SIGINT in every thread (it waits for
-        // them with sigwait), and a blocked mask survives exec: unblock them
-        // in the child or stop and close could not end a turn.
-        // SAFETY: sigprocmask is async-signal-safe, the only call made
-        // between fork and exec here.
-        unsafe {
-            command.pre_exec(|| {
-                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)
-                    .map_err(std::io::Error::from)
-            });
-        }
-        let mut child = command
+        // No `pre_exec` here: it would force std to fork, and the page-table
+        // copy and copy-on-write faults of a fork of the whole service cost
+        // about a millisecond per spawn on this kind of virtual machine,
+        // where posix_spawn (vfork) copies nothing. The child's signal mask
+        // is the spawning thread's, which is empty (see `service::run`).
+        let mut child = Command::new(&program)
             .args(&argv)
             .current_dir(&s.rec.folder)
             .stdin(Stdio::null())
@@ -99,7 +92,14 @@ impl Runtime {
         s.turn_killed = false;
         s.rec.state = SessionState::Running;
         s.rec.error = None;
-        self.persist(s);
+        // A launch's first turn is not written here: what is on disk (the
+        // prompt queued, the start waiting) restores exactly as this record
+        // would (its in-flight prompt goes back to the queue), and the
+        // launch writes the record once the harness has reported in. That
+        // saves an fsync while the startup permit is held.
+        if !launch_turn {
+            self.persist(s);
+        }
         log::info!("{}: {} turn started (pid {pid})", s.rec.id, harness.name());
         let rt = self.me.upgrade().expect("runtime is alive");
         let id = s.rec.id.clone();
@@ -187,11 +187,16 @@ impl Runtime {
         let Some(s) = self.session(id) else { return };
         let mut s = lock(&s);
         s.rec.native_id = Some(native_id.clone());
-        self.persist(&s);
         if launch_turn && s.launch.is_some() {
+            // The launch settles as started and persists the record then
+            // (one write, not two, on the path that holds a startup permit).
             let native_id = Some(native_id);
             self.drive(&mut s, Some(Input::HarnessStarted { native_id }));
+            if s.launch.is_none() {
+                return;
+            }
         }
+        self.persist(&s);
     }
 
     /// Kills the running turn's process group, if any.

@@ -6,7 +6,7 @@ pub mod view;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use room_machines::{Launch, Millis};
 use serde::{Deserialize, Serialize};
@@ -106,6 +106,9 @@ pub struct Session {
     pub turn_killed: bool,
     /// The launch's timeline, when `record_timelines` is set.
     pub recording: Option<room_machines::timeline::Run>,
+    /// This session's own handle, for the timer (no registry lookup when a
+    /// deadline fires).
+    pub me: Weak<Mutex<Session>>,
 }
 
 impl Session {
@@ -119,7 +122,17 @@ impl Session {
             turn: None,
             turn_killed: false,
             recording: None,
+            me: Weak::new(),
         }
+    }
+
+    /// A shared session around a record that knows its own handle.
+    pub fn shared(rec: Record) -> SessionRef {
+        Arc::new_cyclic(|me| {
+            let mut s = Session::new(rec);
+            s.me = me.clone();
+            Mutex::new(s)
+        })
     }
 }
 

@@ -1,0 +1,843 @@
+//! `cargo bench --bench service [-- SECTION]`: the service's figures, each
+//! measured against the real room-core binary on loopback with fake
+//! harnesses, and printed as a table (median and p99, and the watch-on vs
+//! 250 ms polling ratio where the issue asks for one). Sections: `lag`,
+//! `waiting`, `classify`, `throughput` (all by default). docs/performance.md
+//! explains the figures and what bounds each.
+//!
+//! The binary has two more modes, used by the sections themselves:
+//! - with `ROOM_BENCH_STAMP_DIR` set it is a fake codex harness: it writes the
+//!   realtime clock (µs) to `<dir>/<name of its cwd>` first thing, prints
+//!   codex's first event and exits (the service is configured to run this
+//!   binary as `codex_program`, and its harnesses inherit the variable);
+//! - with `ROOM_BENCH_CLIENT` set (the agent socket's path) it is an
+//!   agent-socket client that times requests and prints them as JSON.
+//!
+//! `ROOM_BENCH_KEEP=1` keeps each service's temp folder (config, log, state);
+//! `ROOM_BENCH_LAG_WATCH_ONLY=1` skips the polling half of the lag section.
+
+#[allow(dead_code)]
+#[path = "../tests/common/fake_website.rs"]
+mod fake_website;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use room_core::procfs::Procfs;
+use room_machines::{classify, Caller, EnvView, ProcView};
+use serde_json::{json, Value};
+
+const STAMP_ENV: &str = "ROOM_BENCH_STAMP_DIR";
+const CLIENT_ENV: &str = "ROOM_BENCH_CLIENT";
+const CLIENT_RUNS_ENV: &str = "ROOM_BENCH_RUNS";
+const TOKEN: &str = "bench-token-not-a-secret";
+/// A loop ID of the right shape.
+const LOOP_ID: &str = "0f8e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+/// The depth of the agent-socket caller's ancestry (itself up to pid 1).
+const DEPTH: usize = 10;
+
+fn main() {
+    if let Some(dir) = std::env::var_os(STAMP_ENV) {
+        harness_mode(Path::new(&dir));
+    }
+    if let Some(socket) = std::env::var_os(CLIENT_ENV) {
+        client_mode(Path::new(&socket));
+        return;
+    }
+    // `cargo bench` passes `--bench`; any other word picks sections.
+    let picked: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let run = |name: &str| picked.is_empty() || picked.iter().any(|p| name.contains(p.as_str()));
+    let began = Instant::now();
+    let mut table = Table::default();
+    println!(
+        "room-core service bench ({} CPUs; figures from one run)",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    if run("lag") {
+        lag(&mut table);
+    }
+    if run("waiting") {
+        waiting(&mut table);
+    }
+    if run("classify") {
+        classification(&mut table);
+    }
+    if run("throughput") {
+        throughput(&mut table);
+    }
+    println!();
+    table.print();
+    println!("\nwhole run: {:.0} s", began.elapsed().as_secs_f64());
+}
+
+// ---------------------------------------------------------------- modes ----
+
+/// The fake codex: stamp, first event, exit 0.
+fn harness_mode(dir: &Path) -> ! {
+    let at = realtime_us();
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let name = cwd.file_name().map_or_else(
+        || std::process::id().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let _ =
+        std::fs::write(&tmp, at.to_string()).and_then(|()| std::fs::rename(&tmp, dir.join(&name)));
+    println!(
+        r#"{{"type":"thread.started","thread_id":"{}"}}"#,
+        uuid::Uuid::new_v4()
+    );
+    std::process::exit(0);
+}
+
+/// The agent-socket client at depth 10: times the /proc walk plus classify
+/// on itself, a refused and a forwarded request; prints one JSON line.
+fn client_mode(socket: &Path) {
+    let runs: usize = std::env::var(CLIENT_RUNS_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    let me = std::process::id();
+    let procfs = Procfs::default();
+    let depth = procfs.ancestry(me, |_| None).len();
+    let walk: Vec<u64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            let a = procfs.ancestry(me, |_| None);
+            std::hint::black_box(classify(&a));
+            t.elapsed().as_nanos() as u64
+        })
+        .collect();
+    let ask = |argv: &[&str]| -> (u64, Value) {
+        let t = Instant::now();
+        let mut s = UnixStream::connect(socket).expect("connect the agent socket");
+        let req = json!({"argv": argv, "cwd": "/"}).to_string();
+        s.write_all(req.as_bytes()).expect("send");
+        s.shutdown(std::net::Shutdown::Write).expect("shutdown");
+        let mut bytes = Vec::new();
+        s.read_to_end(&mut bytes).expect("answer");
+        let took = t.elapsed().as_nanos() as u64;
+        (took, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    };
+    let mut refused = Vec::new();
+    let mut forwarded = Vec::new();
+    for _ in 0..runs {
+        let (t, a) = ask(&["thread", "list"]);
+        assert_eq!(a["exit"], 1, "thread list is refused to a loop: {a}");
+        refused.push(t);
+        let (t, a) = ask(&["loop", "list"]);
+        assert_eq!(a["exit"], 0, "loop list is forwarded: {a}");
+        forwarded.push(t);
+    }
+    println!(
+        "{}",
+        json!({"depth": depth, "walk": walk, "refused": refused, "forwarded": forwarded})
+    );
+}
+
+// --------------------------------------------------------------- helpers ----
+
+fn realtime_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Median and p99 (nearest rank) of a sample.
+fn stats(v: &[f64]) -> (f64, f64) {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let rank = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+    (rank(0.5), rank(0.99))
+}
+
+/// The printed result table.
+#[derive(Default)]
+struct Table {
+    rows: Vec<[String; 5]>,
+}
+
+impl Table {
+    fn row(&mut self, what: &str, setup: &str, median: String, p99: String, note: String) {
+        let r = [what.into(), setup.into(), median, p99, note];
+        println!("  {}", r.join(" | "));
+        self.rows.push(r);
+    }
+
+    fn print(&self) {
+        let head = ["figure", "setup", "median", "p99", "notes"];
+        let mut w = head.map(str::len);
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: &[String]| {
+            let parts: Vec<String> = cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{c:<width$}", width = w[i]))
+                .collect();
+            println!("| {} |", parts.join(" | "));
+        };
+        line(&head.map(String::from));
+        line(&w.map(|n| "-".repeat(n)));
+        for r in &self.rows {
+            line(r);
+        }
+    }
+}
+
+fn ms(x: f64) -> String {
+    format!("{x:.2} ms")
+}
+
+fn us(x: f64) -> String {
+    if x < 1.0 {
+        format!("{:.0} ns", x * 1000.0)
+    } else {
+        format!("{x:.1} µs")
+    }
+}
+
+static ROOTS: AtomicUsize = AtomicUsize::new(0);
+
+/// The real service, started from its binary with this bench as its codex.
+struct Service {
+    child: Child,
+    /// A state dir outside `root`, removed with it.
+    elsewhere: Option<PathBuf>,
+    root: PathBuf,
+    base: String,
+    socket: PathBuf,
+    stamps: PathBuf,
+    agent: ureq::Agent,
+}
+
+impl Service {
+    fn start(extra: Value) -> Service {
+        let root = std::env::temp_dir().join(format!(
+            "room-core-bench-{}-{}",
+            std::process::id(),
+            ROOTS.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        let state = root.join("state");
+        let stamps = root.join("stamps");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::create_dir_all(&stamps).unwrap();
+        std::fs::create_dir_all(root.join("work")).unwrap();
+        let me = std::env::current_exe().expect("the bench's own path");
+        let socket = state.join("agent.sock");
+        let mut config = json!({
+            "listen": "127.0.0.1:0",
+            "token": TOKEN,
+            "state_dir": state,
+            "agent_socket": socket,
+            "claude_program": me,
+            "codex_program": me,
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            config[k] = v.clone();
+        }
+        // A state dir elsewhere (tmpfs) goes with the service.
+        let state = PathBuf::from(config["state_dir"].as_str().unwrap());
+        let elsewhere = (!state.starts_with(&root)).then(|| state.clone());
+        std::fs::create_dir_all(&state).unwrap();
+        let config_path = root.join("config.json");
+        std::fs::write(&config_path, config.to_string()).unwrap();
+        let log = std::fs::File::create(root.join("service.log")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_room-core"))
+            .arg("--config")
+            .arg(&config_path)
+            .env(STAMP_ENV, &stamps)
+            .env_remove(CLIENT_ENV)
+            .env_remove("CLOUDROOM_API_URL")
+            .env_remove("CLOUDROOM_LOOP")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start room-core");
+        let listen = state.join("listen");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let addr = loop {
+            if let Some(a) = std::fs::read_to_string(&listen)
+                .ok()
+                .filter(|s| s.ends_with('\n'))
+            {
+                break a;
+            }
+            assert!(Instant::now() < deadline, "the service never listened");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        Service {
+            child,
+            elsewhere,
+            base: format!("http://{}", addr.trim()),
+            root,
+            socket,
+            stamps,
+            agent: ureq::AgentBuilder::new()
+                .timeout(Duration::from_secs(30))
+                .build(),
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn folder(&self, name: &str) -> PathBuf {
+        self.root.join("work").join(name)
+    }
+
+    fn call(
+        agent: &ureq::Agent,
+        base: &str,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let req = agent
+            .request(method, &format!("{base}{path}"))
+            .set("Authorization", &format!("Bearer {TOKEN}"));
+        let result = match body {
+            Some(b) => req.send_json(b),
+            None => req.call(),
+        };
+        let resp = match result {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{method} {path}: {e}"),
+        };
+        let status = resp.status();
+        let text = resp.into_string().unwrap_or_default();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    fn start_session(&self, body: &Value) -> Value {
+        let (status, v) =
+            Service::call(&self.agent, &self.base, "POST", "/v1/sessions", Some(body));
+        assert_eq!(status, 201, "{v}");
+        v
+    }
+
+    /// Waits (at most 10 s) until session `id` is in `state`.
+    fn await_state(&self, id: &str, state: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (_, v) = Service::call(
+                &self.agent,
+                &self.base,
+                "GET",
+                &format!("/v1/sessions/{id}"),
+                None,
+            );
+            if v["state"] == state {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{id} never got {state}: {v}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// `n` starts that wait for promised copies that never land.
+    fn add_waiting(&self, from: usize, to: usize) {
+        for i in from..to {
+            let v = self.start_session(&json!({
+                "workspace": format!("ws-wait-{i}"),
+                "folder": self.folder(&format!("wait-{i}")),
+                "harness": "codex",
+                "project_copy": true,
+                "prompt": "never runs",
+            }));
+            assert!(!v["waiting_for"].is_null(), "{v}");
+        }
+    }
+
+    /// Sessions by state, from /metrics.
+    fn states(&self) -> std::collections::HashMap<String, u64> {
+        let resp = self
+            .agent
+            .get(&format!("{}/metrics", self.base))
+            .set("Authorization", &format!("Bearer {TOKEN}"))
+            .call()
+            .expect("metrics");
+        let text = resp.into_string().unwrap_or_default();
+        text.lines()
+            .filter_map(|l| {
+                let rest = l.strip_prefix("room_core_sessions{state=\"")?;
+                let (state, n) = rest.split_once("\"} ")?;
+                Some((state.to_string(), n.trim().parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// Time on CPU of all the service's threads, in seconds, from the
+    /// scheduler (`/proc/PID/task/*/schedstat`, ns): exact, where utime and
+    /// stime are sampled at the tick.
+    fn cpu_exact(&self) -> f64 {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.pid())) else {
+            return f64::NAN;
+        };
+        tasks
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+            .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .sum::<u64>() as f64
+            / 1e9
+    }
+
+    /// (utime + stime in seconds, VmRSS in KiB) of the service.
+    fn cpu_and_rss(&self) -> (f64, u64) {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // After the comm: state is field 3, utime 14, stime 15 (1-based).
+        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .unwrap_or(100) as f64;
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let rss = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        (ticks as f64 / hz, rss)
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::env::var_os("ROOM_BENCH_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.root);
+            if let Some(dir) = &self.elsewhere {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        } else {
+            eprintln!("kept {}", self.root.display());
+        }
+    }
+}
+
+/// Waits for `path` to exist and returns its content.
+fn await_file(path: &Path, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path) {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_micros(500));
+    }
+}
+
+// ------------------------------------------------------------- 1. lag ----
+
+/// Runs per (watch, waiting count): watch on, polling.
+const LAG_RUNS_WATCH: usize = 200;
+const LAG_RUNS_POLL: usize = 100;
+
+fn lag(table: &mut Table) {
+    println!("\n1. wake lag: \"ready\" written -> harness process running");
+    // The floor: the same harness spawned straight from this process (std's
+    // posix_spawn, as the service does), from spawn to its stamp.
+    let root = std::env::temp_dir().join(format!("room-core-bench-spawn-{}", std::process::id()));
+    let (stamps, cwd) = (root.join("stamps"), root.join("spawn"));
+    std::fs::create_dir_all(&stamps).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let me = std::env::current_exe().unwrap();
+    let floor: Vec<f64> = (0..LAG_RUNS_WATCH)
+        .map(|_| {
+            let _ = std::fs::remove_file(stamps.join("spawn"));
+            let before = realtime_us();
+            let out = Command::new(&me)
+                .current_dir(&cwd)
+                .env(STAMP_ENV, &stamps)
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+                .expect("spawn the harness");
+            assert!(out.status.success());
+            let at: u64 = std::fs::read_to_string(stamps.join("spawn"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            at.saturating_sub(before) as f64 / 1000.0
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&root);
+    let (p50, p99) = stats(&floor);
+    table.row(
+        "harness spawn alone",
+        "posix_spawn of the stamp harness from the bench, no service",
+        ms(p50),
+        ms(p99),
+        format!("{LAG_RUNS_WATCH} runs; the floor under the wake lag (exec, dynamic loading)"),
+    );
+    let mut medians = std::collections::HashMap::new();
+    let modes: &[bool] = if std::env::var_os("ROOM_BENCH_LAG_WATCH_ONLY").is_some() {
+        &[true]
+    } else {
+        &[true, false]
+    };
+    for &watch in modes {
+        let svc = Service::start(json!({"watch": watch, "copy_wait_ms": 3_600_000}));
+        let mut waiting = 0;
+        for others in [1usize, 100, 1000] {
+            svc.add_waiting(waiting, others);
+            waiting = others;
+            // Let the new waits settle into their poll rhythm.
+            std::thread::sleep(Duration::from_millis(500));
+            let runs = if watch { LAG_RUNS_WATCH } else { LAG_RUNS_POLL };
+            let mut lags = Vec::with_capacity(runs);
+            for n in 0..runs {
+                let name = format!("lag-{others}-{n}");
+                let folder = svc.folder(&name);
+                let v = svc.start_session(&json!({
+                    "workspace": format!("ws-{name}"),
+                    "folder": folder,
+                    "harness": "codex",
+                    "project_copy": true,
+                    "prompt": "go",
+                }));
+                assert!(!v["waiting_for"].is_null(), "{v}");
+                // The app's order: the mark says copying, the files land in
+                // the folder, then the mark is rewritten in place to ready.
+                let status = PathBuf::from(format!("{}.cloudroom-files", folder.display()));
+                std::fs::write(&status, "copying\n").unwrap();
+                std::fs::create_dir_all(&folder).unwrap();
+                std::fs::write(folder.join("AGENTS.md"), "landed\n").unwrap();
+                // Land the mark at a varying phase of the 250 ms poll (with
+                // the watch, a short varying pause is enough).
+                let pause = if watch {
+                    (n as u64 * 7) % 20
+                } else {
+                    (n as u64 * 37) % 250
+                };
+                std::thread::sleep(Duration::from_millis(pause));
+                let written = realtime_us();
+                std::fs::write(&status, "ready\n").unwrap();
+                let stamp = await_file(&svc.stamps.join(&name), Duration::from_secs(5));
+                let started: u64 = stamp.trim().parse().unwrap();
+                lags.push(started.saturating_sub(written) as f64 / 1000.0);
+                // Let this start finish (its turn ends, its record is
+                // written) before the next one is measured.
+                svc.await_state(v["id"].as_str().unwrap(), "idle");
+            }
+            let (p50, p99) = stats(&lags);
+            medians.insert((watch, others), p50);
+            let note = if watch {
+                format!("{runs} runs; target p50 < 2 ms, p99 < 10 ms")
+            } else {
+                let on = medians.get(&(true, others)).copied().unwrap_or(f64::NAN);
+                format!("{runs} runs; polling / watch median = {:.0}x", p50 / on)
+            };
+            table.row(
+                "wake lag",
+                &format!(
+                    "{}, {others} other starts waiting",
+                    if watch {
+                        "inotify watch"
+                    } else {
+                        "250 ms polling"
+                    }
+                ),
+                ms(p50),
+                ms(p99),
+                note,
+            );
+        }
+    }
+}
+
+// --------------------------------------------------------- 2. waiting ----
+
+const WAITING: usize = 1000;
+const WINDOW: Duration = Duration::from_secs(30);
+
+fn waiting(table: &mut Table) {
+    println!("\n2. waiting cost: {WAITING} promised copies that never land");
+    for watch in [true, false] {
+        let svc = Service::start(json!({"watch": watch, "copy_wait_ms": 3_600_000}));
+        let (_, idle_rss) = svc.cpu_and_rss();
+        svc.add_waiting(0, WAITING);
+        std::thread::sleep(Duration::from_secs(2));
+        let (cpu0, _) = svc.cpu_and_rss();
+        let exact0 = svc.cpu_exact();
+        let t0 = Instant::now();
+        std::thread::sleep(WINDOW);
+        let (cpu1, rss) = svc.cpu_and_rss();
+        let exact1 = svc.cpu_exact();
+        let secs = t0.elapsed().as_secs_f64();
+        let per_min = (cpu1 - cpu0) / secs * 60.0;
+        let exact_per_min = (exact1 - exact0) / secs * 60.0;
+        let states = svc.states();
+        assert_eq!(
+            states.get("pending").copied(),
+            Some(WAITING as u64),
+            "{states:?}"
+        );
+        table.row(
+            "waiting cost",
+            &format!(
+                "{}, {WAITING} starts waiting",
+                if watch { "inotify watch" } else { "250 ms polling" }
+            ),
+            format!("{:.2} CPU s/min = {:.2}% of a core", per_min, per_min / 60.0 * 100.0),
+            "-".into(),
+            format!(
+                "utime+stime over a {:.0} s window (scheduler's exact run time: {:.2}%); RSS {:.1} MiB ({:.1} MiB before the starts); target < 1%, < 50 MiB",
+                secs,
+                exact_per_min / 60.0 * 100.0,
+                rss as f64 / 1024.0,
+                idle_rss as f64 / 1024.0
+            ),
+        );
+    }
+}
+
+// ------------------------------------------------------ 3. classify ----
+
+const CLASSIFY_RUNS: usize = 300;
+
+fn classification(table: &mut Table) {
+    println!(
+        "\n3. classification: classify() alone, and an agent-socket request from depth {DEPTH}"
+    );
+    // classify() alone on a depth-10 ancestry, the marker on the farthest
+    // process (the whole ancestry is scanned twice: harness, then marker).
+    let mut ancestry: Vec<ProcView> = (0..DEPTH as u32)
+        .map(|i| ProcView {
+            pid: 1000 - i,
+            harness: None,
+            env: EnvView::Readable { loop_marker: None },
+        })
+        .collect();
+    ancestry[DEPTH - 1].env = EnvView::Readable {
+        loop_marker: Some(LOOP_ID.into()),
+    };
+    assert_eq!(classify(&ancestry), Caller::Loop(LOOP_ID.into()));
+    let samples: Vec<f64> = (0..301)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..1000 {
+                std::hint::black_box(classify(std::hint::black_box(&ancestry)));
+            }
+            t.elapsed().as_nanos() as f64 / 1000.0 / 1000.0
+        })
+        .collect();
+    let (p50, p99) = stats(&samples);
+    table.row(
+        "classify() alone",
+        "depth-10 ancestry in memory",
+        us(p50),
+        us(p99),
+        "301 samples, each the mean of 1000 calls; target < 5 µs".into(),
+    );
+
+    let web = fake_website::FakeWebsite::start();
+    let svc = Service::start(json!({"website_url": web.url}));
+    // A chain of shells under this process, the client at its bottom, so
+    // that the client's ancestry (itself to pid 1) is DEPTH long.
+    let own = Procfs::default()
+        .ancestry(std::process::id(), |_| None)
+        .len();
+    let shells = DEPTH.saturating_sub(own + 1);
+    let me = std::env::current_exe().unwrap();
+    let mut script = format!("exec {}", quote(&me.to_string_lossy()));
+    for _ in 0..shells {
+        script = format!("sh -c {}; :", quote(&script));
+    }
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(if shells == 0 {
+            script
+        } else {
+            format!("{script}; :")
+        })
+        .env(CLIENT_ENV, &svc.socket)
+        .env(CLIENT_RUNS_ENV, CLASSIFY_RUNS.to_string())
+        .env("CLOUDROOM_LOOP", LOOP_ID)
+        .env_remove(STAMP_ENV)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run the client chain");
+    let line = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let depth = v["depth"].as_u64().unwrap();
+    let get = |k: &str| -> Vec<f64> {
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() / 1000.0)
+            .collect()
+    };
+    let (p50, p99) = stats(&get("walk"));
+    table.row(
+        "/proc walk + classify()",
+        &format!("the caller itself, real depth {depth}"),
+        us(p50),
+        us(p99),
+        format!("{CLASSIFY_RUNS} runs, in the client process"),
+    );
+    let (p50, p99) = stats(&get("refused"));
+    table.row(
+        "agent-socket round trip",
+        &format!("depth {depth}, refused (thread list from a loop)"),
+        us(p50),
+        us(p99),
+        format!("{CLASSIFY_RUNS} runs; target p50 < 1 ms"),
+    );
+    let (p50, p99) = stats(&get("forwarded"));
+    table.row(
+        "agent-socket round trip",
+        &format!("depth {depth}, forwarded (loop list) to the fake website"),
+        us(p50),
+        us(p99),
+        format!("{CLASSIFY_RUNS} runs; target p50 < 1 ms"),
+    );
+    assert_eq!(
+        web.calls().len(),
+        CLASSIFY_RUNS,
+        "every loop list reached the website"
+    );
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+// ---------------------------------------------------- 4. throughput ----
+
+const CLIENTS: usize = 8;
+const POSTING: Duration = Duration::from_secs(8);
+
+fn throughput(table: &mut Table) {
+    println!(
+        "\n4. start throughput: POST /v1/sessions from {CLIENTS} clients for {} s",
+        POSTING.as_secs()
+    );
+    // The third run keeps the state on tmpfs (no fsync cost), when there is
+    // one, to show what the store's fsyncs cost.
+    let shm = Path::new("/dev/shm");
+    let mut runs = vec![(false, None), (true, None)];
+    if shm.is_dir() {
+        runs.push((
+            true,
+            Some(shm.join(format!("room-core-bench-{}", std::process::id()))),
+        ));
+    }
+    for (plan_only, state) in runs {
+        let extra = match &state {
+            Some(dir) => json!({"state_dir": dir}),
+            None => json!({}),
+        };
+        let svc = Arc::new(Service::start(extra));
+        let t0 = Instant::now();
+        let workers: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let svc = svc.clone();
+                std::thread::spawn(move || {
+                    let agent = ureq::AgentBuilder::new()
+                        .timeout(Duration::from_secs(30))
+                        .build();
+                    let mut lat = Vec::new();
+                    let mut i = 0;
+                    while t0.elapsed() < POSTING {
+                        let name = format!("tp-{c}-{i}");
+                        let mut body = json!({
+                            "workspace": format!("ws-{name}"),
+                            "folder": svc.folder(&name),
+                            "harness": "codex",
+                        });
+                        if plan_only {
+                            body["plan_only"] = json!(true);
+                        } else {
+                            body["prompt"] = json!("go");
+                        }
+                        let t = Instant::now();
+                        let (status, v) =
+                            Service::call(&agent, &svc.base, "POST", "/v1/sessions", Some(&body));
+                        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+                        assert_eq!(status, 201, "{v}");
+                        i += 1;
+                    }
+                    lat
+                })
+            })
+            .collect();
+        let lat: Vec<f64> = workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
+        let posted = t0.elapsed().as_secs_f64();
+        let total = lat.len() as u64;
+        // Nothing lost: every session reaches idle (its harness ran and
+        // reported its thread; plan_only starts have no prompt to run).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let settled = loop {
+            let states = svc.states();
+            if states.get("idle").copied() == Some(total) {
+                break t0.elapsed().as_secs_f64();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "not every start settled: {states:?} of {total}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if !plan_only {
+            let stamps = std::fs::read_dir(&svc.stamps).unwrap().count() as u64;
+            assert_eq!(stamps, total, "every blank start ran its harness once");
+        }
+        let (p50, p99) = stats(&lat);
+        table.row(
+            "start throughput",
+            match (plan_only, &state) {
+                (false, _) => "blank starts with a prompt (harness spawn), 8 clients",
+                (true, None) => "plan_only starts (no prompt, no harness), 8 clients",
+                (true, Some(_)) => "plan_only starts, state on tmpfs (no fsync cost), 8 clients",
+            },
+            ms(p50),
+            ms(p99),
+            format!(
+                "{:.0} starts/s accepted ({total} in {posted:.1} s); all {} in {settled:.1} s = {:.0} starts/s",
+                total as f64 / posted,
+                if plan_only { "idle" } else { "spawned, reported and idle" },
+                total as f64 / settled
+            ),
+        );
+    }
+}
