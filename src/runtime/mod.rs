@@ -5,7 +5,6 @@
 
 pub mod clock;
 mod driver;
-mod fx;
 pub mod harness_pids;
 mod ops;
 pub mod permits;

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use crossbeam_channel::Sender;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use room_machines::{Input, Observation};
+use rustc_hash::FxHashMap;
 
-use super::fx::FxHashMap;
 use super::Event;
 use crate::files::{self, status_file, Raw};
 
