@@ -340,16 +340,20 @@ fn parse_flags(rest: &[&str]) -> Result<(Flags, Vec<String>), ParseError> {
     Ok((flags, args))
 }
 
+/// Parses an argv that must be a command to run (for the crate's tests).
+#[cfg(test)]
+pub(crate) fn test_command(argv: &[&str]) -> Command {
+    match Command::parse(argv) {
+        Ok(Parsed::Run(c)) => c,
+        other => panic!("{argv:?} parsed as {other:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(argv: &[&str]) -> Command {
-        match Command::parse(argv) {
-            Ok(Parsed::Run(c)) => c,
-            other => panic!("{argv:?} parsed as {other:?}"),
-        }
-    }
+    use super::test_command as run;
 
     #[test]
     fn parses_actions_flags_and_args() {

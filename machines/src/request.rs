@@ -119,16 +119,9 @@ pub fn build(cmd: &Command, scope: &Scope, fresh_request_id: impl FnOnce() -> St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::Parsed;
+    use crate::command::test_command as cmd;
 
     const ID: &str = "0f8e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
-
-    fn cmd(argv: &[&str]) -> Command {
-        match Command::parse(argv).unwrap() {
-            Parsed::Run(c) => c,
-            Parsed::Help(_) => panic!("help"),
-        }
-    }
 
     fn json(r: &Request) -> String {
         serde_json::to_string(&r.body).unwrap()
