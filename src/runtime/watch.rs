@@ -11,12 +11,16 @@
 //! creation, a deletion, a rename, an attribute change) drops its entry
 //! before the session is woken, and a lost event (queue overflow), a parent
 //! folder that is removed or moved, or a failed watch drops them all.
-//! A read only fills the cache if no event arrived while it ran.
+//! A read only fills the cache if no event arrived while it ran, and an
+//! entry serves at most [`CACHE_TTL`]: a change the watch cannot see (a
+//! folder above the watched parent renamed, which moves the path to another
+//! inode) is still read within that time.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
@@ -26,11 +30,15 @@ use rustc_hash::FxHashMap;
 use super::Event;
 use crate::files::{self, status_file, Raw};
 
+/// The longest a cached read answers polls; then the file is read again.
+pub const CACHE_TTL: Duration = Duration::from_secs(5);
+
 /// Handle to add and drop watched sessions.
 #[derive(Clone)]
 pub struct Watch {
     inotify: Arc<Inotify>,
     table: Arc<Mutex<Table>>,
+    ttl: Duration,
 }
 
 #[derive(Default)]
@@ -42,7 +50,7 @@ struct Table {
     /// Session → its watch and its status file's name.
     of_session: FxHashMap<String, (WatchDescriptor, OsString)>,
     /// The last read of each watched status file, by watch and name.
-    cache: HashMap<WatchDescriptor, FxHashMap<OsString, Raw>>,
+    cache: HashMap<WatchDescriptor, FxHashMap<OsString, (Raw, Instant)>>,
     /// Bumped by every event the thread takes in; a read that saw it change
     /// may have raced a write and is not cached.
     epoch: u64,
@@ -84,11 +92,13 @@ fn watched() -> AddWatchFlags {
 
 impl Watch {
     /// Starts the watch thread; changes are sent to `events`.
-    pub fn start(events: Sender<Event>) -> std::io::Result<Watch> {
+    /// A cached read answers polls for at most `ttl` ([`CACHE_TTL`]).
+    pub fn start(events: Sender<Event>, ttl: Duration) -> std::io::Result<Watch> {
         let inotify = Arc::new(Inotify::init(InitFlags::IN_CLOEXEC)?);
         let watch = Watch {
             inotify,
             table: Arc::default(),
+            ttl,
         };
         let me = watch.clone();
         std::thread::Builder::new()
@@ -172,7 +182,8 @@ impl Watch {
             let t = self.table();
             match t.of_session.get(session).filter(|_| !t.broken) {
                 Some((wd, name)) => {
-                    if let Some(raw) = t.cache.get(wd).and_then(|files| files.get(name)) {
+                    let cached = t.cache.get(wd).and_then(|files| files.get(name));
+                    if let Some((raw, _)) = cached.filter(|(_, at)| at.elapsed() < self.ttl) {
                         return files::observation(raw);
                     }
                     (watched(&t), t.epoch)
@@ -186,6 +197,7 @@ impl Watch {
             }
         };
         let file = status_file(folder);
+        let read_at = Instant::now();
         let raw = match files::read_raw(&file) {
             Ok(raw) => raw,
             Err(e) => {
@@ -199,7 +211,7 @@ impl Watch {
             // Still watched the same way, and no event since the read began.
             let same = t.of_session.get(session) == Some(&(wd, name.clone()));
             if !t.broken && t.epoch == epoch && same {
-                t.cache.entry(wd).or_default().insert(name, raw);
+                t.cache.entry(wd).or_default().insert(name, (raw, read_at));
             }
         }
         observation
@@ -273,7 +285,6 @@ impl Watch {
 mod tests {
     use super::*;
     use room_machines::CopyMark;
-    use std::time::{Duration, Instant};
 
     fn temp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("rc-watch-{name}-{}", std::process::id()));
@@ -304,7 +315,7 @@ mod tests {
         let dir = temp("cache");
         let folder = dir.join("code");
         let (tx, rx) = crossbeam_channel::unbounded();
-        let w = Watch::start(tx).unwrap();
+        let w = Watch::start(tx, CACHE_TTL).unwrap();
         w.add("s1", &folder);
         assert_eq!(w.observe("s1", &folder), Observation::missing());
         // The second read is answered from the cache.
@@ -343,7 +354,7 @@ mod tests {
         // reads and nothing is kept.
         let folder = dir.join("later/code");
         let (tx, _rx) = crossbeam_channel::unbounded();
-        let w = Watch::start(tx).unwrap();
+        let w = Watch::start(tx, CACHE_TTL).unwrap();
         assert_eq!(w.observe("s1", &folder), Observation::missing());
         assert_eq!(cached(&w), 0);
         std::fs::create_dir_all(dir.join("later")).unwrap();
@@ -361,7 +372,7 @@ mod tests {
         std::fs::create_dir_all(&parent).unwrap();
         let folder = parent.join("code");
         let (tx, rx) = crossbeam_channel::unbounded();
-        let w = Watch::start(tx).unwrap();
+        let w = Watch::start(tx, CACHE_TTL).unwrap();
         w.add("s3", &folder);
         assert_eq!(w.observe("s3", &folder), Observation::missing());
         assert_eq!(cached(&w), 1);
@@ -375,5 +386,39 @@ mod tests {
         w.add("s3", &folder);
         assert_eq!(w.observe("s3", &folder).mark, Some(CopyMark::Ready));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_change_the_watch_cannot_see_is_read_once_the_cache_expires() {
+        let ttl = Duration::from_millis(200);
+        let dir = temp("ttl");
+        let parent = dir.join("a");
+        let folder = parent.join("code");
+        std::fs::create_dir_all(&parent).unwrap();
+        std::fs::write(status_file(&folder), "copying\n").unwrap();
+        let (tx, _rx) = crossbeam_channel::unbounded();
+        let w = Watch::start(tx, ttl).unwrap();
+        w.add("s1", &folder);
+        let cached_at = Instant::now();
+        assert_eq!(w.observe("s1", &folder).mark, Some(CopyMark::Copying));
+        // Renaming a folder above the watched parent sends the watch nothing:
+        // the path now names a new folder whose file says ready.
+        std::fs::rename(&dir, dir.with_extension("moved")).unwrap();
+        std::fs::create_dir_all(&parent).unwrap();
+        std::fs::write(status_file(&folder), "ready\n").unwrap();
+        let seen = loop {
+            let o = w.observe("s1", &folder);
+            if o.mark == Some(CopyMark::Ready) {
+                break cached_at.elapsed();
+            }
+            assert!(
+                cached_at.elapsed() < Duration::from_secs(5),
+                "never re-read"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(seen >= ttl, "the cache answered for only {seen:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(dir.with_extension("moved")).unwrap();
     }
 }
