@@ -2,53 +2,18 @@
 //! first, so an unknown field is a 422 that names it (serde's
 //! `deny_unknown_fields` would say the same, but inside a longer message).
 
-use std::path::PathBuf;
-
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::Refusal;
-use crate::harness::Harness;
 use crate::runtime::{RelaunchMode, Start};
 use crate::sessions::Kind;
 
 /// The largest body accepted (1 MiB).
 pub const MAX_BODY: usize = 1 << 20;
 
-/// `POST /v1/sessions`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CreateSession {
-    /// The app's workspace ID.
-    pub workspace: String,
-    /// Absolute folder the harness runs in.
-    pub folder: PathBuf,
-    /// `claude` or `codex`.
-    pub harness: Harness,
-    /// `thread` (default), `side_chat` or `child`.
-    #[serde(default = "default_kind")]
-    pub kind: Kind,
-    /// The parent session.
-    #[serde(default)]
-    pub parent: Option<String>,
-    /// A child sharing its parent's sandbox.
-    #[serde(default)]
-    pub shared_sandbox: bool,
-    /// Idempotency key.
-    #[serde(default)]
-    pub request_id: Option<String>,
-    /// Plan only.
-    #[serde(default)]
-    pub plan_only: bool,
-    /// The app is about to copy the project into `folder`.
-    #[serde(default)]
-    pub project_copy: bool,
-    /// The first prompt.
-    #[serde(default)]
-    pub prompt: Option<String>,
-}
-
+/// The fields of `POST /v1/sessions` (checked first, to name an unknown one).
 const CREATE_FIELDS: &[&str] = &[
     "workspace",
     "folder",
@@ -61,10 +26,6 @@ const CREATE_FIELDS: &[&str] = &[
     "project_copy",
     "prompt",
 ];
-
-fn default_kind() -> Kind {
-    Kind::Thread
-}
 
 /// `POST /v1/sessions/{id}/messages`.
 #[derive(Debug, Deserialize)]
@@ -116,7 +77,7 @@ pub fn parse<T: DeserializeOwned>(body: &[u8], fields: &[&str]) -> Result<T, Ref
 
 /// Parses and validates a start.
 pub fn create(body: &[u8]) -> Result<Start, Refusal> {
-    let c: CreateSession = parse(body, CREATE_FIELDS)?;
+    let c: Start = parse(body, CREATE_FIELDS)?;
     let invalid = |m: &str| Err(Refusal::new(422, "invalid_field", m));
     if c.workspace.trim().is_empty() {
         return invalid("The workspace must not be empty.");
@@ -141,18 +102,7 @@ pub fn create(body: &[u8]) -> Result<Start, Refusal> {
     if c.kind != Kind::Thread && c.parent.as_deref().map_or(true, str::is_empty) {
         return invalid("A side chat or child needs its parent session.");
     }
-    Ok(Start {
-        workspace: c.workspace,
-        folder: c.folder,
-        harness: c.harness,
-        kind: c.kind,
-        parent: c.parent,
-        shared_sandbox: c.shared_sandbox,
-        request_id: c.request_id,
-        plan_only: c.plan_only,
-        project_copy: c.project_copy,
-        prompt: c.prompt,
-    })
+    Ok(c)
 }
 
 /// Parses a message.

@@ -76,8 +76,8 @@ impl Runtime {
             // to watch it (a no-op once watched). A watched file's last
             // read is answered from the watch's cache.
             let observation = match &self.watch {
-                Some(w) => w.observe(&s.rec.id, &s.rec.folder),
-                None => files::observe(&s.rec.folder),
+                Some(w) => w.observe(&s.rec.id, &s.rec.start.folder),
+                None => files::observe(&s.rec.start.folder),
             };
             inputs.push_back(Input::Observed(observation));
             return;
@@ -93,7 +93,7 @@ impl Runtime {
             }
             Effect::MalformedMark(e) => log::warn!(
                 "{id}: {} is not a status mark ({e}); treated as missing",
-                files::status_file(&s.rec.folder).display()
+                files::status_file(&s.rec.start.folder).display()
             ),
             Effect::WaitFor { on, until } => log::info!(
                 "{id}: waiting for the project copy ({on:?}) up to {} ms",

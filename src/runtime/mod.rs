@@ -30,7 +30,8 @@ use permits::Permits;
 use timer::Timer;
 use watch::Watch;
 
-pub use ops::{RelaunchMode, Start};
+pub use crate::sessions::Start;
+pub use ops::RelaunchMode;
 
 /// A session as the timer knows it: its own handle, no registry lookup.
 pub type SessionHandle = Weak<Mutex<Session>>;

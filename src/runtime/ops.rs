@@ -1,8 +1,6 @@
 //! What the API asks of the runtime: start, look up, message, stop, resume,
 //! close and relaunch sessions, and restore them after a restart.
 
-use std::path::PathBuf;
-
 use room_machines::{Input, Launch, Plan};
 use serde_json::{json, Value};
 
@@ -10,33 +8,7 @@ use super::clock::unix_ms;
 use super::Runtime;
 use crate::error::Refusal;
 use crate::files;
-use crate::harness::Harness;
-use crate::sessions::{lock, new_id, view, Kind, Record, Session, SessionState};
-
-/// A validated start request.
-#[derive(Debug, Clone)]
-pub struct Start {
-    /// Workspace ID.
-    pub workspace: String,
-    /// Absolute folder.
-    pub folder: PathBuf,
-    /// Harness.
-    pub harness: Harness,
-    /// Kind.
-    pub kind: Kind,
-    /// Parent session.
-    pub parent: Option<String>,
-    /// Shares the parent's sandbox.
-    pub shared_sandbox: bool,
-    /// Idempotency key.
-    pub request_id: Option<String>,
-    /// Plan only.
-    pub plan_only: bool,
-    /// A project copy is coming.
-    pub project_copy: bool,
-    /// The first prompt.
-    pub prompt: Option<String>,
-}
+use crate::sessions::{lock, new_id, view, Record, Session, SessionState, Start};
 
 /// How `POST /v1/sessions/{id}/relaunch` brings a started session back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
@@ -95,13 +67,13 @@ impl Runtime {
 
     fn begin_launch(&self, s: &mut Session, relaunch: bool) {
         let plan = Plan {
-            promised: s.rec.project_copy && !relaunch,
+            promised: s.rec.start.project_copy && !relaunch,
             relaunch,
         };
         // Watch before the first read, so a mark written in between is seen.
         if !relaunch {
             if let Some(w) = &self.watch {
-                w.add(&s.rec.id, &s.rec.folder);
+                w.add(&s.rec.id, &s.rec.start.folder);
             }
         }
         // A relaunch keeps its state on record (the view shows it pending
@@ -135,7 +107,7 @@ impl Runtime {
         {
             drop(reg);
             let s = lock(&existing);
-            if let Some(field) = retry_difference(&s.rec, &start) {
+            if let Some(field) = retry_difference(&s.rec.start, &start) {
                 return Err(Refusal::new(
                     409,
                     "request_conflict",
@@ -150,19 +122,10 @@ impl Runtime {
         }
         let rec = Record {
             id: new_id(),
-            workspace: start.workspace,
-            folder: start.folder,
-            harness: start.harness,
-            kind: start.kind,
-            parent: start.parent,
-            shared_sandbox: start.shared_sandbox,
-            request_id: start.request_id,
-            plan_only: start.plan_only,
-            project_copy: start.project_copy,
-            prompt: start.prompt.clone(),
+            queue: start.prompt.iter().cloned().collect(),
+            start,
             state: SessionState::Pending,
             native_id: None,
-            queue: start.prompt.into_iter().collect(),
             paused: false,
             waiting_start: true,
             agent_start_ms: None,
@@ -191,8 +154,8 @@ impl Runtime {
         log::info!(
             "{}: start in {} (project_copy: {})",
             rec.id,
-            rec.folder.display(),
-            rec.project_copy
+            rec.start.folder.display(),
+            rec.start.project_copy
         );
         self.begin_launch(&mut guard, false);
         Ok((self.render(&guard), true))
@@ -356,20 +319,20 @@ impl Runtime {
 
 /// The first field (other than `project_copy` and `plan_only`, which a retry
 /// may change) in which a retry differs from the start it repeats.
-fn retry_difference(rec: &Record, start: &Start) -> Option<&'static str> {
-    if rec.workspace != start.workspace {
+fn retry_difference(was: &Start, start: &Start) -> Option<&'static str> {
+    if was.workspace != start.workspace {
         Some("workspace")
-    } else if rec.folder != start.folder {
+    } else if was.folder != start.folder {
         Some("folder")
-    } else if rec.harness != start.harness {
+    } else if was.harness != start.harness {
         Some("harness")
-    } else if rec.kind != start.kind {
+    } else if was.kind != start.kind {
         Some("kind")
-    } else if rec.parent != start.parent {
+    } else if was.parent != start.parent {
         Some("parent")
-    } else if rec.shared_sandbox != start.shared_sandbox {
+    } else if was.shared_sandbox != start.shared_sandbox {
         Some("shared_sandbox")
-    } else if rec.prompt != start.prompt {
+    } else if was.prompt != start.prompt {
         Some("prompt")
     } else {
         None

@@ -24,8 +24,8 @@ impl Runtime {
     /// a paused or empty queue the launch completes at once (the harness
     /// runs on the next message or resume).
     pub(super) fn start_harness(&self, s: &mut Session, inputs: &mut VecDeque<Input>) {
-        if let Err(e) = std::fs::create_dir_all(&s.rec.folder) {
-            let msg = format!("cannot create {}: {e}", s.rec.folder.display());
+        if let Err(e) = std::fs::create_dir_all(&s.rec.start.folder) {
+            let msg = format!("cannot create {}: {e}", s.rec.start.folder.display());
             inputs.push_back(Input::HarnessFailed(msg));
             return;
         }
@@ -67,10 +67,10 @@ impl Runtime {
 
     /// Starts one turn's process and the thread that follows it.
     fn spawn_turn(&self, s: &mut Session, prompt: String, launch_turn: bool) -> Result<(), String> {
-        let harness = s.rec.harness;
+        let harness = s.rec.start.harness;
         s.rec.in_flight = Some(prompt.clone());
         let program = self.programs.of(harness).to_path_buf();
-        let argv = harness.argv(&prompt, s.rec.native_id.as_deref(), s.rec.plan_only);
+        let argv = harness.argv(&prompt, s.rec.native_id.as_deref(), s.rec.start.plan_only);
         // No `pre_exec` here: it would force std to fork, and the page-table
         // copy and copy-on-write faults of a fork of the whole service cost
         // about a millisecond per spawn on this kind of virtual machine,
@@ -78,7 +78,7 @@ impl Runtime {
         // is the spawning thread's, which is empty (see `service::run`).
         let mut child = Command::new(&program)
             .args(&argv)
-            .current_dir(&s.rec.folder)
+            .current_dir(&s.rec.start.folder)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

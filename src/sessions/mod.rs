@@ -41,31 +41,51 @@ pub enum SessionState {
     Failed,
 }
 
+/// What a start asked for: the body of `POST /v1/sessions`, and the part of
+/// a session's record a retry is compared against.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Start {
+    /// The app's workspace ID.
+    pub workspace: String,
+    /// The folder the harness runs in (absolute).
+    pub folder: PathBuf,
+    /// Which harness.
+    pub harness: Harness,
+    /// Which kind of session (`thread` when not given).
+    #[serde(default = "thread")]
+    pub kind: Kind,
+    /// The parent session, for side chats and children.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// A child that shares its parent's sandbox.
+    #[serde(default)]
+    pub shared_sandbox: bool,
+    /// The app's idempotency key.
+    #[serde(default)]
+    pub request_id: Option<String>,
+    /// Plan only (no edits).
+    #[serde(default)]
+    pub plan_only: bool,
+    /// The app is about to copy the project into `folder`.
+    #[serde(default)]
+    pub project_copy: bool,
+    /// The first prompt; kept to compare retries.
+    #[serde(default)]
+    pub prompt: Option<String>,
+}
+
+fn thread() -> Kind {
+    Kind::Thread
+}
+
 /// What is persisted for a session (one JSON file per session).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
     /// `cr_` + 32 lowercase hex.
     pub id: String,
-    /// The app's workspace ID.
-    pub workspace: String,
-    /// The folder the harness runs in.
-    pub folder: PathBuf,
-    /// Which harness.
-    pub harness: Harness,
-    /// Which kind of session.
-    pub kind: Kind,
-    /// The parent session, for side chats and children.
-    pub parent: Option<String>,
-    /// A child that shares its parent's sandbox.
-    pub shared_sandbox: bool,
-    /// The app's idempotency key.
-    pub request_id: Option<String>,
-    /// Plan only (no edits).
-    pub plan_only: bool,
-    /// The start promised a project copy.
-    pub project_copy: bool,
-    /// The start's prompt, kept to compare retries.
-    pub prompt: Option<String>,
+    /// What the start asked for (its fields sit at the record's top level).
+    #[serde(flatten)]
+    pub start: Start,
     /// The state (`pending` while `waiting_start`).
     pub state: SessionState,
     /// The harness's own session ID, once its first event named it.
@@ -158,11 +178,11 @@ pub struct Registry {
 impl Registry {
     /// Adds a session and registers its request ID and workspace.
     pub fn insert(&mut self, rec: &Record, session: SessionRef) {
-        if let Some(r) = &rec.request_id {
+        if let Some(r) = &rec.start.request_id {
             self.by_request.insert(r.clone(), rec.id.clone());
         }
         self.workspaces
-            .insert(rec.workspace.clone(), rec.folder.clone());
+            .insert(rec.start.workspace.clone(), rec.start.folder.clone());
         self.by_id.insert(rec.id.clone(), session);
     }
 }

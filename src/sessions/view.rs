@@ -38,17 +38,18 @@ pub fn waiting_for(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
 /// The whole view.
 pub fn render(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
     let r = &s.rec;
+    let start = &r.start;
     json!({
         "id": r.id,
-        "workspace": r.workspace,
-        "folder": r.folder,
-        "harness": r.harness,
-        "kind": r.kind,
-        "parent": r.parent,
-        "shared_sandbox": r.shared_sandbox,
-        "request_id": r.request_id,
-        "plan_only": r.plan_only,
-        "project_copy": r.project_copy,
+        "workspace": start.workspace,
+        "folder": start.folder,
+        "harness": start.harness,
+        "kind": start.kind,
+        "parent": start.parent,
+        "shared_sandbox": start.shared_sandbox,
+        "request_id": start.request_id,
+        "plan_only": start.plan_only,
+        "project_copy": start.project_copy,
         "state": state(s),
         "waiting_for": waiting_for(s, clock, copy_wait),
         "native_id": r.native_id,
