@@ -208,11 +208,14 @@ impl Runtime {
         self.with(id, |s| {
             Self::open_or_refuse(s)?;
             if s.launch.is_some() {
+                // The launch answers with `PauseQueue`, which pauses and persists.
                 self.drive(s, Some(Input::Stop));
             }
             self.kill_turn(s);
-            s.rec.paused = true;
-            self.persist(s);
+            if !s.rec.paused {
+                s.rec.paused = true;
+                self.persist(s);
+            }
             Ok(self.render(s))
         })
     }
@@ -236,17 +239,16 @@ impl Runtime {
                 return Ok(self.render(s));
             }
             if s.launch.is_some() {
+                // The launch settles as closed: unwatched, its permit (held or
+                // queued) given back, the record persisted.
                 self.drive(s, Some(Input::Close));
             }
             self.kill_turn(s);
-            s.launch = None;
-            s.rec.state = SessionState::Closed;
-            s.rec.waiting_start = false;
-            self.permits.cancel(&s.rec.id);
-            if let Some(w) = &self.watch {
-                w.remove(&s.rec.id);
+            if s.rec.state != SessionState::Closed {
+                s.rec.state = SessionState::Closed;
+                s.rec.waiting_start = false;
+                self.persist(s);
             }
-            self.persist(s);
             Ok(self.render(s))
         })
     }
