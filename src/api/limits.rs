@@ -43,13 +43,6 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// The listen backlog.
 pub const BACKLOG: u32 = 1024;
 
-/// The first pause after a failed accept (`EMFILE`, `ENFILE`, ...); it
-/// doubles with each failure in a row up to [`ACCEPT_BACKOFF_MAX`].
-pub const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
-
-/// The longest pause after failed accepts.
-pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_millis(500);
-
 /// On stop, requests in progress get this long to be answered; then every
 /// connection is dropped.
 pub const STOP_GRACE: Duration = Duration::from_millis(750);

@@ -4,7 +4,6 @@
 //! and retried after a pause; nothing ends the loop but a stop.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -12,10 +11,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
-use super::limits::{
-    ACCEPT_BACKOFF_MAX, ACCEPT_BACKOFF_MIN, HEAD_TIMEOUT, MAX_HEAD, READ_BUFFER, STOP_GRACE,
-};
+use super::limits::{HEAD_TIMEOUT, MAX_HEAD, READ_BUFFER, STOP_GRACE};
 use super::request::{self, Front};
+use crate::backoff::Failures;
 
 /// Serves `listener` until `stop` changes (or its sender is dropped), with at
 /// most `cap` connections at once; then gives the connections `STOP_GRACE`
@@ -32,7 +30,7 @@ pub async fn serve(
         .header_read_timeout(HEAD_TIMEOUT)
         .max_header_size(MAX_HEAD)
         .max_buf_size(READ_BUFFER);
-    let mut failures = Failures::default();
+    let mut failures = Failures::new("HTTP API");
     loop {
         // A slot first: at the cap, new connections wait in the backlog
         // while the open ones are served.
@@ -85,40 +83,4 @@ pub async fn serve(
     // Stopping: wait (bounded) until every connection has given its slot back.
     let all = u32::try_from(cap).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(STOP_GRACE, slots.acquire_many(all)).await;
-}
-
-/// Failed accepts in a row: the pause before the next try, and a log that
-/// says when they began and when they ended rather than one line per try.
-#[derive(Default)]
-struct Failures {
-    count: u64,
-    since: Option<Instant>,
-    pause: Duration,
-}
-
-impl Failures {
-    /// Notes a failed accept; returns how long to pause.
-    fn failed(&mut self, e: &std::io::Error) -> Duration {
-        if self.count == 0 {
-            log::warn!("HTTP accept failed: {e}; retrying with backoff");
-            self.since = Some(Instant::now());
-            self.pause = ACCEPT_BACKOFF_MIN;
-        } else {
-            self.pause = (self.pause * 2).min(ACCEPT_BACKOFF_MAX);
-        }
-        self.count += 1;
-        self.pause
-    }
-
-    /// Notes a successful accept.
-    fn recovered(&mut self) {
-        if self.count > 0 {
-            log::warn!(
-                "HTTP accept works again after {} failures over {:?}",
-                self.count,
-                self.since.map(|s| s.elapsed()).unwrap_or_default()
-            );
-            *self = Failures::default();
-        }
-    }
 }
