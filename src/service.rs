@@ -121,11 +121,13 @@ pub fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
             let _ = std::fs::remove_file(&socket);
             std::process::exit(1);
         })?;
-    // The agent socket first (it only stops accepting and removes its file),
-    // then the HTTP API, which ends every wait and turn once it stopped
-    // taking requests.
-    agent.stop();
-    api.stop();
+    // Both front ends stop side by side, each bounded: the agent socket
+    // stops accepting, removes its file and gives its callers a moment; the
+    // HTTP API gives requests in hand a moment, then ends every wait and turn.
+    std::thread::scope(|scope| {
+        scope.spawn(|| agent.stop());
+        api.stop();
+    });
     log::info!("stopped");
     Ok(())
 }
