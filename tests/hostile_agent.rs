@@ -35,13 +35,18 @@ impl SlowWebsite {
                     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
                     let mut head = Vec::new();
                     let mut byte = [0u8; 1];
-                    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                    while !head.ends_with(b"\r\n\r\n")
+                        && stream.read(&mut byte).is_ok_and(|n| n == 1)
+                    {
                         head.push(byte[0]);
                     }
                     let len = String::from_utf8_lossy(&head)
                         .to_lowercase()
                         .lines()
-                        .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().to_string()))
+                        .find_map(|l| {
+                            l.strip_prefix("content-length:")
+                                .map(|v| v.trim().to_string())
+                        })
                         .and_then(|v| v.parse::<usize>().ok())
                         .unwrap_or(0);
                     let mut body = vec![0u8; len.min(1 << 20)];
@@ -97,7 +102,10 @@ fn idle_connections_and_slow_website_calls_leave_a_refusal_answering_within_100_
             .collect();
         let t = Instant::now();
         while web.calls.load(Ordering::SeqCst) < 5 {
-            assert!(t.elapsed() < Duration::from_secs(10), "the calls never reached the website");
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "the calls never reached the website"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         // The five are at the website for 8 s, fifty callers sit idle: a
@@ -109,7 +117,11 @@ fn idle_connections_and_slow_website_calls_leave_a_refusal_answering_within_100_
         }
         for call in calls {
             let out = call.join().unwrap();
-            assert_eq!((out.code, out.stdout.as_str()), (0, "{\"ok\":true}\n"), "{out:?}");
+            assert_eq!(
+                (out.code, out.stdout.as_str()),
+                (0, "{\"ok\":true}\n"),
+                "{out:?}"
+            );
         }
     });
     // An idle caller is answered at its deadline, 5 s after it connected.
@@ -133,7 +145,8 @@ fn a_request_sent_a_byte_at_a_time_is_cut_off_at_one_deadline() {
     // Each byte comes well within any per-read timeout; the deadline is for
     // the whole request.
     s.write_all(b"{\"argv\": ").unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
     let mut bytes = Vec::new();
     let mut chunk = [0u8; 4096];
     while t.elapsed() < Duration::from_secs(8) {
@@ -168,7 +181,10 @@ fn past_the_connection_cap_a_caller_is_told_core_is_busy_at_once() {
     let t = Instant::now();
     let (answer, took) = loop {
         let (answer, took) = ask(&svc.socket, &["thread", "list"]);
-        if answer["stderr"].as_str().is_some_and(|s| s.contains("busy")) {
+        if answer["stderr"]
+            .as_str()
+            .is_some_and(|s| s.contains("busy"))
+        {
             break (answer, took);
         }
         assert!(t.elapsed() < Duration::from_secs(4), "never busy: {answer}");

@@ -37,7 +37,10 @@ fn a_huge_declared_body_is_refused_unread_with_or_without_the_token() {
     // Without the token: 401, and the connection closes without reading.
     let mut s = send(addr, head("GET", "/v1/capabilities", None, huge).as_bytes());
     let a = read_answer(&mut s, Duration::from_secs(5)).expect("an answer");
-    assert_eq!((a.status, a.body.as_str()), (401, r#"{"error":"unauthorized"}"#));
+    assert_eq!(
+        (a.status, a.body.as_str()),
+        (401, r#"{"error":"unauthorized"}"#)
+    );
     assert!(a.head.contains("connection: close"), "{}", a.head);
     assert!(closed_within(&mut s, Duration::from_secs(1)));
     // With it: 413 before a byte of the body, then the connection closes.
@@ -85,7 +88,10 @@ fn a_hundred_connections_that_declare_a_body_and_send_none_hold_nothing_up() {
     let mut stalled: Vec<TcpStream> = (0..100)
         .map(|i| {
             let token = (i % 2 == 0).then_some(TOKEN);
-            send(addr, head("POST", "/v1/sessions", token, declared).as_bytes())
+            send(
+                addr,
+                head("POST", "/v1/sessions", token, declared).as_bytes(),
+            )
         })
         .collect();
     // So do chunked ones that never send a chunk.
@@ -203,13 +209,18 @@ fn running_out_of_descriptors_stops_accepting_only_until_connections_close() {
 fn a_one_mebibyte_header_gets_431() {
     let svc = Service::start(json!({}));
     let addr = addr(&svc.base);
-    let mut s = send(addr, b"GET /v1/capabilities HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ");
+    let mut s = send(
+        addr,
+        b"GET /v1/capabilities HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ",
+    );
     let mut writer = s.try_clone().unwrap();
     // The rest of the header from another thread: the service answers
     // (and stops reading) long before it is all sent.
     let sender = std::thread::spawn(move || {
         let big = vec![b'a'; 1 << 20];
-        let _ = writer.write_all(&big).and_then(|()| writer.write_all(b"\r\n\r\n"));
+        let _ = writer
+            .write_all(&big)
+            .and_then(|()| writer.write_all(b"\r\n\r\n"));
     });
     let a = read_answer(&mut s, Duration::from_secs(5)).expect("an answer");
     assert_eq!(a.status, 431);

@@ -27,11 +27,9 @@ fn leave(odd: Odd, folder: &Path) {
     let path = status_file(folder);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     match odd {
-        Odd::Fifo => nix::unistd::mkfifo(
-            &path,
-            nix::sys::stat::Mode::from_bits_truncate(0o600),
-        )
-        .unwrap(),
+        Odd::Fifo => {
+            nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap()
+        }
         Odd::Folder => std::fs::create_dir(&path).unwrap(),
         Odd::DevZero => std::os::unix::fs::symlink("/dev/zero", &path).unwrap(),
         Odd::TenMegabytes => std::fs::write(&path, vec![b'c'; 10_000_000]).unwrap(),
@@ -42,7 +40,11 @@ fn leave(odd: Odd, folder: &Path) {
 fn start_at_once(svc: &Service, body: serde_json::Value) -> serde_json::Value {
     let t = Instant::now();
     let v = svc.start_session(body);
-    assert!(t.elapsed() < Duration::from_secs(1), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        t.elapsed()
+    );
     v
 }
 
@@ -51,7 +53,11 @@ fn quick(svc: &Service, path: &str) -> serde_json::Value {
     let t = Instant::now();
     let (status, v) = svc.get(path);
     assert_eq!(status, 200, "{path}: {v}");
-    assert!(t.elapsed() < Duration::from_secs(1), "{path} took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "{path} took {:?}",
+        t.elapsed()
+    );
     v
 }
 

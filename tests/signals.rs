@@ -18,7 +18,11 @@ fn stops_within_2_s_with_stalled_clients(signal: Signal) {
     let svc = Service::start(json!({}));
     let addr = addr(&svc.base);
     let folder = svc.folder("code");
-    let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "sleep: 30"})));
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "sleep: 30"}),
+    ));
     let turn = svc.await_record(&folder, 1, Duration::from_secs(10));
     let turn = turn["pid"].as_u64().unwrap() as u32;
     svc.await_session(s["id"].as_str().unwrap(), "running", |v| {

@@ -43,10 +43,7 @@ impl Read for Until<'_> {
 fn late() -> std::io::Error {
     std::io::Error::new(
         ErrorKind::TimedOut,
-        format!(
-            "it did not arrive within {} s",
-            REQUEST_DEADLINE.as_secs()
-        ),
+        format!("it did not arrive within {} s", REQUEST_DEADLINE.as_secs()),
     )
 }
 

@@ -146,15 +146,16 @@ impl Context {
     /// answered `WRONG_ACCOUNT` (without waiting on it) and `None`. Nothing
     /// is read from the peer here.
     fn admit(&self, stream: &UnixStream) -> Option<u32> {
-        let creds =
-            match nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
-            {
-                Ok(c) => c,
-                Err(e) => {
-                    log::warn!("agent socket: no peer credentials: {e}");
-                    return None;
-                }
-            };
+        let creds = match nix::sys::socket::getsockopt(
+            stream,
+            nix::sys::socket::sockopt::PeerCredentials,
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                log::warn!("agent socket: no peer credentials: {e}");
+                return None;
+            }
+        };
         if creds.uid() != self.agent_uid {
             log::warn!(
                 "agent socket: refused pid {} of uid {} (serves uid {})",
@@ -253,7 +254,12 @@ pub fn start_with(path: PathBuf, context: Context) -> std::io::Result<Server> {
 /// The acceptor: checks each peer and hands it to a thread of its own. It
 /// never reads from a peer nor waits on one; a failed accept (out of
 /// descriptors) pauses it, with backoff, and never ends it.
-fn accept(listener: &UnixListener, context: &Arc<Context>, connections: &Gate, stopping: &AtomicBool) {
+fn accept(
+    listener: &UnixListener,
+    context: &Arc<Context>,
+    connections: &Gate,
+    stopping: &AtomicBool,
+) {
     let mut failures = Failures::new("agent socket");
     for stream in listener.incoming() {
         if stopping.load(Ordering::SeqCst) {

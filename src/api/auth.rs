@@ -38,11 +38,7 @@ pub fn allowed(headers: &hyper::HeaderMap, token: &str) -> bool {
     let Some(value) = headers.get(hyper::header::AUTHORIZATION) else {
         return false;
     };
-    let Some(given) = value
-        .to_str()
-        .ok()
-        .and_then(|v| v.strip_prefix("Bearer "))
-    else {
+    let Some(given) = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")) else {
         return false;
     };
     let (a, b) = (given.trim().as_bytes(), token.as_bytes());

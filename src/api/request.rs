@@ -12,9 +12,9 @@ use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
+use super::auth;
 use super::limits::{BODY_TIMEOUT, LINGER_BYTES, LINGER_TIME, MAX_BODY};
 use super::routes::{self, Reply};
-use super::auth;
 use crate::error::Refusal;
 use crate::runtime::Runtime;
 
@@ -91,16 +91,17 @@ pub async fn serve(
     // blocking pool (`http_workers` threads), never on this thread. The
     // queue in front of the pool is bounded by the connection cap, since a
     // connection has at most one request in hand.
-    let reply =
-        tokio::task::spawn_blocking(move || routes::answer(&runtime, &method, &path, &bytes))
-            .await
-            .unwrap_or_else(|e| {
-                log::error!("a request failed inside the service: {e}");
-                Reply::json(
-                    500,
-                    json!({"error": "The service failed to answer this request.", "code": "internal"}),
-                )
-            });
+    let reply = tokio::task::spawn_blocking(move || {
+        routes::answer(&runtime, &method, &path, &bytes)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        log::error!("a request failed inside the service: {e}");
+        Reply::json(
+            500,
+            json!({"error": "The service failed to answer this request.", "code": "internal"}),
+        )
+    });
     Ok(respond(reply, After::KeepAlive))
 }
 

@@ -99,7 +99,12 @@ pub fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
 
 /// A request with the token on a new connection, answered within `limit`:
 /// its status and how long it took (`None`: no answer in time).
-pub fn timed_request(addr: SocketAddr, token: &str, request: &str, limit: Duration) -> Option<(u16, Duration)> {
+pub fn timed_request(
+    addr: SocketAddr,
+    token: &str,
+    request: &str,
+    limit: Duration,
+) -> Option<(u16, Duration)> {
     let t = Instant::now();
     let (method, path) = request.split_once(' ').unwrap_or(("GET", request));
     let text = format!(
@@ -113,7 +118,12 @@ pub fn timed_request(addr: SocketAddr, token: &str, request: &str, limit: Durati
 
 /// Asks until a request is answered 200 within `per_try`, for at most
 /// `limit`; how long that took.
-pub fn answered_within(addr: SocketAddr, token: &str, limit: Duration, per_try: Duration) -> Option<Duration> {
+pub fn answered_within(
+    addr: SocketAddr,
+    token: &str,
+    limit: Duration,
+    per_try: Duration,
+) -> Option<Duration> {
     let t = Instant::now();
     while t.elapsed() < limit {
         if let Some((200, _)) = timed_request(addr, token, "GET /v1/capabilities", per_try) {
@@ -163,7 +173,12 @@ pub fn set_nofile(pid: u32, soft: u64) -> (u64, u64) {
     // SAFETY: prlimit reads `new` and writes `old`, both valid for the call.
     let rc = unsafe {
         let mut now = old;
-        libc::prlimit(pid as libc::pid_t, libc::RLIMIT_NOFILE, std::ptr::null(), &mut now);
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            std::ptr::null(),
+            &mut now,
+        );
         let new = libc::rlimit {
             rlim_cur: soft,
             rlim_max: now.rlim_max,
