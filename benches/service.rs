@@ -874,8 +874,9 @@ fn hostile_crowd(addr: std::net::SocketAddr, stop: Arc<std::sync::atomic::Atomic
         }
         s
     };
-    let mut crowd: Vec<(bool, TcpStream)> =
-        (0..HOSTILE).map(|i| (i % 2 == 1, open(i % 2 == 1))).collect();
+    let mut crowd: Vec<(bool, TcpStream)> = (0..HOSTILE)
+        .map(|i| (i % 2 == 1, open(i % 2 == 1)))
+        .collect();
     let mut opened = HOSTILE;
     let mut byte = [0u8; 512];
     while !stop.load(Ordering::SeqCst) {

@@ -21,6 +21,14 @@ fn head(method: &str, path: &str, token: Option<&str>, extra: &str) -> String {
     format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}{extra}\r\n")
 }
 
+/// A connection that has sent the head of `POST /v1/sessions` with `extra`
+/// headers, and nothing of a body.
+fn post_head(addr: std::net::SocketAddr, token: Option<&str>, extra: &str) -> TcpStream {
+    send(addr, head("POST", "/v1/sessions", token, extra).as_bytes())
+}
+
+const CHUNKED: &str = "Transfer-Encoding: chunked\r\n";
+
 /// The service still answers a normal request, at once.
 fn still_answers(svc: &Service) {
     let t = Instant::now();
@@ -61,16 +69,7 @@ fn the_largest_content_length_four_times_leaves_the_service_answering() {
     let svc = Service::start(json!({}));
     let addr = addr(&svc.base);
     for token in [None, Some(TOKEN), None, Some(TOKEN)] {
-        let mut s = send(
-            addr,
-            head(
-                "POST",
-                "/v1/sessions",
-                token,
-                "Content-Length: 18446744073709551615\r\n",
-            )
-            .as_bytes(),
-        );
+        let mut s = post_head(addr, token, "Content-Length: 18446744073709551615\r\n");
         // hyper refuses a length past 2^64-3 itself (431, no body) and closes.
         let a = read_answer(&mut s, Duration::from_secs(5)).expect("an answer");
         assert!(a.status >= 400, "{a:?}");
@@ -88,25 +87,11 @@ fn a_hundred_connections_that_declare_a_body_and_send_none_hold_nothing_up() {
     let mut stalled: Vec<TcpStream> = (0..100)
         .map(|i| {
             let token = (i % 2 == 0).then_some(TOKEN);
-            send(
-                addr,
-                head("POST", "/v1/sessions", token, declared).as_bytes(),
-            )
+            post_head(addr, token, declared)
         })
         .collect();
     // So do chunked ones that never send a chunk.
-    stalled.extend((0..10).map(|_| {
-        send(
-            addr,
-            head(
-                "POST",
-                "/v1/sessions",
-                Some(TOKEN),
-                "Transfer-Encoding: chunked\r\n",
-            )
-            .as_bytes(),
-        )
-    }));
+    stalled.extend((0..10).map(|_| post_head(addr, Some(TOKEN), CHUNKED)));
     let (status, took) = timed_request(addr, TOKEN, "GET /v1/capabilities", Duration::from_secs(1))
         .expect("answered within 1 s");
     assert_eq!(status, 200);
@@ -125,16 +110,7 @@ fn a_hundred_connections_that_declare_a_body_and_send_none_hold_nothing_up() {
 fn a_body_sent_a_byte_at_a_time_is_cut_off_at_its_deadline() {
     let svc = Service::start(json!({}));
     let addr = addr(&svc.base);
-    let mut s = send(
-        addr,
-        head(
-            "POST",
-            "/v1/sessions",
-            Some(TOKEN),
-            "Content-Length: 1000\r\n",
-        )
-        .as_bytes(),
-    );
+    let mut s = post_head(addr, Some(TOKEN), "Content-Length: 1000\r\n");
     let t = Instant::now();
     // A byte every 100 ms would take 100 s; the deadline is for the whole body.
     let answer = loop {
@@ -241,16 +217,7 @@ fn a_chunked_body_is_counted_as_it_arrives_and_refused_past_one_mebibyte() {
         .flat_map(|_| [b"10000\r\n".as_slice(), &block, b"\r\n"].concat())
         .collect();
     for body in [one_huge, many] {
-        let mut s = send(
-            addr,
-            head(
-                "POST",
-                "/v1/sessions",
-                Some(TOKEN),
-                "Transfer-Encoding: chunked\r\n",
-            )
-            .as_bytes(),
-        );
+        let mut s = post_head(addr, Some(TOKEN), CHUNKED);
         let mut writer = s.try_clone().unwrap();
         let sender = std::thread::spawn(move || {
             let _ = writer.write_all(&body);

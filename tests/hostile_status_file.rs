@@ -88,14 +88,7 @@ fn holds_nothing_up(odd: Odd) {
 
     // SIGTERM stops it within 2 s.
     let pid = svc.pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let took = exited_within(pid, Duration::from_secs(2))
-        .unwrap_or_else(|| panic!("still running 2 s after SIGTERM\n{}", svc.log()));
-    assert!(took < Duration::from_secs(2));
+    stops_within_2_s(pid, nix::sys::signal::Signal::SIGTERM, || svc.log());
 
     // A restart with it still in place serves, and the start waits again.
     svc.restart();

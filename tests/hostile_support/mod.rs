@@ -157,6 +157,21 @@ pub fn exited_within(pid: u32, limit: Duration) -> Option<Duration> {
     exited(pid).then(|| t.elapsed())
 }
 
+/// Sends `signal` to process `pid` and asserts it exits within 2 s (`log`
+/// is shown if not); how long it took.
+pub fn stops_within_2_s(
+    pid: u32,
+    signal: nix::sys::signal::Signal,
+    log: impl Fn() -> String,
+) -> Duration {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+    let limit = Duration::from_secs(2);
+    let took = exited_within(pid, limit)
+        .unwrap_or_else(|| panic!("still running 2 s after {signal}\n{}", log()));
+    assert!(took < limit, "{signal}: {took:?}");
+    took
+}
+
 /// The number of descriptors process `pid` has open.
 pub fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
