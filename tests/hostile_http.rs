@@ -155,6 +155,25 @@ fn five_hundred_idle_connections_leave_room_for_a_request() {
 }
 
 #[test]
+fn an_idle_keep_alive_connection_is_closed_after_the_head_deadline() {
+    let svc = Service::start(json!({}));
+    let mut s = send(
+        addr(&svc.base),
+        head("GET", "/v1/capabilities", Some(TOKEN), "").as_bytes(),
+    );
+    let a = read_answer(&mut s, Duration::from_secs(5)).expect("an answer");
+    assert_eq!(a.status, 200);
+    assert!(!a.head.contains("connection: close"), "{}", a.head);
+    let t = Instant::now();
+    assert!(closed_within(&mut s, Duration::from_secs(8)));
+    let idle = t.elapsed();
+    assert!(
+        idle > Duration::from_secs(4) && idle < Duration::from_secs(7),
+        "{idle:?}"
+    );
+}
+
+#[test]
 fn running_out_of_descriptors_stops_accepting_only_until_connections_close() {
     let svc = Service::start(json!({}));
     let addr = addr(&svc.base);
