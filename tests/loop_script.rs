@@ -204,3 +204,52 @@ fn unknown_commands_exit_2_with_the_list_of_commands_in_a_script_too() {
     assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(web.calls(), vec![]);
 }
+
+/// Sends `argv` to Core's socket directly, as a client that is not room-cli
+/// (which would refuse a bad argv before asking), and returns Core's answer.
+fn ask_core_directly(socket: &std::path::Path, argv: &[&str]) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    s.write_all(json!({"argv": argv, "cwd": "/"}).to_string().as_bytes())
+        .unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap()
+}
+
+#[test]
+fn a_valued_or_contradictory_top_level_is_a_usage_error() {
+    let web = FakeWebsite::start();
+    web.answer(200, r#"{"thread":"t1"}"#);
+    let core = Service::start(&web);
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["thread", "spawn", "--top-level=false", "go"],
+            "--top-level takes no value: give --top-level alone to turn it on, or leave it out.\n",
+        ),
+        (
+            &["thread", "spawn", "--top-level", "--shared-sandbox", "go"],
+            "thread spawn takes --top-level or --shared-sandbox, not both: a top-level thread is not a child, so it has no sandbox to share.\n",
+        ),
+        (
+            &["thread", "spawn", "--shared-sandbox", "--top-level", "go"],
+            "thread spawn takes --top-level or --shared-sandbox, not both: a top-level thread is not a child, so it has no sandbox to share.\n",
+        ),
+    ];
+    for (args, want) in cases {
+        for marker in [Some(ID), None] {
+            let out = core.script(marker, args);
+            assert_eq!(out.code, 2, "{args:?}: {out:?}");
+            assert_eq!(out.stderr, want, "{args:?}");
+            assert_eq!(out.stdout, "", "{args:?}");
+        }
+        // Core's own grammar refuses it too, whoever sends it.
+        assert_eq!(
+            ask_core_directly(&core.socket, args),
+            json!({"exit": 2, "stdout": "", "stderr": want}),
+            "{args:?}"
+        );
+    }
+    assert_eq!(web.calls(), vec![], "nothing reaches the website");
+}
