@@ -18,7 +18,7 @@ fn script_other(x: &str) -> String {
 
 const LOOP_REPORT: &str = "A loop's check script can't report: room-cli loop report is for the run's own thread. Print what the run needs instead; Cloudroom adds it to the run's prompt.\n";
 const SCRIPT_CHILD: &str = "A loop's check script has no thread to start a child under. Add --top-level to start a top-level thread in the loop's project.\n";
-const SECRET: &str = "Run cloudroom secret from a Cloudroom cloud thread: the form opens in that thread for the user.\n";
+const SECRET: &str = "Run cloudroom secret from a Cloudroom cloud thread\n";
 
 #[test]
 fn a_loop_script_runs_loop_commands_and_top_level_spawns_as_its_loop() {
@@ -112,6 +112,43 @@ fn a_process_without_a_loop_marker_is_still_refused() {
         out.stderr,
         "Run cloudroom thread list from a Cloudroom cloud thread\n"
     );
+    assert_eq!(web.calls(), vec![], "nothing reaches the website");
+}
+
+#[test]
+fn unknown_callers_are_told_what_a_loop_script_may_run() {
+    let web = FakeWebsite::start();
+    let core = Service::start(&web);
+    let child = "Run cloudroom thread spawn from a Cloudroom cloud thread. A loop's check script (marked by CLOUDROOM_LOOP) can only start a top-level thread, with --top-level.\n";
+    let cases: [(&[&str], &str); 3] = [
+        (&["thread", "spawn", "go"], child),
+        (&["thread", "spawn", "--shared-sandbox", "go"], child),
+        (
+            &["loop", "report", "done"],
+            "Run cloudroom loop report from a Cloudroom cloud thread: it reports for the run's own thread, so a loop's check script can't run it.\n",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = core.script(None, args);
+        assert_eq!(out.code, 1, "{args:?}: {out:?}");
+        assert_eq!(out.stderr, want, "{args:?}");
+        assert_eq!(out.stdout, "", "{args:?}");
+    }
+    assert_eq!(web.calls(), vec![], "nothing reaches the website");
+}
+
+#[test]
+fn secret_keeps_its_own_session_check_and_message() {
+    let web = FakeWebsite::start();
+    let core = Service::start(&web);
+    // No marker, a loop's marker, a malformed marker: secret's own check
+    // and message, never the marker's.
+    for marker in [None, Some(ID), Some("nope")] {
+        let out = core.script(marker, &["secret", "API_KEY"]);
+        assert_eq!(out.code, 1, "{marker:?}: {out:?}");
+        assert_eq!(out.stderr, SECRET, "{marker:?}");
+        assert_eq!(out.stdout, "", "{marker:?}");
+    }
     assert_eq!(web.calls(), vec![], "nothing reaches the website");
 }
 

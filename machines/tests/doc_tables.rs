@@ -247,6 +247,10 @@ fn caller_table() -> String {
             "no harness, no marker",
             vec![proc(30, None, marker(None)), proc(1, None, marker(None))],
         ),
+        (
+            "a marker only on pid 1 (a container's init)",
+            vec![proc(30, None, marker(None)), proc(1, None, marker(Some(ID)))],
+        ),
     ];
     let mut out = String::from("| ancestry (nearest first) | caller |\n|---|---|\n");
     for (name, ancestry) in cases {
@@ -292,6 +296,25 @@ fn policy_table() -> String {
     out
 }
 
+fn usage_table() -> String {
+    let argvs: [&[&str]; 5] = [
+        &["thread", "spawn", "--top-level=false", "p"],
+        &["loop", "create", "--new-thread=true"],
+        &["thread", "spawn", "--top-level", "--shared-sandbox", "p"],
+        &["loop", "list", "--session", "cr_other"],
+        &["status"],
+    ];
+    let mut out = String::from("| argv | room-cli and Core answer |\n|---|---|\n");
+    for argv in argvs {
+        let answer = match Command::parse(argv) {
+            Err(e) => format!("exit 2: {e}"),
+            Ok(p) => format!("`{p:?}`"),
+        };
+        out.push_str(&format!("| `{}` | {answer} |\n", argv.join(" ")));
+    }
+    out
+}
+
 fn doc_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/machines.md")
 }
@@ -318,6 +341,7 @@ fn the_transition_tables_in_the_doc_match_the_code() {
         ("launch", launch_table()),
         ("caller", caller_table()),
         ("policy", policy_table()),
+        ("usage", usage_table()),
     ] {
         want = splice(&want, name, &table).unwrap();
     }

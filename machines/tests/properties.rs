@@ -6,7 +6,7 @@ use room_machines::caller::{classify, Caller, EnvView, ProcView};
 use room_machines::command::{Command, Group, ParseError, GROUPS};
 use room_machines::copy::{CopyMark, Observation};
 use room_machines::launch::{holds, Config, Effect, Input, Launch, Outcome, Phase, Plan};
-use room_machines::policy::{decide, Decision, Scope};
+use room_machines::policy::{decide, Decision, Scope, SECRET};
 use room_machines::Millis;
 
 const LIMIT: Millis = 300_000;
@@ -248,6 +248,11 @@ fn command() -> impl Strategy<Value = Command> {
     })
 }
 
+fn is_loop_or_spawn(cmd: &Command) -> bool {
+    cmd.group == Group::Loop
+        || (cmd.group == Group::Thread && cmd.action.as_deref() == Some("spawn"))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -275,7 +280,8 @@ proptest! {
             (_, Decision::Forward(_)) => prop_assert!(false, "{:?} forwarded for {:?}", cmd, caller),
             (_, Decision::Refuse { exit_code, message }) => {
                 prop_assert_eq!(*exit_code, 1);
-                if matches!(caller, Caller::Malformed(_)) {
+                // secret keeps its own message; everything else names the variable.
+                if matches!(caller, Caller::Malformed(_)) && cmd.group != Group::Secret {
                     prop_assert!(message.contains("CLOUDROOM_LOOP"));
                 }
             }
@@ -315,6 +321,35 @@ proptest! {
                     let r = room_machines::website_request(&cmd, &Scope::Automation(ID.into()), || "r".into());
                     prop_assert!(r.body.get("shared_sandbox").is_none());
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn secret_keeps_its_own_check_whoever_calls(ancestry in prop::collection::vec(proc_view(), 0..12)) {
+        let caller = classify(&ancestry);
+        let secret = Command::parse(&["secret", "API_KEY"]).unwrap().command().unwrap();
+        match (&caller, decide(&caller, &secret)) {
+            (Caller::Harness(s), Decision::Forward(scope)) => prop_assert_eq!(scope, Scope::Session(s.clone())),
+            (_, Decision::Refuse { message, exit_code }) => {
+                prop_assert_eq!(message, SECRET);
+                prop_assert_eq!(exit_code, 1);
+            }
+            (c, d) => prop_assert!(false, "{:?}: {:?}", c, d),
+        }
+    }
+
+    #[test]
+    fn no_refusal_offers_a_loop_script_what_it_cannot_run(cmd in command(), hidden in any::<bool>()) {
+        let caller = if hidden { Caller::Hidden } else { Caller::Unknown };
+        let loop_may = (cmd.group == Group::Loop && cmd.action.as_deref() != Some("report"))
+            || cmd.is_top_level_spawn();
+        if let Decision::Refuse { message, .. } = decide(&caller, &cmd) {
+            // "…or from a loop's check script" only for what a script may run…
+            prop_assert_eq!(message.contains("or from a loop's check script"), loop_may && !hidden, "{}", message);
+            // …and every loop and spawn refusal mentions loop scripts.
+            if is_loop_or_spawn(&cmd) {
+                prop_assert!(message.contains("loop's check script") || message.contains("loop script's"), "{}", message);
             }
         }
     }
