@@ -101,3 +101,51 @@ fn a_copy_in_progress_is_waited_for_until_it_lands_or_the_limit() {
     assert!(t.elapsed() >= Duration::from_millis(500));
     assert!(t.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn a_folder_with_files_and_no_status_file_is_ready_at_once() {
+    let tmp = TempDir::new("files-wait");
+    let code = tmp.path().join("code");
+    std::fs::create_dir_all(code.join(".git")).unwrap();
+    std::fs::write(code.join("README.md"), "hi").unwrap();
+
+    // A grace of a minute that is never waited: the folder has files.
+    let t = Instant::now();
+    let out = wait_in(&code, 60_000, 600_000);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        format!("Project files are ready in {}.\n", code.display())
+    );
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}
+
+#[test]
+fn the_grace_applies_only_while_the_folder_looks_empty() {
+    let tmp = TempDir::new("files-wait");
+    let code = tmp.path().join("code");
+    // Cloudroom's own entry alone: the folder still looks empty.
+    std::fs::create_dir_all(code.join(".cloudroom")).unwrap();
+    let t = Instant::now();
+    let out = wait_in(&code, 300, 600_000);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(t.elapsed() >= Duration::from_millis(300));
+
+    // Files land during a long grace, with no status file: the wait ends
+    // once they are there.
+    let first_file = code.join("main.rs");
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        std::fs::write(first_file, "fn main() {}").unwrap();
+    });
+    let t = Instant::now();
+    let out = wait_in(&code, 60_000, 600_000);
+    writer.join().unwrap();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        format!("Project files are ready in {}.\n", code.display())
+    );
+    assert!(t.elapsed() >= Duration::from_millis(500));
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}

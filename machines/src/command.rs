@@ -213,7 +213,8 @@ pub fn group_help(group: Group) -> String {
         }
         Group::Files => s.push_str(
             "wait returns once <folder>.cloudroom-files says ready, reports a failed copy, \
-             waits 10 s for a missing status file and 10 min at most.\n",
+             waits up to 10 s for a missing status file while the folder is empty, \
+             and 10 min at most.\n",
         ),
         _ => {}
     }

@@ -5,6 +5,7 @@ use proptest::prelude::*;
 use room_machines::caller::{classify, Caller, EnvView, ProcView};
 use room_machines::command::{Command, Group, ParseError, GROUPS};
 use room_machines::copy::{CopyMark, Observation};
+use room_machines::files_wait::{verdict, Verdict, FILES_WAIT_GRACE, FILES_WAIT_LIMIT};
 use room_machines::launch::{holds, Config, Effect, Input, Launch, Outcome, Phase, Plan};
 use room_machines::policy::{decide, Decision, Scope, SECRET};
 use room_machines::Millis;
@@ -351,6 +352,22 @@ proptest! {
             if is_loop_or_spawn(&cmd) {
                 prop_assert!(message.contains("loop's check script") || message.contains("loop script's"), "{}", message);
             }
+        }
+    }
+
+    #[test]
+    fn files_wait_holds_a_missing_status_file_only_while_the_folder_looks_empty(
+        o in observation(),
+        elapsed in 0..2 * FILES_WAIT_LIMIT,
+    ) {
+        let with_files = verdict(&o, false, elapsed, FILES_WAIT_GRACE, FILES_WAIT_LIMIT);
+        let empty = verdict(&o, true, elapsed, FILES_WAIT_GRACE, FILES_WAIT_LIMIT);
+        if o.mark.is_none() {
+            prop_assert_eq!(with_files, Verdict::Ready);
+            prop_assert_eq!(empty == Verdict::Wait, elapsed < FILES_WAIT_GRACE);
+        } else {
+            // A status file decides alone; the folder does not matter.
+            prop_assert_eq!(with_files, empty);
         }
     }
 }
