@@ -16,6 +16,13 @@ fn script_other(x: &str) -> String {
     format!("A loop's check script has no thread, so it can't run cloudroom {x}. It can run room-cli loop (except report) and room-cli thread spawn --top-level.\n")
 }
 
+/// The call was refused with exit `code` and `want` on stderr, nothing on stdout.
+fn assert_refused(out: &agent_support::Out, code: i32, want: &str, what: impl std::fmt::Debug) {
+    assert_eq!(out.code, code, "{what:?}: {out:?}");
+    assert_eq!(out.stderr, want, "{what:?}");
+    assert_eq!(out.stdout, "", "{what:?}");
+}
+
 const LOOP_REPORT: &str = "A loop's check script can't report: room-cli loop report is for the run's own thread. Print what the run needs instead; Cloudroom adds it to the run's prompt.\n";
 const SCRIPT_CHILD: &str = "A loop's check script has no thread to start a child under. Add --top-level to start a top-level thread in the loop's project.\n";
 const SECRET: &str = "Run cloudroom secret from a Cloudroom cloud thread\n";
@@ -130,9 +137,7 @@ fn unknown_callers_are_told_what_a_loop_script_may_run() {
     ];
     for (args, want) in cases {
         let out = core.script(None, args);
-        assert_eq!(out.code, 1, "{args:?}: {out:?}");
-        assert_eq!(out.stderr, want, "{args:?}");
-        assert_eq!(out.stdout, "", "{args:?}");
+        assert_refused(&out, 1, want, args);
     }
     assert_eq!(web.calls(), vec![], "nothing reaches the website");
 }
@@ -145,9 +150,7 @@ fn secret_keeps_its_own_session_check_and_message() {
     // and message, never the marker's.
     for marker in [None, Some(ID), Some("nope")] {
         let out = core.script(marker, &["secret", "API_KEY"]);
-        assert_eq!(out.code, 1, "{marker:?}: {out:?}");
-        assert_eq!(out.stderr, SECRET, "{marker:?}");
-        assert_eq!(out.stdout, "", "{marker:?}");
+        assert_refused(&out, 1, SECRET, marker);
     }
     assert_eq!(web.calls(), vec![], "nothing reaches the website");
 }
@@ -217,9 +220,7 @@ fn session_only_commands_refuse_a_loop_script_clearly() {
     ];
     for (args, want) in cases {
         let out = core.script(Some(ID), args);
-        assert_eq!(out.code, 1, "{args:?}: {out:?}");
-        assert_eq!(out.stderr, want, "{args:?}");
-        assert_eq!(out.stdout, "", "{args:?}");
+        assert_refused(&out, 1, &want, args);
     }
     assert_eq!(web.calls(), vec![], "nothing reaches the website");
 }
@@ -277,9 +278,7 @@ fn a_valued_or_contradictory_top_level_is_a_usage_error() {
     for (args, want) in cases {
         for marker in [Some(ID), None] {
             let out = core.script(marker, args);
-            assert_eq!(out.code, 2, "{args:?}: {out:?}");
-            assert_eq!(out.stderr, want, "{args:?}");
-            assert_eq!(out.stdout, "", "{args:?}");
+            assert_refused(&out, 2, want, args);
         }
         // Core's own grammar refuses it too, whoever sends it.
         assert_eq!(

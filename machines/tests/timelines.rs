@@ -37,7 +37,8 @@ fn every_recorded_timeline_replays() {
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
 
-/// Each seed test has at least one timeline, named after it.
+/// Each seed test has at least one timeline, named after it, and so has each
+/// caller rule of issue 11 (the seeds' details).
 #[test]
 fn every_seed_test_has_a_timeline() {
     let all = load_all();
@@ -59,26 +60,13 @@ fn every_seed_test_has_a_timeline() {
         "test_session_only_commands_refuse_a_loop_script_clearly",
         "test_a_harness_session_wins_over_a_loop_marker",
         "an_unreadable_caller_environment_gets_its_own_refusal",
-    ] {
-        assert!(
-            all.iter().any(|(_, t)| t.test() == seed_test),
-            "no timeline for {seed_test}"
-        );
-    }
-}
-
-/// Issue 11's caller rules have a timeline each, named after their test.
-#[test]
-fn every_seed_detail_has_a_timeline() {
-    let all = load_all();
-    for test in [
         "pid_1s_environment_never_marks_a_caller",
         "unknown_callers_are_told_what_a_loop_script_may_run",
         "secret_keeps_its_own_session_check_and_message",
     ] {
         assert!(
-            all.iter().any(|(_, t)| t.test() == test),
-            "no timeline for {test}"
+            all.iter().any(|(_, t)| t.test() == seed_test),
+            "no timeline for {seed_test}"
         );
     }
 }
