@@ -14,7 +14,7 @@ use room_machines::Input;
 
 use super::Runtime;
 use crate::harness::Harness;
-use crate::procfs::ProcKey;
+use crate::procfs::{ProcKey, Procfs};
 use crate::sessions::{lock, Session, SessionState};
 
 /// The last bytes of a turn's stderr kept for a failure message.
@@ -90,7 +90,7 @@ impl Runtime {
         let pid = child.id();
         // Keyed with its start time, read while the child is not yet reaped
         // (so the pid is still its): a reused pid is never taken for it.
-        let key = crate::procfs::Procfs::default().key(pid);
+        let key = Procfs::default().key(pid);
         match key {
             Some(key) => self.harness_pids.insert(key, &s.rec.id),
             None => log::error!(
@@ -124,6 +124,7 @@ impl Runtime {
 
     /// Reads a turn's events until it exits: the first event that names the
     /// native session is recorded (and completes a launch's first turn).
+    /// `child` comes with its `HarnessPids` key, removed once it is done.
     fn follow_turn(
         &self,
         id: String,
