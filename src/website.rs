@@ -58,8 +58,9 @@ fn line(mut s: String) -> String {
     s
 }
 
-/// The message when Core has no website to forward to.
-pub const NO_WEBSITE: &str = "Core has no website configured (set CLOUDROOM_API_URL).";
+/// The message when Core has no website to forward to. Only the service's
+/// config and environment name the website, so the caller cannot fix it.
+pub const NO_WEBSITE: &str = "Core has no website configured, so it cannot forward this command. Core's operator must set one (website_url in Core's config, or CLOUDROOM_API_URL in Core's own environment); room-cli's environment does not count.";
 
 /// The website client.
 #[derive(Clone)]

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use agent_support::{quote, room_cli, FakeWebsite, Out, TempDir, ID};
 use room_core::config::Config;
+use room_core::procfs::{ProcKey, Procfs};
 use room_core::runtime::harness_pids::HarnessPids;
 use room_core::service::Shared;
 use serde_json::json;
@@ -48,6 +49,16 @@ impl InProcess {
     /// Runs `tool` under a `sh` that acts as `session`'s harness (registered
     /// before it runs anything), the way a harness runs a tool command.
     fn harness_runs(&self, session: Option<&str>, tool: &str) -> Out {
+        self.runs_under(tool, |key| session.map(|s| (key, s.to_string())))
+    }
+
+    /// Runs `tool` under a `sh`; `register` gets the shell's own key (pid and
+    /// start time) and says what to register in `HarnessPids` before it runs.
+    fn runs_under(
+        &self,
+        tool: &str,
+        register: impl FnOnce(ProcKey) -> Option<(ProcKey, String)>,
+    ) -> Out {
         let script = format!(
             "read go; export ROOM_CORE_SOCKET={}; export PATH={}:$PATH; {tool}",
             quote(&self.socket.to_string_lossy()),
@@ -67,13 +78,18 @@ impl InProcess {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let pid = child.id();
-        if let Some(s) = session {
-            self.shared.harness_pids.insert(pid, s);
+        let key = Procfs::default()
+            .key(child.id())
+            .expect("the shell's start time");
+        let registered = register(key);
+        if let Some((k, s)) = &registered {
+            self.shared.harness_pids.insert(*k, s);
         }
         child.stdin.take().unwrap().write_all(b"go\n").unwrap();
         let out = child.wait_with_output().unwrap();
-        self.shared.harness_pids.remove(pid);
+        if let Some((k, _)) = registered {
+            self.shared.harness_pids.remove(k);
+        }
         out.into()
     }
 }
@@ -131,6 +147,38 @@ fn a_harness_session_wins_over_a_loop_marker() {
         json!({"action": "list", "automation": ID})
     );
     assert_eq!(web.calls().len(), 4);
+}
+
+#[test]
+fn a_recycled_pid_is_not_taken_for_a_harness() {
+    let web = FakeWebsite::start();
+    let core = InProcess::start(&web);
+    // A harness that was reaped but whose entry is still there (a `setsid`
+    // descendant holds its stderr open), and its pid now belongs to this
+    // shell: same pid, another start time.
+    let out = core.runs_under("room-cli loop list", |shell| {
+        let reaped = ProcKey {
+            start_time: shell.start_time - 1,
+            ..shell
+        };
+        Some((reaped, "cr_reaped".to_string()))
+    });
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "Run cloudroom loop from a Cloudroom cloud thread or from a loop's check script (marked by CLOUDROOM_LOOP)\n"
+    );
+    assert_eq!(web.calls(), vec![], "nothing reaches the website");
+    // The shell registered under its own start time is the harness.
+    let out = core.harness_runs(Some("cr_live"), "room-cli loop list");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        web.calls(),
+        vec![(
+            "/api/core/automation".to_string(),
+            json!({"action": "list", "session": "cr_live"})
+        )]
+    );
 }
 
 #[test]

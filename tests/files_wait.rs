@@ -21,6 +21,27 @@ fn wait_in(cwd: &Path, grace_ms: u64, limit_ms: u64) -> Out {
         .into()
 }
 
+/// Writes `text` to `path` after `ms`: a copy that lands while room-cli waits.
+fn write_after(
+    ms: u64,
+    path: std::path::PathBuf,
+    text: &'static str,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(ms));
+        std::fs::write(path, text).unwrap();
+    })
+}
+
+/// room-cli said the files are ready in `folder`, exit 0.
+fn assert_ready_in(out: &Out, folder: &Path) {
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        format!("Project files are ready in {}.\n", folder.display())
+    );
+}
+
 fn status_file(folder: &Path) -> std::path::PathBuf {
     let mut s = folder.as_os_str().to_owned();
     s.push(".cloudroom-files");
@@ -37,21 +58,13 @@ fn ready_failed_and_missing_status_files() {
     // No status file anywhere: ready in cwd once the grace is over.
     let t = Instant::now();
     let out = wait_in(&src, 300, 60_000);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(
-        out.stdout,
-        format!("Project files are ready in {}.\n", src.display())
-    );
+    assert_ready_in(&out, &src);
     assert!(t.elapsed() >= Duration::from_millis(300));
 
     // The nearest ancestor with a status file is the folder.
     std::fs::write(status_file(&code), "ready\n").unwrap();
     let out = wait_in(&src, 60_000, 60_000);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(
-        out.stdout,
-        format!("Project files are ready in {}.\n", code.display())
-    );
+    assert_ready_in(&out, &code);
 
     std::fs::write(status_file(&code), "failed: disk full\n").unwrap();
     let out = wait_in(&code, 60_000, 60_000);
@@ -85,19 +98,47 @@ fn a_copy_in_progress_is_waited_for_until_it_lands_or_the_limit() {
     assert!(t.elapsed() >= Duration::from_millis(600));
 
     // It lands while room-cli waits.
-    let status = status_file(&code);
-    let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(500));
-        std::fs::write(status, "ready").unwrap();
-    });
+    let writer = write_after(500, status_file(&code), "ready");
     let t = Instant::now();
     let out = wait_in(&code, 100, 30_000);
     writer.join().unwrap();
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(
-        out.stdout,
-        format!("Project files are ready in {}.\n", code.display())
-    );
+    assert_ready_in(&out, &code);
     assert!(t.elapsed() >= Duration::from_millis(500));
     assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_folder_with_files_and_no_status_file_is_ready_at_once() {
+    let tmp = TempDir::new("files-wait");
+    let code = tmp.path().join("code");
+    std::fs::create_dir_all(code.join(".git")).unwrap();
+    std::fs::write(code.join("README.md"), "hi").unwrap();
+
+    // A grace of a minute that is never waited: the folder has files.
+    let t = Instant::now();
+    let out = wait_in(&code, 60_000, 600_000);
+    assert_ready_in(&out, &code);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}
+
+#[test]
+fn the_grace_applies_only_while_the_folder_looks_empty() {
+    let tmp = TempDir::new("files-wait");
+    let code = tmp.path().join("code");
+    // Cloudroom's own entry alone: the folder still looks empty.
+    std::fs::create_dir_all(code.join(".cloudroom")).unwrap();
+    let t = Instant::now();
+    let out = wait_in(&code, 300, 600_000);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(t.elapsed() >= Duration::from_millis(300));
+
+    // Files land during a long grace, with no status file: the wait ends
+    // once they are there.
+    let writer = write_after(500, code.join("main.rs"), "fn main() {}");
+    let t = Instant::now();
+    let out = wait_in(&code, 60_000, 600_000);
+    writer.join().unwrap();
+    assert_ready_in(&out, &code);
+    assert!(t.elapsed() >= Duration::from_millis(500));
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
 }

@@ -1,10 +1,9 @@
 //! Seed 001's test_a_harness_session_wins_over_a_loop_marker end to end: a
-//! session whose harness Core started (fixtures/fake-codex) runs a tool command
-//! that carries a marker, and the website still gets "session".
-//!
-//! It needs the session runtime (POST /v1/sessions, harness spawns registered
-//! in HarnessPids) from branch `api`; on this branch the same rule is covered
-//! in-process by tests/agent_harness.rs.
+//! session whose harness Core started (fixtures/fake-codex, through
+//! POST /v1/sessions, its turn registered in HarnessPids by pid and start
+//! time) runs a tool command that carries a marker, and the website still
+//! gets "session". tests/agent_harness.rs checks the same rule in-process,
+//! with a plain shell registered as the harness.
 
 mod agent_support;
 
@@ -15,7 +14,6 @@ use agent_support::{room_cli, FakeWebsite, Options, Service, TempDir, ID};
 use serde_json::json;
 
 #[test]
-
 fn a_harness_session_wins_over_a_loop_marker() {
     let web = FakeWebsite::start();
     let records = TempDir::new("harness-records");

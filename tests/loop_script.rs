@@ -16,9 +16,16 @@ fn script_other(x: &str) -> String {
     format!("A loop's check script has no thread, so it can't run cloudroom {x}. It can run room-cli loop (except report) and room-cli thread spawn --top-level.\n")
 }
 
+/// The call was refused with exit `code` and `want` on stderr, nothing on stdout.
+fn assert_refused(out: &agent_support::Out, code: i32, want: &str, what: impl std::fmt::Debug) {
+    assert_eq!(out.code, code, "{what:?}: {out:?}");
+    assert_eq!(out.stderr, want, "{what:?}");
+    assert_eq!(out.stdout, "", "{what:?}");
+}
+
 const LOOP_REPORT: &str = "A loop's check script can't report: room-cli loop report is for the run's own thread. Print what the run needs instead; Cloudroom adds it to the run's prompt.\n";
 const SCRIPT_CHILD: &str = "A loop's check script has no thread to start a child under. Add --top-level to start a top-level thread in the loop's project.\n";
-const SECRET: &str = "Run cloudroom secret from a Cloudroom cloud thread: the form opens in that thread for the user.\n";
+const SECRET: &str = "Run cloudroom secret from a Cloudroom cloud thread\n";
 
 #[test]
 fn a_loop_script_runs_loop_commands_and_top_level_spawns_as_its_loop() {
@@ -116,6 +123,39 @@ fn a_process_without_a_loop_marker_is_still_refused() {
 }
 
 #[test]
+fn unknown_callers_are_told_what_a_loop_script_may_run() {
+    let web = FakeWebsite::start();
+    let core = Service::start(&web);
+    let child = "Run cloudroom thread spawn from a Cloudroom cloud thread. A loop's check script (marked by CLOUDROOM_LOOP) can only start a top-level thread, with --top-level.\n";
+    let cases: [(&[&str], &str); 3] = [
+        (&["thread", "spawn", "go"], child),
+        (&["thread", "spawn", "--shared-sandbox", "go"], child),
+        (
+            &["loop", "report", "done"],
+            "Run cloudroom loop report from a Cloudroom cloud thread: it reports for the run's own thread, so a loop's check script can't run it.\n",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = core.script(None, args);
+        assert_refused(&out, 1, want, args);
+    }
+    assert_eq!(web.calls(), vec![], "nothing reaches the website");
+}
+
+#[test]
+fn secret_keeps_its_own_session_check_and_message() {
+    let web = FakeWebsite::start();
+    let core = Service::start(&web);
+    // No marker, a loop's marker, a malformed marker: secret's own check
+    // and message, never the marker's.
+    for marker in [None, Some(ID), Some("nope")] {
+        let out = core.script(marker, &["secret", "API_KEY"]);
+        assert_refused(&out, 1, SECRET, marker);
+    }
+    assert_eq!(web.calls(), vec![], "nothing reaches the website");
+}
+
+#[test]
 fn a_malformed_loop_marker_is_refused() {
     let web = FakeWebsite::start();
     let core = Service::start(&web);
@@ -180,9 +220,7 @@ fn session_only_commands_refuse_a_loop_script_clearly() {
     ];
     for (args, want) in cases {
         let out = core.script(Some(ID), args);
-        assert_eq!(out.code, 1, "{args:?}: {out:?}");
-        assert_eq!(out.stderr, want, "{args:?}");
-        assert_eq!(out.stdout, "", "{args:?}");
+        assert_refused(&out, 1, &want, args);
     }
     assert_eq!(web.calls(), vec![], "nothing reaches the website");
 }
@@ -203,4 +241,51 @@ fn unknown_commands_exit_2_with_the_list_of_commands_in_a_script_too() {
     let out = core.script(Some(ID), &["loop", "list", "--session", "cr_other"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(web.calls(), vec![]);
+}
+
+/// Sends `argv` to Core's socket directly, as a client that is not room-cli
+/// (which would refuse a bad argv before asking), and returns Core's answer.
+fn ask_core_directly(socket: &std::path::Path, argv: &[&str]) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    s.write_all(json!({"argv": argv, "cwd": "/"}).to_string().as_bytes())
+        .unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap()
+}
+
+#[test]
+fn a_valued_or_contradictory_top_level_is_a_usage_error() {
+    let web = FakeWebsite::start();
+    web.answer(200, r#"{"thread":"t1"}"#);
+    let core = Service::start(&web);
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["thread", "spawn", "--top-level=false", "go"],
+            "--top-level takes no value: give --top-level alone to turn it on, or leave it out.\n",
+        ),
+        (
+            &["thread", "spawn", "--top-level", "--shared-sandbox", "go"],
+            "thread spawn takes --top-level or --shared-sandbox, not both: a top-level thread is not a child, so it has no sandbox to share.\n",
+        ),
+        (
+            &["thread", "spawn", "--shared-sandbox", "--top-level", "go"],
+            "thread spawn takes --top-level or --shared-sandbox, not both: a top-level thread is not a child, so it has no sandbox to share.\n",
+        ),
+    ];
+    for (args, want) in cases {
+        for marker in [Some(ID), None] {
+            let out = core.script(marker, args);
+            assert_refused(&out, 2, want, args);
+        }
+        // Core's own grammar refuses it too, whoever sends it.
+        assert_eq!(
+            ask_core_directly(&core.socket, args),
+            json!({"exit": 2, "stdout": "", "stderr": want}),
+            "{args:?}"
+        );
+    }
+    assert_eq!(web.calls(), vec![], "nothing reaches the website");
 }

@@ -69,15 +69,45 @@ fn the_website_token_is_sent_as_a_bearer() {
     );
 }
 
+const NO_WEBSITE: &str = "Core has no website configured, so it cannot forward this command. Core's operator must set one (website_url in Core's config, or CLOUDROOM_API_URL in Core's own environment); room-cli's environment does not count.\n";
+
+#[test]
+fn only_the_services_environment_names_the_website() {
+    let web = FakeWebsite::start();
+    let room_cli_with_url = |core: &Service| -> agent_support::Out {
+        std::process::Command::new(agent_support::room_cli())
+            .args(["loop", "list"])
+            .env("ROOM_CORE_SOCKET", &core.socket)
+            .env("CLOUDROOM_LOOP", ID)
+            .env("CLOUDROOM_API_URL", &web.url)
+            .output()
+            .unwrap()
+            .into()
+    };
+    // room-cli's CLOUDROOM_API_URL changes nothing: Core has no website.
+    let core = Service::start_with(Options::default());
+    let out = room_cli_with_url(&core);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.stderr, NO_WEBSITE);
+    assert_eq!(web.calls(), vec![], "nothing reaches the website");
+    drop(core);
+
+    // The service's own CLOUDROOM_API_URL is where Core forwards.
+    let core = Service::start_with(Options {
+        env: vec![("CLOUDROOM_API_URL".into(), web.url.clone())],
+        ..Options::default()
+    });
+    let out = core.script(Some(ID), &["loop", "list"]);
+    assert_eq!(out.code, 0, "{out:?}\n{}", core.log_text());
+    assert_eq!(web.calls().len(), 1, "{:?}", web.calls());
+}
+
 #[test]
 fn no_website_or_an_unreachable_one_is_a_clear_failure() {
     let core = Service::start_with(Options::default());
     let out = core.script(Some(ID), &["loop", "list"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert_eq!(
-        out.stderr,
-        "Core has no website configured (set CLOUDROOM_API_URL).\n"
-    );
+    assert_eq!(out.stderr, NO_WEBSITE);
     drop(core);
 
     // A port nothing listens on.

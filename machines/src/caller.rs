@@ -9,6 +9,13 @@ use crate::id::valid_id;
 /// The environment variable the website sets on a loop's check script.
 pub const LOOP_MARKER: &str = "CLOUDROOM_LOOP";
 
+/// pid 1: init, or a container's first process. Every orphaned process is
+/// its child, so its environment says nothing about who is calling: a
+/// container whose init sets `CLOUDROOM_LOOP` would otherwise mark every
+/// orphan as that loop's script. `/proc` walks stop before it; [`classify`]
+/// ignores its environment if an ancestry holds it anyway.
+pub const INIT_PID: u32 = 1;
+
 /// What Core could read of one process's environment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -61,18 +68,26 @@ pub enum Caller {
 /// agent account, and the website sets the marker after `sudo`, on agent
 /// processes. If Core can read the caller it can read the agent account's
 /// processes, so nothing it could not see would have carried a marker.
+///
+/// The environment of pid 1 ([`INIT_PID`]) never counts, neither as a marker
+/// nor as a hidden caller.
 pub fn classify(ancestry: &[ProcView]) -> Caller {
     if let Some(session) = ancestry.iter().find_map(|p| p.harness.clone()) {
         return Caller::Harness(session);
     }
-    let marker = ancestry.iter().find_map(|p| match &p.env {
+    let counts = |p: &&ProcView| p.pid != INIT_PID;
+    let marker = ancestry.iter().filter(counts).find_map(|p| match &p.env {
         EnvView::Readable { loop_marker } => loop_marker.clone(),
         EnvView::Hidden => None,
     });
+    let caller_hidden = ancestry
+        .first()
+        .filter(counts)
+        .is_some_and(|p| p.env == EnvView::Hidden);
     match marker {
         Some(id) if valid_id(&id) => Caller::Loop(id),
         Some(value) => Caller::Malformed(value),
-        None if ancestry.first().is_some_and(|p| p.env == EnvView::Hidden) => Caller::Hidden,
+        None if caller_hidden => Caller::Hidden,
         None => Caller::Unknown,
     }
 }
@@ -132,7 +147,7 @@ mod tests {
         assert_eq!(classify(&[plain(30), hidden(1)]), Caller::Unknown);
         // ...an unreadable caller is Hidden (the protected-machine refusal).
         assert_eq!(classify(&[hidden(30), hidden(1)]), Caller::Hidden);
-        assert_eq!(classify(&[hidden(1)]), Caller::Hidden);
+        assert_eq!(classify(&[hidden(31)]), Caller::Hidden);
         // A readable marker further up still counts.
         assert_eq!(
             classify(&[hidden(30), marked(20, ID)]),
@@ -151,6 +166,26 @@ mod tests {
                 message: crate::policy::HIDDEN_LOOP.replace("{X}", "loop"),
                 exit_code: 1
             }
+        );
+    }
+
+    #[test]
+    fn pid_1s_environment_never_marks_a_caller() {
+        // A container whose init sets CLOUDROOM_LOOP: its orphans are not
+        // that loop's script, whatever the value.
+        assert_eq!(classify(&[plain(30), marked(1, ID)]), Caller::Unknown);
+        assert_eq!(classify(&[plain(30), marked(1, "nope")]), Caller::Unknown);
+        assert_eq!(classify(&[marked(1, ID)]), Caller::Unknown);
+        // Nor is an unreadable pid 1 a hidden caller.
+        let hidden_init = ProcView {
+            env: EnvView::Hidden,
+            ..plain(1)
+        };
+        assert_eq!(classify(&[hidden_init]), Caller::Unknown);
+        // A marker below it still counts.
+        assert_eq!(
+            classify(&[plain(30), marked(20, ID), marked(1, "nope")]),
+            Caller::Loop(ID.into())
         );
     }
 

@@ -88,6 +88,9 @@ pub const BOOL_FLAGS: &[&str] = &[
     "paused",
 ];
 
+/// `thread spawn --top-level --shared-sandbox` (exit 2).
+pub const TOP_LEVEL_SHARED: &str = "thread spawn takes --top-level or --shared-sandbox, not both: a top-level thread is not a child, so it has no sandbox to share.";
+
 /// The sentence of seed 001 that `room-cli loop --help` carries.
 pub const LOOP_SCRIPT_HELP: &str = "In a loop's check script, loop (except report) and thread spawn --top-level act for its loop, and list shows each loop's last script output.";
 
@@ -125,6 +128,12 @@ pub enum ParseError {
     /// A flag whose body key Core fills itself (`--session`, `--automation`,
     /// `--action`, `--args`): a caller never chooses who it acts for.
     Reserved(String),
+    /// A flag that takes no value given one (`--top-level=false`): it would
+    /// otherwise count as given, whatever the value says.
+    NoValue(String),
+    /// `thread spawn --top-level --shared-sandbox`: a top-level thread is not
+    /// a child and has no parent's sandbox to share.
+    TopLevelShared,
 }
 
 impl Parsed {
@@ -146,6 +155,11 @@ impl std::fmt::Display for ParseError {
                 f,
                 "--{flag} is not a room-cli flag: Core tells the website who is asking."
             ),
+            ParseError::NoValue(flag) => write!(
+                f,
+                "--{flag} takes no value: give --{flag} alone to turn it on, or leave it out."
+            ),
+            ParseError::TopLevelShared => f.write_str(TOP_LEVEL_SHARED),
         }
     }
 }
@@ -199,7 +213,8 @@ pub fn group_help(group: Group) -> String {
         }
         Group::Files => s.push_str(
             "wait returns once <folder>.cloudroom-files says ready, reports a failed copy, \
-             waits 10 s for a missing status file and 10 min at most.\n",
+             waits up to 10 s for a missing status file while the folder is empty, \
+             and 10 min at most.\n",
         ),
         _ => {}
     }
@@ -251,12 +266,16 @@ impl Command {
             }
         };
         let (flags, args) = parse_flags(rest)?;
-        Ok(Parsed::Run(Command {
+        let cmd = Command {
             group,
             action,
             flags,
             args,
-        }))
+        };
+        if cmd.is_top_level_spawn() && cmd.has_flag("shared-sandbox") {
+            return Err(ParseError::TopLevelShared);
+        }
+        Ok(Parsed::Run(cmd))
     }
 
     /// The command's name as the refusals say it: `thread list`, `fork`.
@@ -322,6 +341,9 @@ fn parse_flags(rest: &[&str]) -> Result<(Flags, Vec<String>), ParseError> {
                 return Err(ParseError::Reserved(name.to_string()));
             }
             if let Some((f, v)) = flag.split_once('=') {
+                if BOOL_FLAGS.contains(&f) {
+                    return Err(ParseError::NoValue(f.to_string()));
+                }
                 flags.push((f.to_string(), Some(v.to_string())));
             } else if BOOL_FLAGS.contains(&flag) {
                 flags.push((flag.to_string(), None));
@@ -405,6 +427,54 @@ mod tests {
                 .to_string()
                 .ends_with("Core tells the website who is asking."));
         }
+    }
+
+    #[test]
+    fn a_flag_that_takes_no_value_refuses_one() {
+        for argv in [
+            &["thread", "spawn", "--top-level=false", "go"][..],
+            &["thread", "spawn", "--top-level=true", "go"],
+            &["thread", "spawn", "--top-level=", "go"],
+            &["thread", "spawn", "--shared-sandbox=no", "go"],
+            &["loop", "create", "--new-thread=false"],
+        ] {
+            let flag = argv[2]
+                .trim_start_matches('-')
+                .split_once('=')
+                .unwrap()
+                .0
+                .to_string();
+            assert_eq!(
+                Command::parse(argv),
+                Err(ParseError::NoValue(flag.clone())),
+                "{argv:?}"
+            );
+            assert_eq!(
+                ParseError::NoValue(flag.clone()).to_string(),
+                format!(
+                    "--{flag} takes no value: give --{flag} alone to turn it on, or leave it out."
+                )
+            );
+        }
+        // A value after the flag is a positional argument, as before.
+        let c = run(&["thread", "spawn", "--top-level", "false"]);
+        assert!(c.is_top_level_spawn());
+        assert_eq!(c.args, vec!["false"]);
+    }
+
+    #[test]
+    fn a_top_level_spawn_cannot_share_a_sandbox() {
+        for argv in [
+            &["thread", "spawn", "--top-level", "--shared-sandbox", "go"][..],
+            &["thread", "spawn", "--shared-sandbox", "go", "--top-level"],
+        ] {
+            let e = Command::parse(argv).unwrap_err();
+            assert_eq!(e, ParseError::TopLevelShared);
+            assert_eq!(e.to_string(), TOP_LEVEL_SHARED);
+        }
+        // Each alone is fine.
+        assert!(run(&["thread", "spawn", "--shared-sandbox", "go"]).has_flag("shared-sandbox"));
+        assert!(run(&["thread", "spawn", "--top-level", "go"]).is_top_level_spawn());
     }
 
     #[test]

@@ -53,12 +53,18 @@ pub const SCRIPT_OTHER: &str = "A loop's check script has no thread, so it can't
 pub const HIDDEN_LOOP: &str = "This machine's Core runs as its own account and can't read this command's environment, so it can't see a loop script's CLOUDROOM_LOOP. Run cloudroom {X} from a Cloudroom cloud thread here.";
 /// The old refusal for a caller with neither harness nor marker.
 pub const NO_THREAD: &str = "Run cloudroom {X} from a Cloudroom cloud thread";
-/// The same, for loop and top-level spawn, which loop scripts may also run.
+/// The same, for loop (except report) and top-level spawn, which loop scripts may also run.
 pub const NO_THREAD_OR_LOOP: &str = "Run cloudroom {X} from a Cloudroom cloud thread or from a loop's check script (marked by CLOUDROOM_LOOP)";
+/// The same, for a child spawn (also `--shared-sandbox`): a loop script may
+/// spawn only with `--top-level`.
+pub const NO_THREAD_CHILD: &str = "Run cloudroom thread spawn from a Cloudroom cloud thread. A loop's check script (marked by CLOUDROOM_LOOP) can only start a top-level thread, with --top-level.";
+/// The same, for `loop report`, which no loop script may run.
+pub const NO_THREAD_REPORT: &str = "Run cloudroom loop report from a Cloudroom cloud thread: it reports for the run's own thread, so a loop's check script can't run it.";
 /// A `CLOUDROOM_LOOP` value that is not a loop ID; `{V}` is the value.
 pub const MALFORMED: &str = "CLOUDROOM_LOOP is set to {V}, which is not a loop ID (a 36-character UUID such as 0f8e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b). Cloudroom sets it on a loop's check script; leave it alone.";
-/// `secret` keeps its own session check: a form needs a thread the user sees.
-pub const SECRET: &str = "Run cloudroom secret from a Cloudroom cloud thread: the form opens in that thread for the user.";
+/// `secret` keeps its own session check and its message, unchanged (seed
+/// 001): the generic one, for every caller but a harness, whatever its marker.
+pub const SECRET: &str = "Run cloudroom secret from a Cloudroom cloud thread";
 
 fn refuse(message: String) -> Decision {
     Decision::Refuse {
@@ -74,38 +80,35 @@ fn loop_may_run(cmd: &Command) -> bool {
         || cmd.is_top_level_spawn()
 }
 
-/// The name a "run it from a thread" refusal uses: `loop` for every loop
-/// command, `thread spawn` for a top-level spawn, else the command.
+/// The name a "run it from a thread or a loop script" refusal uses: `loop`
+/// for a loop command, `thread spawn --top-level` for a top-level spawn.
 fn short_name(cmd: &Command) -> String {
     match cmd.group {
         Group::Loop => "loop".into(),
-        _ if cmd.is_top_level_spawn() => "thread spawn --top-level".into(),
-        _ => cmd.name(),
+        _ => cmd.name() + " --top-level",
     }
 }
 
 /// Decides what happens to `cmd` from `caller`. Nothing refused is forwarded.
 pub fn decide(caller: &Caller, cmd: &Command) -> Decision {
-    if cmd.group == Group::Files {
-        return Decision::Local;
-    }
+    let spawn = cmd.group == Group::Thread && cmd.action.as_deref() == Some("spawn");
+    let report = cmd.group == Group::Loop && cmd.action.as_deref() == Some("report");
     match caller {
+        _ if cmd.group == Group::Files => Decision::Local,
         Caller::Harness(session) => Decision::Forward(Scope::Session(session.clone())),
+        // Its own check, before any marker is looked at (a malformed one too).
+        _ if cmd.group == Group::Secret => refuse(SECRET.into()),
         Caller::Loop(id) if loop_may_run(cmd) => Decision::Forward(Scope::Automation(id.clone())),
-        Caller::Loop(_) => refuse(match cmd.group {
-            Group::Loop => LOOP_REPORT.to_string(),
-            Group::Secret => SECRET.to_string(),
-            Group::Thread if cmd.action.as_deref() == Some("spawn") => SCRIPT_CHILD.to_string(),
-            _ => SCRIPT_OTHER.replace("{X}", &cmd.name()),
-        }),
+        Caller::Loop(_) if report => refuse(LOOP_REPORT.into()),
+        Caller::Loop(_) if spawn => refuse(SCRIPT_CHILD.into()),
+        Caller::Loop(_) => refuse(SCRIPT_OTHER.replace("{X}", &cmd.name())),
         Caller::Malformed(value) => refuse(MALFORMED.replace("{V}", &format!("{value:?}"))),
-        Caller::Hidden if loop_may_run(cmd) || cmd.group == Group::Loop => {
-            refuse(HIDDEN_LOOP.replace("{X}", &short_name(cmd)))
-        }
-        Caller::Hidden | Caller::Unknown if cmd.group == Group::Secret => refuse(SECRET.into()),
-        Caller::Hidden | Caller::Unknown if loop_may_run(cmd) || cmd.group == Group::Loop => {
+        Caller::Hidden if loop_may_run(cmd) => refuse(HIDDEN_LOOP.replace("{X}", &short_name(cmd))),
+        Caller::Hidden | Caller::Unknown if loop_may_run(cmd) => {
             refuse(NO_THREAD_OR_LOOP.replace("{X}", &short_name(cmd)))
         }
+        Caller::Hidden | Caller::Unknown if report => refuse(NO_THREAD_REPORT.into()),
+        Caller::Hidden | Caller::Unknown if spawn => refuse(NO_THREAD_CHILD.into()),
         Caller::Hidden | Caller::Unknown => refuse(NO_THREAD.replace("{X}", &cmd.name())),
     }
 }
@@ -176,12 +179,62 @@ mod tests {
             refusal(&Caller::Unknown, &["thread", "list"]),
             "Run cloudroom thread list from a Cloudroom cloud thread"
         );
-        assert!(refusal(&Caller::Unknown, &["loop", "list"]).contains("loop's check script"));
+        assert_eq!(
+            refusal(&Caller::Unknown, &["loop", "list"]),
+            "Run cloudroom loop from a Cloudroom cloud thread or from a loop's check script (marked by CLOUDROOM_LOOP)"
+        );
         assert!(refusal(&Caller::Malformed("x".into()), &["loop", "list"])
             .starts_with("CLOUDROOM_LOOP is set to \"x\""));
         assert_eq!(
             decide(&Caller::Unknown, &cmd(&["files", "wait"])),
             Decision::Local
+        );
+    }
+
+    #[test]
+    fn unknown_callers_are_told_what_a_loop_script_may_run() {
+        for caller in [Caller::Unknown, Caller::Hidden] {
+            // A child spawn (also into a shared sandbox) mentions loop
+            // scripts, which may spawn only with --top-level.
+            for argv in [
+                &["thread", "spawn", "go"][..],
+                &["thread", "spawn", "--shared-sandbox", "go"],
+            ] {
+                assert_eq!(
+                    refusal(&caller, argv),
+                    "Run cloudroom thread spawn from a Cloudroom cloud thread. A loop's check script (marked by CLOUDROOM_LOOP) can only start a top-level thread, with --top-level."
+                );
+            }
+            // loop report is not offered to a loop script.
+            assert_eq!(
+                refusal(&caller, &["loop", "report", "done"]),
+                "Run cloudroom loop report from a Cloudroom cloud thread: it reports for the run's own thread, so a loop's check script can't run it."
+            );
+        }
+        assert_eq!(
+            refusal(&Caller::Unknown, &["thread", "spawn", "--top-level", "go"]),
+            "Run cloudroom thread spawn --top-level from a Cloudroom cloud thread or from a loop's check script (marked by CLOUDROOM_LOOP)"
+        );
+    }
+
+    #[test]
+    fn secret_keeps_its_own_session_check_and_message() {
+        for caller in [
+            Caller::Unknown,
+            Caller::Hidden,
+            Caller::Loop(ID.into()),
+            Caller::Malformed("nope".into()),
+        ] {
+            assert_eq!(
+                refusal(&caller, &["secret", "API_KEY"]),
+                "Run cloudroom secret from a Cloudroom cloud thread",
+                "{caller:?}"
+            );
+        }
+        assert_eq!(SECRET, NO_THREAD.replace("{X}", "secret"));
+        assert_eq!(
+            decide(&Caller::Harness("s".into()), &cmd(&["secret", "K"])),
+            Decision::Forward(Scope::Session("s".into()))
         );
     }
 }

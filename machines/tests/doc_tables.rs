@@ -247,6 +247,13 @@ fn caller_table() -> String {
             "no harness, no marker",
             vec![proc(30, None, marker(None)), proc(1, None, marker(None))],
         ),
+        (
+            "a marker only on pid 1 (a container's init)",
+            vec![
+                proc(30, None, marker(None)),
+                proc(1, None, marker(Some(ID))),
+            ],
+        ),
     ];
     let mut out = String::from("| ancestry (nearest first) | caller |\n|---|---|\n");
     for (name, ancestry) in cases {
@@ -292,6 +299,57 @@ fn policy_table() -> String {
     out
 }
 
+fn files_wait_table() -> String {
+    use room_machines::files_wait::{verdict, FILES_WAIT_GRACE, FILES_WAIT_LIMIT};
+    let files: [(&str, Observation); 5] = [
+        ("missing", Observation::missing()),
+        ("malformed", Observation::from_file(b"copy", 0)),
+        ("copying", Observation::marked(CopyMark::Copying, 0)),
+        ("ready", Observation::marked(CopyMark::Ready, 0)),
+        (
+            "failed: disk full",
+            Observation::marked(CopyMark::Failed("disk full".into()), 0),
+        ),
+    ];
+    let mut out = String::from(
+        "| status file | folder | at 0 | at 10 s (grace) | at 10 min (limit) |\n|---|---|---|---|---|\n",
+    );
+    for (name, o) in &files {
+        for (folder, looks_empty) in [("looks empty", true), ("has files", false)] {
+            let v: Vec<String> = [0, FILES_WAIT_GRACE, FILES_WAIT_LIMIT]
+                .iter()
+                .map(|at| {
+                    format!(
+                        "`{:?}`",
+                        verdict(o, looks_empty, *at, FILES_WAIT_GRACE, FILES_WAIT_LIMIT)
+                    )
+                })
+                .collect();
+            out.push_str(&format!("| {name} | {folder} | {} |\n", v.join(" | ")));
+        }
+    }
+    out
+}
+
+fn usage_table() -> String {
+    let argvs: [&[&str]; 5] = [
+        &["thread", "spawn", "--top-level=false", "p"],
+        &["loop", "create", "--new-thread=true"],
+        &["thread", "spawn", "--top-level", "--shared-sandbox", "p"],
+        &["loop", "list", "--session", "cr_other"],
+        &["status"],
+    ];
+    let mut out = String::from("| argv | room-cli and Core answer |\n|---|---|\n");
+    for argv in argvs {
+        let answer = match Command::parse(argv) {
+            Err(e) => format!("exit 2: {e}"),
+            Ok(p) => format!("`{p:?}`"),
+        };
+        out.push_str(&format!("| `{}` | {answer} |\n", argv.join(" ")));
+    }
+    out
+}
+
 fn doc_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/machines.md")
 }
@@ -318,6 +376,8 @@ fn the_transition_tables_in_the_doc_match_the_code() {
         ("launch", launch_table()),
         ("caller", caller_table()),
         ("policy", policy_table()),
+        ("usage", usage_table()),
+        ("files_wait", files_wait_table()),
     ] {
         want = splice(&want, name, &table).unwrap();
     }

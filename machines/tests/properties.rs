@@ -3,10 +3,11 @@
 
 use proptest::prelude::*;
 use room_machines::caller::{classify, Caller, EnvView, ProcView};
-use room_machines::command::{Command, GROUPS};
+use room_machines::command::{Command, Group, ParseError, GROUPS};
 use room_machines::copy::{CopyMark, Observation};
+use room_machines::files_wait::{verdict, Verdict, FILES_WAIT_GRACE, FILES_WAIT_LIMIT};
 use room_machines::launch::{holds, Config, Effect, Input, Launch, Outcome, Phase, Plan};
-use room_machines::policy::{decide, Decision};
+use room_machines::policy::{decide, Decision, Scope, SECRET};
 use room_machines::Millis;
 
 const LIMIT: Millis = 300_000;
@@ -208,24 +209,49 @@ fn proc_view() -> impl Strategy<Value = ProcView> {
     (1u32..100_000, harness, env).prop_map(|(pid, harness, env)| ProcView { pid, harness, env })
 }
 
-fn command() -> impl Strategy<Value = Command> {
-    let argv = (0..GROUPS.len(), 0..10usize, any::<bool>(), any::<bool>()).prop_map(
-        |(g, a, top, shared)| {
+/// A flag that takes no value: absent, given alone, or (wrongly) with `=value`.
+fn bool_flag(name: &'static str) -> impl Strategy<Value = Option<String>> {
+    prop_oneof![
+        2 => Just(None),
+        2 => Just(Some(format!("--{name}"))),
+        1 => "(true|false|0|)".prop_map(move |v| Some(format!("--{name}={v}"))),
+    ]
+}
+
+/// A room-cli argv: a group, an action, and `--top-level` / `--shared-sandbox`
+/// in either order, each absent, alone or with a value.
+fn argv() -> impl Strategy<Value = Vec<String>> {
+    (
+        0..GROUPS.len(),
+        0..10usize,
+        bool_flag("top-level"),
+        bool_flag("shared-sandbox"),
+        any::<bool>(),
+    )
+        .prop_map(|(g, a, top, shared, swap)| {
             let (_, name, actions, _) = GROUPS[g];
             let mut argv = vec![name.to_string()];
             if !actions.is_empty() {
                 argv.push(actions[a % actions.len()].to_string());
             }
-            if top {
-                argv.push("--top-level".into());
-            }
-            if shared {
-                argv.push("--shared-sandbox".into());
-            }
+            let (first, second) = if swap { (shared, top) } else { (top, shared) };
+            argv.extend(first);
+            argv.extend(second);
+            argv.push("prompt".into());
             argv
-        },
-    );
-    argv.prop_map(|argv| Command::parse(&argv).unwrap().command().unwrap())
+        })
+}
+
+/// A command that parses (a usage error never reaches the policy).
+fn command() -> impl Strategy<Value = Command> {
+    argv().prop_filter_map("a usage error", |argv| {
+        Command::parse(&argv).ok()?.command()
+    })
+}
+
+fn is_loop_or_spawn(cmd: &Command) -> bool {
+    cmd.group == Group::Loop
+        || (cmd.group == Group::Thread && cmd.action.as_deref() == Some("spawn"))
 }
 
 proptest! {
@@ -245,18 +271,103 @@ proptest! {
     fn a_refused_command_never_yields_forward(ancestry in prop::collection::vec(proc_view(), 0..12), cmd in command()) {
         let caller = classify(&ancestry);
         let decision = decide(&caller, &cmd);
-        let loop_may = (cmd.group == room_machines::command::Group::Loop && cmd.action.as_deref() != Some("report"))
+        let loop_may = (cmd.group == Group::Loop && cmd.action.as_deref() != Some("report"))
             || cmd.is_top_level_spawn();
         match (&caller, &decision) {
-            (_, Decision::Local) => prop_assert_eq!(cmd.group, room_machines::command::Group::Files),
+            (_, Decision::Local) => prop_assert_eq!(cmd.group, Group::Files),
             (Caller::Harness(_), d) => prop_assert!(matches!(d, Decision::Forward(_))),
             (Caller::Loop(_), Decision::Forward(_)) => prop_assert!(loop_may, "forwarded {:?}", cmd),
             (Caller::Loop(_), Decision::Refuse { .. }) => prop_assert!(!loop_may),
             (_, Decision::Forward(_)) => prop_assert!(false, "{:?} forwarded for {:?}", cmd, caller),
             (_, Decision::Refuse { exit_code, message }) => {
                 prop_assert_eq!(*exit_code, 1);
-                if matches!(caller, Caller::Malformed(_)) { prop_assert!(message.contains("CLOUDROOM_LOOP")); }
+                // secret keeps its own message; everything else names the variable.
+                if matches!(caller, Caller::Malformed(_)) && cmd.group != Group::Secret {
+                    prop_assert!(message.contains("CLOUDROOM_LOOP"));
+                }
             }
+        }
+    }
+
+    #[test]
+    fn pid_1s_environment_never_changes_the_caller(
+        ancestry in prop::collection::vec(proc_view(), 0..12),
+        init_env in prop_oneof![
+            Just(EnvView::Hidden),
+            Just(EnvView::Readable { loop_marker: None }),
+            Just(EnvView::Readable { loop_marker: Some(ID.into()) }),
+            "[a-z0-9/-]{0,40}".prop_map(|m| EnvView::Readable { loop_marker: Some(m) }),
+        ],
+    ) {
+        let without: Vec<ProcView> = ancestry.iter().filter(|p| p.pid != 1).cloned().collect();
+        let mut with_init = without.clone();
+        with_init.push(ProcView { pid: 1, harness: None, env: init_env });
+        prop_assert_eq!(classify(&with_init), classify(&without));
+    }
+
+    #[test]
+    fn a_flag_that_takes_no_value_never_gets_one_through(argv in argv()) {
+        let valued = argv.iter().any(|a| a.starts_with("--") && a.contains('='));
+        let spawn = argv[0] == "thread" && argv[1] == "spawn";
+        let both = argv.iter().any(|a| a.starts_with("--top-level"))
+            && argv.iter().any(|a| a.starts_with("--shared-sandbox"));
+        match Command::parse(&argv) {
+            Err(ParseError::NoValue(_)) => prop_assert!(valued),
+            Err(ParseError::TopLevelShared) => prop_assert!(spawn && both && !valued),
+            Err(e) => prop_assert!(false, "{:?}: {:?}", argv, e),
+            Ok(parsed) => {
+                prop_assert!(!(valued || (spawn && both)), "{:?} parsed", argv);
+                let cmd = parsed.command().unwrap();
+                if cmd.is_top_level_spawn() {
+                    let r = room_machines::website_request(&cmd, &Scope::Automation(ID.into()), || "r".into());
+                    prop_assert!(r.body.get("shared_sandbox").is_none());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn secret_keeps_its_own_check_whoever_calls(ancestry in prop::collection::vec(proc_view(), 0..12)) {
+        let caller = classify(&ancestry);
+        let secret = Command::parse(&["secret", "API_KEY"]).unwrap().command().unwrap();
+        match (&caller, decide(&caller, &secret)) {
+            (Caller::Harness(s), Decision::Forward(scope)) => prop_assert_eq!(scope, Scope::Session(s.clone())),
+            (_, Decision::Refuse { message, exit_code }) => {
+                prop_assert_eq!(message, SECRET);
+                prop_assert_eq!(exit_code, 1);
+            }
+            (c, d) => prop_assert!(false, "{:?}: {:?}", c, d),
+        }
+    }
+
+    #[test]
+    fn no_refusal_offers_a_loop_script_what_it_cannot_run(cmd in command(), hidden in any::<bool>()) {
+        let caller = if hidden { Caller::Hidden } else { Caller::Unknown };
+        let loop_may = (cmd.group == Group::Loop && cmd.action.as_deref() != Some("report"))
+            || cmd.is_top_level_spawn();
+        if let Decision::Refuse { message, .. } = decide(&caller, &cmd) {
+            // "…or from a loop's check script" only for what a script may run…
+            prop_assert_eq!(message.contains("or from a loop's check script"), loop_may && !hidden, "{}", message);
+            // …and every loop and spawn refusal mentions loop scripts.
+            if is_loop_or_spawn(&cmd) {
+                prop_assert!(message.contains("loop's check script") || message.contains("loop script's"), "{}", message);
+            }
+        }
+    }
+
+    #[test]
+    fn files_wait_holds_a_missing_status_file_only_while_the_folder_looks_empty(
+        o in observation(),
+        elapsed in 0..2 * FILES_WAIT_LIMIT,
+    ) {
+        let with_files = verdict(&o, false, elapsed, FILES_WAIT_GRACE, FILES_WAIT_LIMIT);
+        let empty = verdict(&o, true, elapsed, FILES_WAIT_GRACE, FILES_WAIT_LIMIT);
+        if o.mark.is_none() {
+            prop_assert_eq!(with_files, Verdict::Ready);
+            prop_assert_eq!(empty == Verdict::Wait, elapsed < FILES_WAIT_GRACE);
+        } else {
+            // A status file decides alone; the folder does not matter.
+            prop_assert_eq!(with_files, empty);
         }
     }
 }

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use room_machines::launch::Effect;
+use room_machines::policy::Decision;
 use room_machines::timeline::Timeline;
 
 fn load_all() -> Vec<(String, Timeline)> {
@@ -35,7 +37,8 @@ fn every_recorded_timeline_replays() {
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
 
-/// Each seed test has at least one timeline, named after it.
+/// Each seed test has at least one timeline, named after it, and so has each
+/// caller rule of issue 11 (the seeds' details).
 #[test]
 fn every_seed_test_has_a_timeline() {
     let all = load_all();
@@ -57,10 +60,52 @@ fn every_seed_test_has_a_timeline() {
         "test_session_only_commands_refuse_a_loop_script_clearly",
         "test_a_harness_session_wins_over_a_loop_marker",
         "an_unreadable_caller_environment_gets_its_own_refusal",
+        "pid_1s_environment_never_marks_a_caller",
+        "unknown_callers_are_told_what_a_loop_script_may_run",
+        "secret_keeps_its_own_session_check_and_message",
     ] {
         assert!(
             all.iter().any(|(_, t)| t.test() == seed_test),
             "no timeline for {seed_test}"
         );
     }
+}
+
+/// A record that no longer matches the code (a refusal text, an effect)
+/// fails at the first case or step that differs, and names it.
+#[test]
+fn the_replay_fails_at_the_first_differing_step() {
+    let all = load_all();
+    let find = |name: &str| {
+        all.iter()
+            .find(|(_, t)| t.test() == name)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_else(|| panic!("no timeline {name}"))
+    };
+
+    // Every refusal from case 1 on changes: the error is case 1's.
+    let mut t = find("unknown_callers_are_told_what_a_loop_script_may_run");
+    let Timeline::Caller { cases, .. } = &mut t else {
+        panic!("a caller timeline")
+    };
+    for case in &mut cases[1..] {
+        if let Decision::Refuse { message, .. } = &mut case.decision {
+            message.push_str(" (old text)");
+        }
+    }
+    let e = t.replay().unwrap_err();
+    assert!(e.starts_with("case 1: "), "{e}");
+    assert!(e.contains("(old text)"), "{e}");
+
+    // Every step's effects from step 1 on change: the error is step 1's.
+    let mut t = find("a_launch_waits_for_a_copy_only_while_it_runs_and_never_past_its_limit");
+    let Timeline::Launch { runs, .. } = &mut t else {
+        panic!("a launch timeline")
+    };
+    assert!(runs[0].steps.len() > 2);
+    for step in &mut runs[0].steps[1..] {
+        step.effects.push(Effect::AskPermit);
+    }
+    let e = t.replay().unwrap_err();
+    assert!(e.starts_with("run 0 step 1 "), "{e}");
 }

@@ -108,7 +108,7 @@ impl Context {
         };
         let ancestry = self
             .procfs
-            .ancestry(pid, |p| self.harness_pids.session_of(p));
+            .ancestry(pid, |key| self.harness_pids.session_of(key));
         let caller = classify(&ancestry);
         let decision = decide(&caller, &cmd);
         log::info!(

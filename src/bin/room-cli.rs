@@ -12,7 +12,9 @@ use room_core::config::Config;
 use room_core::files;
 use room_core::website::Answer;
 use room_machines::command::Group;
-use room_machines::files_wait::{verdict, Verdict, FILES_WAIT_GRACE, FILES_WAIT_LIMIT};
+use room_machines::files_wait::{
+    is_project_entry, verdict, Verdict, FILES_WAIT_GRACE, FILES_WAIT_LIMIT,
+};
 use room_machines::{Command, Millis, Observation, Parsed};
 
 /// How often `files wait` reads the status file.
@@ -105,6 +107,20 @@ fn observe(start: &Path) -> (PathBuf, Observation) {
         })
 }
 
+/// Whether `folder` looks empty: it holds no project entry (see
+/// `files_wait::is_project_entry`) or does not exist yet. A folder that
+/// cannot be listed for another reason does not: there is nothing to wait
+/// for that could be seen.
+fn looks_empty(folder: &Path) -> bool {
+    match std::fs::read_dir(folder) {
+        // Stops at the first project entry, however big the folder.
+        Ok(entries) => !entries
+            .filter_map(Result::ok)
+            .any(|e| is_project_entry(&e.file_name().to_string_lossy())),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
 fn human(ms: Millis) -> String {
     match ms {
         m if m >= 60_000 && m % 60_000 == 0 => {
@@ -129,8 +145,10 @@ fn files_wait() -> i32 {
     let started = Instant::now();
     loop {
         let (folder, observation) = observe(&cwd);
+        // Listed only when no status file says anything.
+        let empty = observation.mark.is_none() && looks_empty(&folder);
         let elapsed = started.elapsed().as_millis() as Millis;
-        match verdict(&observation, elapsed, grace, limit) {
+        match verdict(&observation, empty, elapsed, grace, limit) {
             Verdict::Ready => {
                 println!("Project files are ready in {}.", folder.display());
                 return 0;

@@ -14,6 +14,7 @@ use room_machines::Input;
 
 use super::Runtime;
 use crate::harness::Harness;
+use crate::procfs::{ProcKey, Procfs};
 use crate::sessions::{lock, Session, SessionState};
 
 /// The last bytes of a turn's stderr kept for a failure message.
@@ -87,7 +88,16 @@ impl Runtime {
             .spawn()
             .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
         let pid = child.id();
-        self.harness_pids.insert(pid, &s.rec.id);
+        // Keyed with its start time, read while the child is not yet reaped
+        // (so the pid is still its): a reused pid is never taken for it.
+        let key = Procfs::default().key(pid);
+        match key {
+            Some(key) => self.harness_pids.insert(key, &s.rec.id),
+            None => log::error!(
+                "{}: no start time for pid {pid}; its room-cli calls will be refused",
+                s.rec.id
+            ),
+        }
         s.turn = Some(pid);
         s.turn_killed = false;
         s.rec.state = SessionState::Running;
@@ -107,18 +117,19 @@ impl Runtime {
         let stderr = child.stderr.take().expect("piped");
         std::thread::Builder::new()
             .name(format!("turn-{pid}"))
-            .spawn(move || rt.follow_turn(id, harness, child, stdout, stderr, launch_turn))
+            .spawn(move || rt.follow_turn(id, harness, (child, key), stdout, stderr, launch_turn))
             .map_err(|e| format!("cannot follow the turn: {e}"))?;
         Ok(())
     }
 
     /// Reads a turn's events until it exits: the first event that names the
     /// native session is recorded (and completes a launch's first turn).
+    /// `child` comes with its `HarnessPids` key, removed once it is done.
     fn follow_turn(
         &self,
         id: String,
         harness: Harness,
-        mut child: Child,
+        (mut child, key): (Child, Option<ProcKey>),
         stdout: std::process::ChildStdout,
         stderr: std::process::ChildStderr,
         launch_turn: bool,
@@ -146,7 +157,9 @@ impl Runtime {
         }
         let status = child.wait();
         let err_tail = err_thread.join().unwrap_or_default();
-        self.harness_pids.remove(pid);
+        if let Some(key) = key {
+            self.harness_pids.remove(key);
+        }
         if self.is_stopping() {
             return;
         }
