@@ -8,10 +8,11 @@
 //! the refusal.
 //!
 //! No caller can delay another: the acceptor only checks the peer and hands
-//! the connection to a thread of its own (at most `MAX_CONNECTIONS` at once,
-//! beyond which a caller is told Core is busy), each request has one deadline
-//! for the whole of it, and website calls (at most `MAX_WEBSITE_CALLS` at
-//! once, each with its own timeout) hold only their own connection.
+//! the connection to a worker of its own (an idle one, else a new thread; at
+//! most `MAX_CONNECTIONS` at once, beyond which a caller is told Core is
+//! busy), each request has one deadline for the whole of it, and website
+//! calls (at most `MAX_WEBSITE_CALLS` at once, each with its own timeout)
+//! hold only their own connection.
 
 mod conn;
 mod gate;
@@ -47,6 +48,9 @@ pub const MAX_WEBSITE_CALLS: usize = 64;
 /// On stop, connections in hand get this long to answer; the rest are left
 /// to end with the process.
 pub const STOP_GRACE: Duration = Duration::from_millis(300);
+/// How long an idle connection worker waits for the next connection before
+/// it ends (spawning a thread costs more than the rest of a refusal).
+pub const WORKER_IDLE: Duration = Duration::from_secs(10);
 /// What a peer of another account is told; nothing of its request is read.
 pub const WRONG_ACCOUNT: &str = "room-cli: this socket serves the agent account only.";
 
@@ -261,6 +265,8 @@ fn accept(
     stopping: &AtomicBool,
 ) {
     let mut failures = Failures::new("agent socket");
+    // A rendezvous channel: a send succeeds only into a worker that waits.
+    let (idle, waiting) = crossbeam_channel::bounded::<Job>(0);
     for stream in listener.incoming() {
         if stopping.load(Ordering::SeqCst) {
             break;
@@ -283,15 +289,46 @@ fn accept(
             conn::answer_now(&stream, &busy("connections", connections.cap()));
             continue;
         };
-        let context = context.clone();
-        let spawned = std::thread::Builder::new()
-            .name("agent-conn".into())
-            .spawn(move || {
-                let _pass = pass;
-                context.serve(&stream, pid, accepted);
-            });
-        if let Err(e) = spawned {
-            log::warn!("agent socket: no thread for a connection: {e}");
+        let job = Job {
+            stream,
+            pid,
+            accepted,
+            _pass: pass,
+        };
+        // An idle worker takes it if one waits; else a new worker does.
+        if let Err(e) = idle.try_send(job) {
+            let (job, context, idle) = (e.into_inner(), context.clone(), waiting.clone());
+            let spawned = std::thread::Builder::new()
+                .name("agent-conn".into())
+                .spawn(move || work(job, &context, &idle));
+            if let Err(e) = spawned {
+                log::warn!("agent socket: no thread for a connection: {e}");
+            }
+        }
+    }
+}
+
+/// An admitted connection and its place under the cap.
+struct Job {
+    stream: UnixStream,
+    pid: u32,
+    accepted: Instant,
+    _pass: Pass,
+}
+
+/// A worker serves connections one after another; it waits `WORKER_IDLE`
+/// for the next and then ends (or when the acceptor is gone). Workers are
+/// never more than the connections served at once, so `MAX_CONNECTIONS`
+/// bounds them too, and a caller never waits for one: the acceptor starts
+/// a new worker when none is idle.
+fn work(first: Job, context: &Context, idle: &crossbeam_channel::Receiver<Job>) {
+    let mut job = first;
+    loop {
+        context.serve(&job.stream, job.pid, job.accepted);
+        drop(job);
+        match idle.recv_timeout(WORKER_IDLE) {
+            Ok(next) => job = next,
+            Err(_) => return,
         }
     }
 }
