@@ -60,14 +60,24 @@ extern "C" fn on_stop(signal: nix::libc::c_int) {
 /// descriptor per connection, and running out is what a crowd of idle
 /// connections aims at. A failure is logged; the limit stays as it was.
 fn raise_nofile() {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    match getrlimit(Resource::RLIMIT_NOFILE) {
-        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
-            Ok(()) => log::debug!("descriptor limit raised from {soft} to {hard}"),
-            Err(e) => log::warn!("cannot raise the descriptor limit from {soft} to {hard}: {e}"),
-        },
-        Ok(_) => {}
-        Err(e) => log::warn!("cannot read the descriptor limit: {e}"),
+    use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
+    let (soft, hard) = match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok(limits) => limits,
+        Err(e) => return log::warn!("cannot read the descriptor limit: {e}"),
+    };
+    // An unlimited hard limit still stops at the kernel's nr_open.
+    let target = match hard {
+        RLIM_INFINITY => std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(soft),
+        hard => hard,
+    };
+    if soft < target {
+        match setrlimit(Resource::RLIMIT_NOFILE, target, hard) {
+            Ok(()) => log::debug!("descriptor limit raised from {soft} to {target}"),
+            Err(e) => log::warn!("cannot raise the descriptor limit from {soft} to {target}: {e}"),
+        }
     }
 }
 

@@ -201,6 +201,26 @@ fn running_out_of_descriptors_stops_accepting_only_until_connections_close() {
 }
 
 #[test]
+fn the_service_raises_its_descriptor_limit_to_the_hard_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    // The service inherits a low soft limit from this process (the other
+    // tests here need far fewer than 1024 descriptors).
+    setrlimit(Resource::RLIMIT_NOFILE, hard.min(1024), hard).unwrap();
+    let svc = Service::start(json!({}));
+    setrlimit(Resource::RLIMIT_NOFILE, soft, hard).unwrap();
+    let pid = svc.pid().unwrap();
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let numbers: Vec<&str> = line.split_whitespace().skip(3).take(2).collect();
+    assert_eq!(numbers[0], numbers[1], "{line}");
+    assert_eq!(numbers[1], hard.to_string(), "{line}");
+}
+
+#[test]
 fn a_one_mebibyte_header_gets_431() {
     let svc = Service::start(json!({}));
     let addr = addr(&svc.base);

@@ -51,8 +51,9 @@ pub async fn serve(
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     if !auth::allowed(request.headers(), &front.token) {
-        // Not one byte of the body is read: the request is dropped with its
-        // body and the connection closes after the answer.
+        // The service reads none of the body: the request is dropped with
+        // it (hyper discards what it had buffered) and the connection closes
+        // after the answer.
         return Ok(respond(Reply::unauthorized(), After::Close));
     }
     let (parts, mut body) = request.into_parts();
