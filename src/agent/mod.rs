@@ -255,7 +255,7 @@ pub fn start_with(path: PathBuf, context: Context) -> std::io::Result<Server> {
     })
 }
 
-/// The acceptor: checks each peer and hands it to a thread of its own. It
+/// The acceptor: checks each peer and hands it to a worker of its own. It
 /// never reads from a peer nor waits on one; a failed accept (out of
 /// descriptors) pauses it, with backoff, and never ends it.
 fn accept(
@@ -266,7 +266,7 @@ fn accept(
 ) {
     let mut failures = Failures::new("agent socket");
     // A rendezvous channel: a send succeeds only into a worker that waits.
-    let (idle, waiting) = crossbeam_channel::bounded::<Job>(0);
+    let (handoff, handoffs) = crossbeam_channel::bounded::<Job>(0);
     for stream in listener.incoming() {
         if stopping.load(Ordering::SeqCst) {
             break;
@@ -296,11 +296,11 @@ fn accept(
             _pass: pass,
         };
         // An idle worker takes it if one waits; else a new worker does.
-        if let Err(e) = idle.try_send(job) {
-            let (job, context, idle) = (e.into_inner(), context.clone(), waiting.clone());
+        if let Err(e) = handoff.try_send(job) {
+            let (job, context, handoffs) = (e.into_inner(), context.clone(), handoffs.clone());
             let spawned = std::thread::Builder::new()
                 .name("agent-conn".into())
-                .spawn(move || work(job, &context, &idle));
+                .spawn(move || work(job, &context, &handoffs));
             if let Err(e) = spawned {
                 log::warn!("agent socket: no thread for a connection: {e}");
             }
@@ -321,12 +321,12 @@ struct Job {
 /// never more than the connections served at once, so `MAX_CONNECTIONS`
 /// bounds them too, and a caller never waits for one: the acceptor starts
 /// a new worker when none is idle.
-fn work(first: Job, context: &Context, idle: &crossbeam_channel::Receiver<Job>) {
+fn work(first: Job, context: &Context, handoffs: &crossbeam_channel::Receiver<Job>) {
     let mut job = first;
     loop {
         context.serve(&job.stream, job.pid, job.accepted);
         drop(job);
-        match idle.recv_timeout(WORKER_IDLE) {
+        match handoffs.recv_timeout(WORKER_IDLE) {
             Ok(next) => job = next,
             Err(_) => return,
         }
