@@ -911,7 +911,9 @@ fn hostile(table: &mut Table) {
     svc.await_state(&id, "idle");
     let addr: std::net::SocketAddr = svc.base.trim_start_matches("http://").parse().unwrap();
     let path = format!("/v1/sessions/{id}");
-    let measure = || -> Vec<f64> {
+    // Each run: the latencies, and the service's CPU time over it (% of a core).
+    let measure = || -> (Vec<f64>, f64) {
+        let cpu = svc.cpu_exact();
         // A fresh keep-alive connection for each run, one request at a time.
         let agent = ureq::AgentBuilder::new()
             .timeout(Duration::from_secs(10))
@@ -925,9 +927,10 @@ fn hostile(table: &mut Table) {
             assert_eq!(status, 200);
             std::thread::sleep(LATENCY_GAP);
         }
-        lat
+        let busy = (svc.cpu_exact() - cpu) / began.elapsed().as_secs_f64() * 100.0;
+        (lat, busy)
     };
-    let alone = measure();
+    let (alone, cpu_alone) = measure();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let crowd = {
         let stop = stop.clone();
@@ -935,7 +938,7 @@ fn hostile(table: &mut Table) {
     };
     // Let the crowd connect and start trickling before timing.
     std::thread::sleep(Duration::from_millis(500));
-    let loaded = measure();
+    let (loaded, cpu_loaded) = measure();
     stop.store(true, Ordering::SeqCst);
     let opened = crowd.join().unwrap();
     let (a50, a99) = stats(&alone);
@@ -946,7 +949,7 @@ fn hostile(table: &mut Table) {
         ms(a50),
         ms(a99),
         format!(
-            "{} requests over {} s",
+            "{} requests over {} s; service CPU {cpu_alone:.1}% of a core",
             alone.len(),
             LATENCY_WINDOW.as_secs()
         ),
@@ -957,7 +960,7 @@ fn hostile(table: &mut Table) {
         ms(l50),
         ms(l99),
         format!(
-            "{} requests over {} s; {opened} hostile connections opened (each closed at its 5 s head deadline, then opened again); median {:.2}x alone, p99 {:.2}x; target p99 < 5 ms",
+            "{} requests over {} s; service CPU {cpu_loaded:.1}% of a core; {opened} hostile connections opened (each closed at its 5 s head deadline, then opened again); median {:.2}x alone, p99 {:.2}x; target p99 < 5 ms",
             loaded.len(),
             LATENCY_WINDOW.as_secs(),
             l50 / a50,
