@@ -13,6 +13,9 @@ pub mod files;
 pub mod harness;
 pub mod metrics;
 pub mod procfs;
+/// Reference implementations of the website and app halves (seeds 000
+/// and 001); the service never uses them.
+pub mod reference;
 pub mod runtime;
 pub mod service;
 pub mod sessions;
