@@ -395,3 +395,44 @@ fn a_script_past_its_limit_is_killed_while_its_spawn_completes() {
     let session = core.session(thread["id"].as_str().unwrap());
     assert_eq!(session["harness"], "codex");
 }
+
+#[test]
+fn the_demo_runs_a_loop_and_shows_what_loop_list_shows() {
+    let out = std::env::temp_dir().join(format!("room-core-demo-test-{}.txt", std::process::id()));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_room-core"))
+        .arg("--demo")
+        .env_remove("CLOUDROOM_API_URL")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "the demo ran past 120 s: {}",
+                std::fs::read_to_string(&out).unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    assert!(status.success(), "{text}");
+    for want in [
+        "Done: the session waited for its project copy, then started.",
+        "== part two: a loop's check script (seed 001)",
+        "   last_error: null",
+        "   | my loops:",
+        "   | checked",
+        "harness=\"codex\"",
+        "Done: the loop's script ran as its loop",
+    ] {
+        assert!(text.contains(want), "{want:?} missing from:\n{text}");
+    }
+}
