@@ -31,6 +31,8 @@ pub mod script;
 pub mod threads;
 pub mod website;
 pub mod website_config;
+#[cfg(test)]
+mod website_tests;
 
 #[cfg(test)]
 mod tests {

@@ -86,7 +86,12 @@ impl Runner {
                 .name(format!("loop-run-{i}"))
                 .spawn(move || {
                     for id in rx {
-                        run(&id);
+                        // A run that panics frees its loop and keeps the worker.
+                        let ran =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&id)));
+                        if ran.is_err() {
+                            log::error!("loop {id}: the run panicked");
+                        }
                         busy.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
                     }
                 });
