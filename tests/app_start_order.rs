@@ -38,6 +38,21 @@ fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `room-app start` of workspace `ws` into `folder` with `harness`, plus
+/// the plan's and other options in `more`.
+fn start(core: &str, ws: &str, folder: &Path, harness: &str, more: &[&str]) -> (i32, Value) {
+    let mut args = vec![
+        "--workspace",
+        ws,
+        "--folder",
+        path(folder),
+        "--harness",
+        harness,
+    ];
+    args.extend(more);
+    room_app(core, &args)
+}
+
 /// A git repository holding the fixture project, or `None` (with the
 /// reason printed; a failure in CI) when git is missing.
 fn repo(test: &str, at: &Path) -> Option<()> {
@@ -67,31 +82,18 @@ fn repo(test: &str, at: &Path) -> Option<()> {
 fn a_child_promises_a_copy_and_starts_on_its_parents_code() {
     let core = Service::start(json!({}));
     let parent_folder = core.folder("parent");
-    let (code, parent) = room_app(
-        &core.base,
-        &[
-            "--workspace",
-            "ws-parent",
-            "--folder",
-            path(&parent_folder),
-            "--harness",
-            "claude",
-        ],
-    );
+    let (code, parent) = start(&core.base, "ws-parent", &parent_folder, "claude", &[]);
     assert_eq!(code, 0, "{parent}");
     let parent_id = parent["session"]["id"].as_str().unwrap().to_string();
     land_project(&parent_folder);
 
     let child_folder = core.folder("child");
-    let (code, child) = room_app(
+    let (code, child) = start(
         &core.base,
+        "ws-child",
+        &child_folder,
+        "codex",
         &[
-            "--workspace",
-            "ws-child",
-            "--folder",
-            path(&child_folder),
-            "--harness",
-            "codex",
             "--child",
             &parent_id,
             "--from",
@@ -130,20 +132,12 @@ fn a_clone_planned_thread_promises_a_copy() {
         return;
     }
     let folder = core.folder("cloned");
-    let (code, out) = room_app(
+    let (code, out) = start(
         &core.base,
-        &[
-            "--workspace",
-            "ws-clone",
-            "--folder",
-            path(&folder),
-            "--harness",
-            "claude",
-            "--clone",
-            path(&source),
-            "--prompt",
-            "What do you see?",
-        ],
+        "ws-clone",
+        &folder,
+        "claude",
+        &["--clone", path(&source), "--prompt", "What do you see?"],
     );
     assert_eq!(code, 0, "{out}");
     assert_eq!(
@@ -163,18 +157,12 @@ fn a_clone_planned_thread_promises_a_copy() {
 fn a_blank_thread_promises_nothing_and_starts_at_once() {
     let core = Service::start(json!({}));
     let folder = core.folder("blank");
-    let (code, out) = room_app(
+    let (code, out) = start(
         &core.base,
-        &[
-            "--workspace",
-            "ws-blank",
-            "--folder",
-            path(&folder),
-            "--harness",
-            "claude",
-            "--prompt",
-            "hi",
-        ],
+        "ws-blank",
+        &folder,
+        "claude",
+        &["--prompt", "hi"],
     );
     assert_eq!(code, 0, "{out}");
     assert_eq!(
@@ -196,15 +184,12 @@ fn a_failed_copy_says_why_and_the_agent_starts_anyway() {
     let core = Service::start(json!({}));
     let folder = core.folder("doomed");
     let missing = core.root.join("no-such-project");
-    let (code, out) = room_app(
+    let (code, out) = start(
         &core.base,
+        "ws-doomed",
+        &folder,
+        "claude",
         &[
-            "--workspace",
-            "ws-doomed",
-            "--folder",
-            path(&folder),
-            "--harness",
-            "claude",
             "--upload",
             path(&missing),
             "--attempts",
@@ -298,9 +283,8 @@ fn a_core_without_the_capability_is_never_sent_project_copy() {
     for (n, extra) in runs.iter().enumerate() {
         let f = folder(&format!("s{n}"));
         let ws = format!("ws-{n}");
-        let mut args = vec!["--workspace", &ws, "--folder", &f, "--harness", "codex"];
-        args.extend(extra.iter().map(String::as_str));
-        let (code, out) = room_app(&url, &args);
+        let more: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let (code, out) = start(&url, &ws, Path::new(&f), "codex", &more);
         assert_eq!(code, 0, "{out}");
         assert_eq!(out["project_copy"], false, "{out}");
         // The copy and its marks happen all the same (for the two that copy).

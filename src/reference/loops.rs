@@ -112,13 +112,13 @@ impl Loop {
     }
 }
 
-/// A loop for the crate's tests: ana's, in project shop, sandbox a.
+/// A loop for the crate's tests: ana's, in project shop, sandbox a, codex.
 #[cfg(test)]
 pub(crate) fn example(id: &str, schedule: &str) -> Loop {
-    Loop {
-        id: id.into(),
+    let new = super::automation::NewLoop {
         owner: "ana".into(),
         project: "shop".into(),
+        sandbox: "a".into(),
         agent: Harness::Codex,
         name: None,
         schedule: Some(schedule.into()),
@@ -127,15 +127,11 @@ pub(crate) fn example(id: &str, schedule: &str) -> Loop {
         thread: None,
         script: None,
         prompt: None,
-        sandbox: "a".into(),
         paused: false,
-        last_error: None,
-        last_output: None,
-        last_run_ms: None,
-        runs: 0,
-        last_report: None,
-        hook_secret: None,
-        created_ms: 0,
+    };
+    Loop {
+        id: id.into(),
+        ..new.make(0).expect("a valid loop")
     }
 }
 

@@ -84,33 +84,10 @@ pub fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The admin token: from the config, else kept in `<state_dir>/admin-token`
-/// (mode 0600), made once.
-fn admin_token(config: &WebsiteConfig) -> std::io::Result<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(t) = config.admin_token.as_ref().filter(|t| !t.is_empty()) {
-        return Ok(t.clone());
-    }
-    let path = config.state_dir.join("admin-token");
-    if let Ok(t) = std::fs::read_to_string(&path) {
-        if !t.trim().is_empty() {
-            return Ok(t.trim().to_string());
-        }
-    }
-    let t = uuid::Uuid::new_v4().simple().to_string();
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)?;
-    std::io::Write::write_all(&mut f, t.as_bytes())?;
-    Ok(t)
-}
-
 impl Website {
     /// Opens the state and knows the sandboxes; runs nothing yet.
     pub fn open(config: WebsiteConfig) -> std::io::Result<Website> {
+        config.validate().map_err(std::io::Error::other)?;
         let state = &config.state_dir;
         std::fs::create_dir_all(state)?;
         let sandboxes = config
@@ -132,7 +109,7 @@ impl Website {
             threads: Records::open(&state.join("threads"))?,
             launches: Records::open(&state.join("launches"))?,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
-            admin_token: admin_token(&config)?,
+            admin_token: config.admin_token.clone(),
             public_url: OnceLock::new(),
             runner: OnceLock::new(),
             sandboxes,
@@ -307,7 +284,7 @@ impl Website {
         let owner = req.query_param("owner").unwrap_or_default();
         let now = self.now_ms();
         match (req.method.as_str(), rest) {
-            ("POST", ["threads"]) => self.app_thread(&req.body),
+            ("POST", ["threads"]) => self.app_thread(&req.body).unwrap_or_else(|e| e),
             ("GET", ["threads"]) => {
                 let threads: Vec<Value> = self
                     .threads
@@ -318,7 +295,7 @@ impl Website {
                     .collect();
                 Response::json(200, &json!({ "threads": threads }))
             }
-            ("POST", ["loops"]) => self.app_loop(&req.body),
+            ("POST", ["loops"]) => self.app_loop(&req.body).unwrap_or_else(|e| e),
             ("GET", ["loops"]) => {
                 let mut loops: Vec<Loop> = self
                     .loops
@@ -341,7 +318,7 @@ impl Website {
         }
     }
 
-    fn app_thread(&self, body: &[u8]) -> Response {
+    fn app_thread(&self, body: &[u8]) -> Result<Response, Response> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Body {
@@ -352,18 +329,15 @@ impl Website {
             #[serde(default)]
             prompt: Option<String>,
         }
-        let b: Body = match parse(body) {
-            Ok(b) => b,
-            Err(r) => return r,
-        };
+        let b: Body = parse(body)?;
         if !valid_key(&b.project) || self.sandbox(&b.sandbox).is_none() {
-            return Response::error(
+            return Err(Response::error(
                 422,
                 "invalid_field",
                 "Unknown sandbox or invalid project name.",
-            );
+            ));
         }
-        match self.start_thread(NewThread {
+        let (t, _) = self.start_thread(NewThread {
             owner: b.owner,
             project: b.project,
             sandbox: b.sandbox,
@@ -371,13 +345,11 @@ impl Website {
             prompt: b.prompt,
             started_by_loop: None,
             launch: None,
-        }) {
-            Ok((t, _)) => Response::json(201, &json!({ "thread": t.view() })),
-            Err(r) => r,
-        }
+        })?;
+        Ok(Response::json(201, &json!({ "thread": t.view() })))
     }
 
-    fn app_loop(&self, body: &[u8]) -> Response {
+    fn app_loop(&self, body: &[u8]) -> Result<Response, Response> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Body {
@@ -406,19 +378,15 @@ impl Website {
         fn yes() -> bool {
             true
         }
-        let b: Body = match parse(body) {
-            Ok(b) => b,
-            Err(r) => return r,
-        };
+        let invalid = |m: String| Response::error(422, "invalid_field", m);
+        let b: Body = parse(body)?;
         if self.sandbox(&b.sandbox).is_none() {
-            return Response::error(422, "invalid_field", format!("No sandbox {}.", b.sandbox));
+            return Err(invalid(format!("No sandbox {}.", b.sandbox)));
         }
         let agent = match b.agent.as_deref().map(parse_agent) {
             None => Harness::Claude,
             Some(Some(a)) => a,
-            Some(None) => {
-                return Response::error(422, "invalid_field", "agent must be claude or codex.")
-            }
+            Some(None) => return Err(invalid("agent must be claude or codex.".into())),
         };
         let new = NewLoop {
             owner: b.owner.clone(),
@@ -434,14 +402,12 @@ impl Website {
             prompt: b.prompt,
             paused: b.paused,
         };
-        let l = match new.make(self.now_ms()) {
-            Ok(l) => l,
-            Err(m) => return Response::error(422, "invalid_field", m),
-        };
-        if let Err(e) = self.loops.put(&l.id, l.clone()) {
-            return unwritable(e);
-        }
-        Response::json(201, &json!({ "loop": l.view(&b.owner, self.now_ms()) }))
+        let l = new.make(self.now_ms()).map_err(invalid)?;
+        self.loops.put(&l.id, l.clone()).map_err(unwritable)?;
+        Ok(Response::json(
+            201,
+            &json!({ "loop": l.view(&b.owner, self.now_ms()) }),
+        ))
     }
 
     /// The script of loop `l`, ready to run in its sandbox.

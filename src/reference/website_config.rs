@@ -18,9 +18,8 @@ pub struct WebsiteConfig {
     /// The base of the hook URLs it hands out; default `http://<listen>`.
     pub public_url: Option<String>,
     /// The bearer token of the app routes (`/api/app/…`), which stand in for
-    /// the signed-in user's own pages; when absent one is generated into
-    /// `<state_dir>/admin-token` (mode 0600).
-    pub admin_token: Option<String>,
+    /// the signed-in user's own pages (at least 16 characters).
+    pub admin_token: String,
     /// A check script's time limit.
     pub script_limit_ms: u64,
     /// From SIGTERM to SIGKILL when a script passes its limit.
@@ -39,7 +38,7 @@ impl Default for WebsiteConfig {
             listen: "127.0.0.1:7720".into(),
             state_dir: std::env::temp_dir().join("room-website"),
             public_url: None,
-            admin_token: None,
+            admin_token: String::new(),
             script_limit_ms: 60_000,
             kill_grace_ms: 2_000,
             runners: 2,
@@ -105,6 +104,9 @@ impl WebsiteConfig {
             .map_err(|_| format!("listen {:?} is not an address", self.listen))?;
         if !addr.ip().is_loopback() {
             return Err(format!("listen {} is not a loopback address", self.listen));
+        }
+        if self.admin_token.len() < 16 {
+            return Err("admin_token must be at least 16 characters".into());
         }
         if self.script_limit_ms == 0 || self.tick_ms == 0 || self.runners == 0 {
             return Err("script_limit_ms, tick_ms and runners must be at least 1".into());

@@ -44,7 +44,7 @@ fn fixture(name: &str) -> Fixture {
     let _ = std::fs::remove_dir_all(&dir);
     let config = WebsiteConfig {
         state_dir: dir.clone(),
-        admin_token: Some("admin".into()),
+        admin_token: "admin-token-for-unit-tests".into(),
         sandboxes: vec![sandbox("a", SIGNIN), sandbox("b", SIGNIN_B)],
         ..WebsiteConfig::default()
     };
