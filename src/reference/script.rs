@@ -28,7 +28,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use super::account::Switch;
+use super::account::{on_path, Switch};
 
 /// The most output kept of one run (the last 4 KB).
 pub const OUTPUT_LIMIT: usize = 4096;
@@ -146,18 +146,21 @@ impl Kept {
 
 fn command(script: &Script, out: &OwnedFd) -> std::io::Result<Command> {
     let marker = format!("CLOUDROOM_LOOP={}", script.loop_id);
+    // Found on the website's own PATH: the script's PATH is the script's.
+    let bash = on_path("bash").unwrap_or_else(|| "/bin/bash".into());
     let mut cmd = match &script.switch {
         Switch::Sudo(user) => {
             // sudo's env_reset drops what it is given, so the marker and the
             // rest of the environment are set after it, by env.
-            let mut c = Command::new("sudo");
-            c.args(["-n", "-u", user, "--", "/usr/bin/env", "-i", &marker]);
+            let mut c = Command::new(on_path("sudo").unwrap_or_else(|| "sudo".into()));
+            c.env_clear()
+                .args(["-n", "-u", user, "--", "/usr/bin/env", "-i", &marker]);
             c.args(script.env.iter().map(|(k, v)| format!("{k}={v}")));
-            c.arg("bash");
+            c.arg(bash);
             c
         }
         Switch::None | Switch::Setuid { .. } => {
-            let mut c = Command::new("bash");
+            let mut c = Command::new(bash);
             c.env_clear()
                 .envs(script.env.iter().map(|(k, v)| (k, v)))
                 .env("CLOUDROOM_LOOP", &script.loop_id);
@@ -374,6 +377,37 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(!group_alive(pgid), "process group {pgid} is gone");
+    }
+
+    #[test]
+    fn through_sudo_the_marker_is_set_after_the_switch() {
+        let mut s = script("room-cli loop list", 1000);
+        s.switch = Switch::Sudo("room-agent".into());
+        let (_read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        let cmd = command(&s, &write).unwrap();
+        assert!(cmd.get_program().to_string_lossy().ends_with("sudo"));
+        let mut args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        // sudo, then env clears what sudo kept and sets the marker and the rest.
+        let bash = args.remove(8);
+        assert!(bash.ends_with("bash"), "{bash}");
+        let marker = format!("CLOUDROOM_LOOP={ID}");
+        let want = [
+            "-n",
+            "-u",
+            "room-agent",
+            "--",
+            "/usr/bin/env",
+            "-i",
+            &marker,
+            "PATH=/usr/local/bin:/usr/bin:/bin",
+            "-c",
+            "room-cli loop list",
+            "cloudroom-loop-script",
+        ];
+        assert_eq!(args, want);
     }
 
     #[test]
