@@ -19,6 +19,7 @@
 pub mod account;
 pub mod app;
 pub mod app_copy;
+pub mod app_routes;
 pub mod automation;
 pub mod core_client;
 pub mod cron;
@@ -26,6 +27,7 @@ pub mod http;
 pub mod launch;
 pub mod loops;
 pub mod records;
+pub mod run;
 pub mod runner;
 pub mod script;
 pub mod threads;

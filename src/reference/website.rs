@@ -21,18 +21,16 @@ use std::time::Duration;
 
 use room_machines::request::Value as BodyValue;
 use room_machines::{Body, Scope};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::account::{self, AgentAccount};
-use super::automation::{self, parse_agent, unwritable, NewLoop};
+use super::account::AgentAccount;
+use super::automation;
 use super::core_client::CoreClient;
 use super::http::{self, Request, Response};
-use super::launch::{self, LaunchKey, NewThread, STRIPES};
+use super::launch::{self, STRIPES};
 use super::loops::Loop;
 use super::records::{valid_key, Records};
 use super::runner::{self, Runner};
-use super::script::{self, Script};
 use super::threads::{Launches, Thread};
 use super::website_config::{SandboxConfig, WebsiteConfig};
 use crate::harness::Harness;
@@ -63,7 +61,8 @@ pub struct Actor {
 
 /// The website's state.
 pub struct Website {
-    config: WebsiteConfig,
+    /// Its configuration.
+    pub config: WebsiteConfig,
     sandboxes: BTreeMap<String, Sandbox>,
     /// The loops.
     pub loops: Records<Loop>,
@@ -73,7 +72,8 @@ pub struct Website {
     pub launches: Records<Launches>,
     /// Launch locks, by [`launch::stripe`].
     pub stripes: Vec<Mutex<()>>,
-    admin_token: String,
+    /// The app routes' bearer token.
+    pub(super) admin_token: String,
     public_url: OnceLock<String>,
     runner: OnceLock<Runner>,
 }
@@ -276,273 +276,6 @@ impl Website {
             _ => Response::error(404, "not_found", "No such hook."),
         }
     }
-
-    fn app_call(&self, req: &Request, rest: &[&str]) -> Response {
-        if !req.bearer().is_some_and(|t| same(t, &self.admin_token)) {
-            return Response::error(401, "unauthorized", "unauthorized");
-        }
-        let owner = req.query_param("owner").unwrap_or_default();
-        let now = self.now_ms();
-        match (req.method.as_str(), rest) {
-            ("POST", ["threads"]) => self.app_thread(&req.body).unwrap_or_else(|e| e),
-            ("GET", ["threads"]) => {
-                let threads: Vec<Value> = self
-                    .threads
-                    .all()
-                    .iter()
-                    .filter(|t| t.owner == owner)
-                    .map(Thread::view)
-                    .collect();
-                Response::json(200, &json!({ "threads": threads }))
-            }
-            ("POST", ["loops"]) => self.app_loop(&req.body).unwrap_or_else(|e| e),
-            ("GET", ["loops"]) => {
-                let mut loops: Vec<Loop> = self
-                    .loops
-                    .all()
-                    .into_iter()
-                    .filter(|l| l.owner == owner)
-                    .collect();
-                loops.sort_by_key(|l| l.created_ms);
-                let views: Vec<Value> = loops.iter().map(|l| l.view(&owner, now)).collect();
-                Response::json(200, &json!({ "loops": views }))
-            }
-            ("POST", ["loops", id, "run"]) if self.loops.get(id).is_some() => {
-                Response::json(202, &self.trigger_view(id))
-            }
-            _ => Response::error(
-                404,
-                "not_found",
-                format!("No route {} {}.", req.method, req.path),
-            ),
-        }
-    }
-
-    fn app_thread(&self, body: &[u8]) -> Result<Response, Response> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Body {
-            owner: String,
-            project: String,
-            sandbox: String,
-            agent: Harness,
-            #[serde(default)]
-            prompt: Option<String>,
-        }
-        let b: Body = parse(body)?;
-        if !valid_key(&b.project) || self.sandbox(&b.sandbox).is_none() {
-            return Err(Response::error(
-                422,
-                "invalid_field",
-                "Unknown sandbox or invalid project name.",
-            ));
-        }
-        let (t, _) = self.start_thread(NewThread {
-            owner: b.owner,
-            project: b.project,
-            sandbox: b.sandbox,
-            agent: b.agent,
-            prompt: b.prompt,
-            started_by_loop: None,
-            launch: None,
-        })?;
-        Ok(Response::json(201, &json!({ "thread": t.view() })))
-    }
-
-    fn app_loop(&self, body: &[u8]) -> Result<Response, Response> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Body {
-            owner: String,
-            project: String,
-            sandbox: String,
-            #[serde(default)]
-            agent: Option<String>,
-            #[serde(default)]
-            name: Option<String>,
-            #[serde(default)]
-            schedule: Option<String>,
-            #[serde(default)]
-            at_ms: Option<u64>,
-            #[serde(default = "yes")]
-            new_thread: bool,
-            #[serde(default)]
-            thread: Option<String>,
-            #[serde(default)]
-            script: Option<String>,
-            #[serde(default)]
-            prompt: Option<String>,
-            #[serde(default)]
-            paused: bool,
-        }
-        fn yes() -> bool {
-            true
-        }
-        let invalid = |m: String| Response::error(422, "invalid_field", m);
-        let b: Body = parse(body)?;
-        if self.sandbox(&b.sandbox).is_none() {
-            return Err(invalid(format!("No sandbox {}.", b.sandbox)));
-        }
-        let agent = match b.agent.as_deref().map(parse_agent) {
-            None => Harness::Claude,
-            Some(Some(a)) => a,
-            Some(None) => return Err(invalid("agent must be claude or codex.".into())),
-        };
-        let new = NewLoop {
-            owner: b.owner.clone(),
-            project: b.project,
-            sandbox: b.sandbox,
-            agent,
-            name: b.name,
-            schedule: b.schedule,
-            at_ms: b.at_ms,
-            new_thread: b.new_thread,
-            thread: b.thread,
-            script: b.script,
-            prompt: b.prompt,
-            paused: b.paused,
-        };
-        let l = new.make(self.now_ms()).map_err(invalid)?;
-        self.loops.put(&l.id, l.clone()).map_err(unwritable)?;
-        Ok(Response::json(
-            201,
-            &json!({ "loop": l.view(&b.owner, self.now_ms()) }),
-        ))
-    }
-
-    /// The script of loop `l`, ready to run in its sandbox.
-    fn script_of(&self, l: &Loop, sandbox: &Sandbox, text: &str) -> Result<Script, String> {
-        let account = match &sandbox.config.agent_account {
-            Some(name) => Some(
-                AgentAccount::lookup(name).ok_or_else(|| format!("there is no account {name}"))?,
-            ),
-            None => None,
-        };
-        let switch = account::switch_to(account.as_ref())?;
-        let who = account.unwrap_or_else(AgentAccount::current);
-        Ok(Script {
-            text: text.to_string(),
-            loop_id: l.id.clone(),
-            switch,
-            env: vec![
-                ("PATH".into(), sandbox.config.script_path.clone()),
-                ("HOME".into(), who.home.to_string_lossy().into_owned()),
-                ("USER".into(), who.name.clone()),
-                ("LOGNAME".into(), who.name.clone()),
-                (
-                    "ROOM_CORE_SOCKET".into(),
-                    sandbox.config.agent_socket.to_string_lossy().into_owned(),
-                ),
-            ],
-            cwd: sandbox.config.script_cwd.clone().unwrap_or(who.home),
-            limit: Duration::from_millis(self.config.script_limit_ms),
-            grace: Duration::from_millis(self.config.kill_grace_ms),
-        })
-    }
-
-    /// One run of loop `id`: its script (if any), recorded as `last_error`
-    /// and `last_output`; then, if the script succeeded and the loop has a
-    /// prompt, the run's thread: a new top-level thread, or a message to the
-    /// loop's thread, with the script's output added to the prompt. The
-    /// output is never logged.
-    pub fn run_loop(&self, id: &str) {
-        let Some(l) = self.loops.get(id) else {
-            return;
-        };
-        let limit = Duration::from_millis(self.config.script_limit_ms);
-        let (last_error, last_output) = match (&l.script, self.sandbox(&l.sandbox)) {
-            (_, None) => (
-                Some(format!(
-                    "The loop's sandbox {} is not configured.",
-                    l.sandbox
-                )),
-                None,
-            ),
-            (None, Some(_)) => (None, None),
-            (Some(text), Some(sandbox)) => {
-                let outcome = match self.script_of(&l, sandbox, text) {
-                    Ok(s) => script::run(&s),
-                    Err(e) => script::Outcome {
-                        ending: script::Ending::NotStarted(e),
-                        output: String::new(),
-                        pgid: None,
-                        took: Duration::ZERO,
-                    },
-                };
-                log::info!(
-                    "loop {id}: script ended ({:?}) after {} ms",
-                    outcome.ending,
-                    outcome.took.as_millis()
-                );
-                (outcome.last_error(limit), Some(outcome.output))
-            }
-        };
-        let ok = last_error.is_none();
-        let ended = self.now_ms();
-        let output = last_output.clone();
-        let runs = match self.loops.update(id, |x| {
-            x.last_error = last_error;
-            x.last_output = output;
-            x.last_run_ms = Some(ended);
-            x.runs += 1;
-            x.runs
-        }) {
-            Ok(Some(n)) => n,
-            Ok(None) => return, // deleted during the run
-            Err(e) => {
-                log::error!("loop {id}: cannot record the run: {e}");
-                return;
-            }
-        };
-        let Some(prompt) = l.prompt.clone().filter(|_| ok) else {
-            return;
-        };
-        let prompt = match last_output
-            .as_deref()
-            .map(str::trim)
-            .filter(|o| !o.is_empty())
-        {
-            Some(out) => format!("{prompt}\n\nThe loop's check script printed:\n{out}"),
-            None => prompt,
-        };
-        let failed = if l.new_thread {
-            self.start_thread(NewThread {
-                owner: l.owner.clone(),
-                project: l.project.clone(),
-                sandbox: l.sandbox.clone(),
-                agent: l.agent,
-                prompt: Some(prompt),
-                started_by_loop: Some(l.id.clone()),
-                launch: Some(LaunchKey {
-                    scope: l.id.clone(),
-                    request_id: format!("run-{runs}"),
-                }),
-            })
-            .err()
-            .map(|r| format!("The run could not start its thread: {}", error_text(&r)))
-        } else {
-            let thread = l.thread.clone().unwrap_or_default();
-            self.sandbox(&l.sandbox)
-                .map(|s| s.core.message(&thread, &prompt))
-                .and_then(Result::err)
-                .map(|e| format!("The run could not prompt its thread: {e}"))
-        };
-        if let Some(message) = failed {
-            let _ = self.loops.update(id, |x| x.last_error = Some(message));
-        }
-    }
-}
-
-fn error_text(r: &Response) -> String {
-    serde_json::from_slice::<Value>(&r.body)
-        .ok()
-        .and_then(|v| v["error"].as_str().map(String::from))
-        .unwrap_or_else(|| format!("HTTP {}", r.status))
-}
-
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
-    serde_json::from_slice(body)
-        .map_err(|e| Response::error(422, "invalid_body", format!("Invalid body: {e}.")))
 }
 
 /// A running website: its HTTP server, run queue and schedule.
