@@ -67,7 +67,7 @@ fn demo(root: &Path) -> Result<(), Error> {
         .to_string(),
     )?;
     println!(
-        "== starting room-core on defaults, state dir {}",
+        "== starting room-core with the fake harnesses, state dir {}",
         state.display()
     );
     let _service = Service(
