@@ -183,6 +183,8 @@ struct World {
     asked: bool,
     granted: u32,
     released: u32,
+    /// Since when this run holds a permit.
+    held_since: Option<Millis>,
     spawn: Option<TurnSeq>,
     survivor: Option<TurnSeq>,
     /// A restored start that had not started: its next launch must wait.
@@ -239,6 +241,7 @@ impl World {
             asked: false,
             granted: 0,
             released: 0,
+            held_since: None,
             spawn: None,
             survivor: None,
             must_wait_from: None,
@@ -337,7 +340,8 @@ impl World {
                 }
                 _ => {
                     self.now = target;
-                    return self.kill_follows_term();
+                    self.kill_follows_term()?;
+                    return self.permit_within_startup_timeout();
                 }
             }
         }
@@ -369,6 +373,7 @@ impl World {
         self.asked = false;
         self.granted = 0;
         self.released = 0;
+        self.held_since = None;
         self.spawn = None;
         self.survivor = None;
         self.must_wait_from = (self.persisted.stage == Stage::Starting).then_some(self.now);
@@ -435,7 +440,8 @@ impl World {
         self.world_follows(&input, &before)?;
         self.apply(Some(&input), &effects)?;
         self.invariants()?;
-        self.kill_follows_term()
+        self.kill_follows_term()?;
+        self.permit_within_startup_timeout()
     }
 
     /// What an applied input did to the world.
@@ -444,6 +450,7 @@ impl World {
             Input::Launch(launch::Input::PermitGranted) => {
                 self.asked = false;
                 self.granted += 1;
+                self.held_since = Some(self.now);
             }
             Input::TurnSpawned { seq, .. } => {
                 self.spawn = None;
@@ -537,6 +544,7 @@ impl World {
                         }
                         launch::Effect::ReleasePermit => {
                             self.released += 1;
+                            self.held_since = None;
                             prop_assert!(
                                 self.released <= self.granted,
                                 "released {} permits, granted {}",
@@ -699,6 +707,20 @@ impl World {
                 within(&self.kills) || within(&self.ends),
                 "turn {seq} got SIGTERM at {at} and neither ended nor got SIGKILL by {}",
                 at + grace
+            );
+        }
+        Ok(())
+    }
+
+    /// A permit is never held past the startup timeout: a harness that
+    /// does not name its session in time gives it back.
+    fn permit_within_startup_timeout(&self) -> Check {
+        if let Some(since) = self.held_since {
+            let limit = since + config().startup_timeout;
+            prop_assert!(
+                self.now <= limit,
+                "a permit granted at {since} is still held at {} (limit {limit})",
+                self.now
             );
         }
         Ok(())
