@@ -896,3 +896,23 @@ fn events_and_records_serialise_in_snake_case() {
     let back: Record = serde_json::from_str(&json).unwrap();
     assert_eq!(&back, t.s.record());
 }
+
+#[test]
+fn an_undelivered_prompt_of_a_turn_already_ending_only_decides_its_fate() {
+    let mut t = T::spawned("hello");
+    t.at(120_000, Input::Timeout);
+    let error = t.s.record().error.clone();
+    let e = t.go(Input::PromptUndelivered {
+        seq: 1,
+        error: "EPIPE".into(),
+    });
+    assert_eq!(e, vec![Effect::Persist]);
+    assert_eq!(t.s.record().error, error, "the timeout's message stays");
+    assert!(!t.s.record().paused);
+    t.go(Input::TurnEnded {
+        seq: 1,
+        exit: Exit::Signal(15),
+        detail: String::new(),
+    });
+    assert_eq!(t.s.record().queue[0].text, "hello");
+}

@@ -100,11 +100,18 @@ impl Session {
             return Outcome::Ignored;
         };
         let launch_turn = t.launch && !t.reported && self.launch_live();
+        let already_ending = t.ending.is_some();
         let message = format!(
             "prompt {} could not be handed to {}: {error}",
             t.prompt.id, self.options.harness
         );
         self.rec().turn.as_mut().expect("checked above").delivered = false;
+        if already_ending {
+            // Stopped, closed, cut or timed out already: that says what
+            // happened; not having the prompt only decides its fate (it
+            // goes back to the queue, or is reported if interrupted).
+            return Outcome::Applied;
+        }
         self.end_turn(now, EndWhy::Undelivered);
         if launch_turn {
             self.fail_launch(now, format!("{message}; it stays queued for a relaunch"));
