@@ -20,7 +20,7 @@ impl Session {
         }
     }
 
-    pub(super) fn handle_message(&mut self, now: Millis, text: String) -> Outcome {
+    pub(super) fn handle_message(&mut self, text: String) -> Outcome {
         if let Some(r) = self.refusal() {
             return Outcome::Refused(r);
         }
@@ -28,7 +28,7 @@ impl Session {
             return Outcome::Refused(Refusal::Failed);
         }
         self.accept(text);
-        self.pump(now);
+        self.pump();
         Outcome::Applied
     }
 
@@ -64,7 +64,7 @@ impl Session {
         Outcome::Applied
     }
 
-    pub(super) fn handle_resume(&mut self, now: Millis) -> Outcome {
+    pub(super) fn handle_resume(&mut self) -> Outcome {
         if let Some(r) = self.refusal() {
             return Outcome::Refused(r);
         }
@@ -73,7 +73,7 @@ impl Session {
         }
         self.rec().paused = false;
         self.emit(Event::Resumed);
-        self.pump(now);
+        self.pump();
         Outcome::Applied
     }
 

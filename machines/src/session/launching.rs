@@ -103,7 +103,7 @@ impl Session {
             self.complete_launch(now, None);
             return;
         }
-        self.spawn_turn(now, true);
+        self.spawn_turn(true);
         self.state.startup_deadline = Some(now.saturating_add(self.config.startup_timeout));
     }
 

@@ -223,16 +223,16 @@ impl Session {
     /// nothing and emit nothing.
     pub fn handle(&mut self, now: Millis, input: Input) -> Outcome {
         let outcome = match input {
-            Input::Message(text) => self.handle_message(now, text),
+            Input::Message(text) => self.handle_message(text),
             Input::Stop => self.handle_stop(now),
             Input::Interrupt => self.handle_interrupt(now),
-            Input::Resume => self.handle_resume(now),
+            Input::Resume => self.handle_resume(),
             Input::Close => self.handle_close(now),
             Input::Relaunch(mode) => self.handle_relaunch(now, mode),
             Input::ServiceStop => self.handle_service_stop(now),
             Input::Launch(input) => self.handle_launch(now, input),
             Input::Timeout => self.handle_timeout(now),
-            Input::TurnSpawned { seq, process } => self.handle_spawned(seq, process, now),
+            Input::TurnSpawned { seq, process } => self.handle_spawned(now, seq, process),
             Input::SpawnFailed { seq, reason } => self.handle_spawn_failed(now, seq, reason),
             Input::PromptUndelivered { seq, error } => self.handle_undelivered(now, seq, error),
             Input::NativeId { seq, native_id } => self.handle_native_id(now, seq, native_id),
@@ -312,13 +312,13 @@ impl Session {
             Stage::Starting if !self.state.halted && !self.launch_live() && r.turn.is_none() => {
                 self.begin_launch(now, false)
             }
-            Stage::Started => self.pump(now),
+            Stage::Started => self.pump(),
             _ => {}
         }
     }
 
     /// Starts the next queued prompt if the session may run a turn now.
-    fn pump(&mut self, now: Millis) {
+    fn pump(&mut self) {
         let r = &self.state.record;
         let may = !self.state.halted
             && r.stage == Stage::Started
@@ -327,7 +327,7 @@ impl Session {
             && r.turn.is_none()
             && !r.queue.is_empty();
         if may {
-            self.spawn_turn(now, false);
+            self.spawn_turn(false);
         }
     }
 
@@ -336,7 +336,7 @@ impl Session {
     /// and never had its prompt, and a record without it restores the same
     /// (the prompt at the head of the queue). The write this saves is one
     /// per launch while a startup permit is held.
-    fn spawn_turn(&mut self, _now: Millis, launch: bool) {
+    fn spawn_turn(&mut self, launch: bool) {
         let plan_only = self.options.plan_only;
         let r = &mut self.state.record;
         let Some(prompt) = r.queue.pop_front() else {

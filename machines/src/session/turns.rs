@@ -41,9 +41,9 @@ impl Session {
 
     pub(super) fn handle_spawned(
         &mut self,
+        now: Millis,
         seq: TurnSeq,
         process: Process,
-        now: Millis,
     ) -> Outcome {
         let Some(t) = self.live_turn(seq).filter(|t| t.process.is_none()) else {
             return Outcome::Ignored;
