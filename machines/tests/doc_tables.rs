@@ -621,20 +621,11 @@ fn session_table() -> String {
                 session::Outcome::Refused(why) => {
                     out.push_str(&format!("| {name} | {label} | refused: `{why:?}` | — |\n"))
                 }
-                session::Outcome::Applied => {
-                    let e: Vec<String> = std::iter::from_fn(|| s.poll_effect())
-                        .map(|e| session_effect(&e))
-                        .collect();
-                    out.push_str(&format!(
-                        "| {name} | {label} | {} | {} |\n",
-                        session_state(&s),
-                        if e.is_empty() {
-                            "—".into()
-                        } else {
-                            e.join(", ")
-                        }
-                    ));
-                }
+                session::Outcome::Applied => out.push_str(&format!(
+                    "| {name} | {label} | {} | {} |\n",
+                    session_state(&s),
+                    session_effects(&mut s)
+                )),
             }
         }
         if !ignored.is_empty() {
@@ -645,6 +636,18 @@ fn session_table() -> String {
         }
     }
     out
+}
+
+/// Drains a session's effects into one table cell.
+fn session_effects(s: &mut Session) -> String {
+    let e: Vec<String> = std::iter::from_fn(|| s.poll_effect())
+        .map(|e| session_effect(&e))
+        .collect();
+    if e.is_empty() {
+        "—".into()
+    } else {
+        e.join(", ")
+    }
 }
 
 /// What a restart does with each kind of record: the effects of
@@ -748,21 +751,11 @@ fn session_restore_table() -> String {
             rec,
             1_000,
         );
-        let show = |s: &mut Session| {
-            let e: Vec<String> = std::iter::from_fn(|| s.poll_effect())
-                .map(|e| session_effect(&e))
-                .collect();
-            if e.is_empty() {
-                "—".to_string()
-            } else {
-                e.join(", ")
-            }
-        };
-        let restored = show(&mut s);
+        let restored = session_effects(&mut s);
         let gone = if s.state().survivor {
             let seq = current_turn(&s);
             s.handle(1_001, session::Input::SurvivorGone { seq });
-            show(&mut s)
+            session_effects(&mut s)
         } else {
             "—".to_string()
         };

@@ -68,6 +68,26 @@ impl T {
         t
     }
 
+    /// Idle, then prompt "two" running as turn 2, with `more` queued behind it.
+    fn running(more: &[&str]) -> T {
+        let mut t = T::idle();
+        t.go(Input::Message("two".into()));
+        for m in more {
+            t.go(Input::Message(m.to_string()));
+        }
+        t.go(Input::TurnSpawned { seq: 2, process: P });
+        t
+    }
+
+    /// Turn `seq`'s process exits.
+    fn end(&mut self, seq: TurnSeq, exit: Exit) -> Vec<Effect> {
+        self.go(Input::TurnEnded {
+            seq,
+            exit,
+            detail: String::new(),
+        })
+    }
+
     /// Started and idle with native ID `n1`, nothing queued.
     fn idle() -> T {
         let mut t = T::spawned("first");
@@ -99,6 +119,20 @@ fn spawns(effects: &[Effect]) -> usize {
         .iter()
         .filter(|e| matches!(e, Effect::SpawnTurn { .. }))
         .count()
+}
+
+fn term(seq: TurnSeq) -> Effect {
+    Effect::Signal {
+        seq,
+        signal: Signal::Term,
+    }
+}
+
+fn kill(seq: TurnSeq) -> Effect {
+    Effect::Signal {
+        seq,
+        signal: Signal::Kill,
+    }
 }
 
 fn launch_effect(e: launch::Effect) -> Effect {
@@ -216,11 +250,7 @@ fn later_turns_resume_the_native_session_one_at_a_time() {
     let e = t.go(Input::Message("three".into()));
     assert_eq!(spawns(&e), 0, "one turn at a time");
     t.go(Input::TurnSpawned { seq: 2, process: P });
-    let e = t.go(Input::TurnEnded {
-        seq: 2,
-        exit: Exit::Code(0),
-        detail: String::new(),
-    });
+    let e = t.end(2, Exit::Code(0));
     assert_eq!(spawns(&e), 1, "the next prompt runs once the turn ended");
 }
 
@@ -243,30 +273,16 @@ fn stop_during_the_copy_wait_completes_at_once_and_the_harness_starts_paused() {
 
 #[test]
 fn stop_with_a_turn_running_sends_term_then_kill_after_the_grace_and_pauses() {
-    let mut t = T::idle();
-    t.go(Input::Message("two".into()));
-    t.go(Input::TurnSpawned { seq: 2, process: P });
+    let mut t = T::running(&[]);
     t.now = 1_000;
     let e = t.go(Input::Stop);
     assert_eq!(e[0], Effect::Persist);
-    assert!(has(
-        &e,
-        &Effect::Signal {
-            seq: 2,
-            signal: Signal::Term
-        }
-    ));
+    assert!(has(&e, &term(2)));
     assert_eq!(t.s.poll_timeout(), Some((1_000 + GRACE, Timer::KillGrace)));
     let (o, _) = t.at(1_000 + GRACE - 1, Input::Timeout);
     assert_eq!(o, Outcome::Ignored, "an early timeout changes nothing");
     let (_, e) = t.at(1_000 + GRACE, Input::Timeout);
-    assert_eq!(
-        e,
-        vec![Effect::Signal {
-            seq: 2,
-            signal: Signal::Kill
-        }]
-    );
+    assert_eq!(e, vec![kill(2)]);
     let (o, e) = t.at(1_000 + GRACE, Input::Timeout);
     assert_eq!(
         (o, e),
@@ -274,11 +290,7 @@ fn stop_with_a_turn_running_sends_term_then_kill_after_the_grace_and_pauses() {
         "a duplicate changes nothing"
     );
     t.go(Input::Message("three".into()));
-    let e = t.go(Input::TurnEnded {
-        seq: 2,
-        exit: Exit::Signal(9),
-        detail: String::new(),
-    });
+    let e = t.end(2, Exit::Signal(9));
     assert_eq!(spawns(&e), 0, "paused");
     assert!(has(
         &e,
@@ -298,24 +310,11 @@ fn stop_with_a_turn_running_sends_term_then_kill_after_the_grace_and_pauses() {
 
 #[test]
 fn interrupt_ends_the_turn_and_the_queue_goes_on() {
-    let mut t = T::idle();
-    t.go(Input::Message("two".into()));
-    t.go(Input::Message("three".into()));
-    t.go(Input::TurnSpawned { seq: 2, process: P });
+    let mut t = T::running(&["three"]);
     let e = t.go(Input::Interrupt);
-    assert!(has(
-        &e,
-        &Effect::Signal {
-            seq: 2,
-            signal: Signal::Term
-        }
-    ));
+    assert!(has(&e, &term(2)));
     assert!(!t.s.record().paused);
-    let e = t.go(Input::TurnEnded {
-        seq: 2,
-        exit: Exit::Signal(15),
-        detail: String::new(),
-    });
+    let e = t.end(2, Exit::Signal(15));
     assert!(has(
         &e,
         &Effect::SpawnTurn {
@@ -326,11 +325,7 @@ fn interrupt_ends_the_turn_and_the_queue_goes_on() {
         }
     ));
     t.go(Input::TurnSpawned { seq: 3, process: P });
-    t.go(Input::TurnEnded {
-        seq: 3,
-        exit: Exit::Code(0),
-        detail: String::new(),
-    });
+    t.end(3, Exit::Code(0));
     assert_eq!(
         t.at(t.now, Input::Interrupt).0,
         Outcome::Ignored,
@@ -366,24 +361,11 @@ fn close_while_queued_for_a_permit_gives_the_late_permit_back() {
 
 #[test]
 fn close_with_a_turn_running_ends_it_and_nothing_runs_after() {
-    let mut t = T::idle();
-    t.go(Input::Message("two".into()));
-    t.go(Input::Message("three".into()));
-    t.go(Input::TurnSpawned { seq: 2, process: P });
+    let mut t = T::running(&["three"]);
     let e = t.go(Input::Close);
-    assert!(has(
-        &e,
-        &Effect::Signal {
-            seq: 2,
-            signal: Signal::Term
-        }
-    ));
+    assert!(has(&e, &term(2)));
     assert_eq!(t.s.shown(), Shown::Closed);
-    let e = t.go(Input::TurnEnded {
-        seq: 2,
-        exit: Exit::Signal(15),
-        detail: String::new(),
-    });
+    let e = t.end(2, Exit::Signal(15));
     assert_eq!(spawns(&e), 0);
 }
 
@@ -395,13 +377,7 @@ fn a_silent_harness_times_out_fails_the_launch_returns_the_permit_and_keeps_its_
     let (o, e) = t.at(120_000, Input::Timeout);
     assert_eq!(o, Outcome::Applied);
     assert_eq!(e[0], Effect::Persist);
-    assert!(has(
-        &e,
-        &Effect::Signal {
-            seq: 1,
-            signal: Signal::Term
-        }
-    ));
+    assert!(has(&e, &term(1)));
     assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
     assert_eq!(t.s.shown(), Shown::Failed);
     assert_eq!(
@@ -409,13 +385,7 @@ fn a_silent_harness_times_out_fails_the_launch_returns_the_permit_and_keeps_its_
         Some("claude did not start within 120 s: it never named its session; its prompt stays queued for a relaunch")
     );
     let (_, e) = t.at(120_000 + GRACE, Input::Timeout);
-    assert!(has(
-        &e,
-        &Effect::Signal {
-            seq: 1,
-            signal: Signal::Kill
-        }
-    ));
+    assert!(has(&e, &kill(1)));
     // A late report changes nothing; the end puts the prompt back first.
     assert_eq!(
         t.at(
@@ -428,11 +398,7 @@ fn a_silent_harness_times_out_fails_the_launch_returns_the_permit_and_keeps_its_
         .0,
         Outcome::Ignored
     );
-    t.go(Input::TurnEnded {
-        seq: 1,
-        exit: Exit::Signal(9),
-        detail: String::new(),
-    });
+    t.end(1, Exit::Signal(9));
     let queued: Vec<&str> = t.s.record().queue.iter().map(|p| p.text.as_str()).collect();
     assert_eq!(queued, ["hello", "two"]);
     // A relaunch runs it without waiting.
@@ -517,11 +483,7 @@ fn a_turn_cut_by_a_service_stop_before_it_reported_in_is_queued_again_and_said()
         "the cut is recorded before the signal"
     );
     assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
-    t.go(Input::TurnEnded {
-        seq: 1,
-        exit: Exit::Signal(15),
-        detail: String::new(),
-    });
+    t.end(1, Exit::Signal(15));
     assert_eq!(t.s.record().queue[0].text, "hello");
     assert_eq!(
         t.s.record().error.as_deref(),
@@ -538,19 +500,13 @@ fn a_turn_cut_by_a_service_stop_before_it_reported_in_is_queued_again_and_said()
 
 #[test]
 fn a_turn_cut_after_it_reported_in_is_said_and_not_run_again() {
-    let mut t = T::idle();
-    t.go(Input::Message("two".into()));
-    t.go(Input::TurnSpawned { seq: 2, process: P });
+    let mut t = T::running(&[]);
     t.go(Input::NativeId {
         seq: 2,
         native_id: "n1".into(),
     });
     t.go(Input::ServiceStop);
-    let e = t.go(Input::TurnEnded {
-        seq: 2,
-        exit: Exit::Signal(15),
-        detail: String::new(),
-    });
+    let e = t.end(2, Exit::Signal(15));
     assert_eq!(spawns(&e), 0, "nothing starts once the service stops");
     assert!(t.s.record().queue.is_empty());
     assert_eq!(
@@ -561,9 +517,7 @@ fn a_turn_cut_after_it_reported_in_is_said_and_not_run_again() {
 
 #[test]
 fn restore_kills_a_survivor_before_anything_else_runs() {
-    let mut t = T::idle();
-    t.go(Input::Message("two".into()));
-    t.go(Input::TurnSpawned { seq: 2, process: P });
+    let mut t = T::running(&[]);
     t.go(Input::Message("three".into()));
     // kill -9: only the record is left.
     let record = t.s.record().clone();
@@ -711,17 +665,9 @@ fn relaunch_is_refused_while_starting_and_never_waits_once_started() {
 
 #[test]
 fn relaunch_restart_ends_the_running_turn_first() {
-    let mut t = T::idle();
-    t.go(Input::Message("two".into()));
-    t.go(Input::TurnSpawned { seq: 2, process: P });
+    let mut t = T::running(&[]);
     let e = t.go(Input::Relaunch(RelaunchMode::Restart));
-    assert!(has(
-        &e,
-        &Effect::Signal {
-            seq: 2,
-            signal: Signal::Term
-        }
-    ));
+    assert!(has(&e, &term(2)));
     t.go(Input::Message("three".into()));
     let e = t.go(Input::Launch(launch::Input::PermitGranted));
     assert_eq!(
@@ -729,36 +675,20 @@ fn relaunch_restart_ends_the_running_turn_first() {
         0,
         "never two turns: the old one is still ending"
     );
-    let e = t.go(Input::TurnEnded {
-        seq: 2,
-        exit: Exit::Signal(15),
-        detail: String::new(),
-    });
+    let e = t.end(2, Exit::Signal(15));
     assert_eq!(spawns(&e), 1);
 }
 
 #[test]
 fn an_undelivered_prompt_pauses_the_queue_with_it_first() {
-    let mut t = T::idle();
-    t.go(Input::Message("two".into()));
-    t.go(Input::TurnSpawned { seq: 2, process: P });
+    let mut t = T::running(&[]);
     let e = t.go(Input::PromptUndelivered {
         seq: 2,
         error: "No space left on device".into(),
     });
-    assert!(has(
-        &e,
-        &Effect::Signal {
-            seq: 2,
-            signal: Signal::Term
-        }
-    ));
+    assert!(has(&e, &term(2)));
     assert!(t.s.record().paused);
-    t.go(Input::TurnEnded {
-        seq: 2,
-        exit: Exit::Signal(15),
-        detail: String::new(),
-    });
+    t.end(2, Exit::Signal(15));
     assert_eq!(t.s.record().queue[0].text, "two");
 }
 
@@ -769,18 +699,8 @@ fn stop_before_the_turn_is_spawned_never_hands_it_the_prompt() {
     t.go(Input::Stop);
     let e = t.go(Input::TurnSpawned { seq: 2, process: P });
     assert!(!e.iter().any(|e| matches!(e, Effect::DeliverPrompt { .. })));
-    assert!(has(
-        &e,
-        &Effect::Signal {
-            seq: 2,
-            signal: Signal::Term
-        }
-    ));
-    t.go(Input::TurnEnded {
-        seq: 2,
-        exit: Exit::Signal(15),
-        detail: String::new(),
-    });
+    assert!(has(&e, &term(2)));
+    t.end(2, Exit::Signal(15));
     assert_eq!(
         t.s.record().queue[0].text,
         "two",
@@ -909,10 +829,6 @@ fn an_undelivered_prompt_of_a_turn_already_ending_only_decides_its_fate() {
     assert_eq!(e, vec![Effect::Persist]);
     assert_eq!(t.s.record().error, error, "the timeout's message stays");
     assert!(!t.s.record().paused);
-    t.go(Input::TurnEnded {
-        seq: 1,
-        exit: Exit::Signal(15),
-        detail: String::new(),
-    });
+    t.end(1, Exit::Signal(15));
     assert_eq!(t.s.record().queue[0].text, "hello");
 }

@@ -39,6 +39,15 @@ impl Session {
             .filter(|t| t.seq == seq && !self.state.survivor)
     }
 
+    /// Takes turn `seq` out of the record if it is the live one and has a
+    /// process (`spawned`) or not; its kill deadline goes with it.
+    fn take_turn(&mut self, seq: TurnSeq, spawned: bool) -> Option<Turn> {
+        self.live_turn(seq)
+            .filter(|t| t.process.is_some() == spawned)?;
+        self.state.kill_at = None;
+        self.rec().turn.take()
+    }
+
     pub(super) fn handle_spawned(
         &mut self,
         now: Millis,
@@ -77,14 +86,9 @@ impl Session {
         seq: TurnSeq,
         reason: String,
     ) -> Outcome {
-        if self
-            .live_turn(seq)
-            .filter(|t| t.process.is_none())
-            .is_none()
-        {
+        let Some(turn) = self.take_turn(seq, false) else {
             return Outcome::Ignored;
-        }
-        let turn = self.rec().turn.take().expect("checked above");
+        };
         self.settle(now, turn, End::SpawnFailed(reason));
         self.carry_on(now);
         Outcome::Applied
@@ -163,15 +167,9 @@ impl Session {
         exit: Exit,
         detail: String,
     ) -> Outcome {
-        if self
-            .live_turn(seq)
-            .filter(|t| t.process.is_some())
-            .is_none()
-        {
+        let Some(turn) = self.take_turn(seq, true) else {
             return Outcome::Ignored;
-        }
-        let turn = self.rec().turn.take().expect("checked above");
-        self.state.kill_at = None;
+        };
         self.emit(Event::TurnEnded {
             turn: seq,
             prompt: turn.prompt.id,
