@@ -29,6 +29,7 @@ pub struct Service {
     /// `http://127.0.0.1:port`.
     pub base: String,
     config: PathBuf,
+    env: Vec<(String, String)>,
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -57,6 +58,12 @@ pub fn unix_ms() -> u64 {
 impl Service {
     /// Starts a service whose config is the test defaults plus `extra`.
     pub fn start(extra: Value) -> Service {
+        Service::start_with_env(extra, Vec::new())
+    }
+
+    /// Starts a service with more environment variables (which the
+    /// harnesses it starts inherit).
+    pub fn start_with_env(extra: Value, env: Vec<(String, String)>) -> Service {
         let root = temp_root();
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let mut config = json!({
@@ -78,6 +85,7 @@ impl Service {
             base: String::new(),
             config: config_path,
             root,
+            env,
         };
         s.launch();
         s
@@ -94,6 +102,7 @@ impl Service {
             .args(["--config", self.config.to_str().unwrap()])
             .env("FAKE_HARNESS_RECORD", &self.records)
             .env("RUST_LOG", "room_core=debug")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -288,17 +297,26 @@ pub fn mark(folder: &Path, text: &str) {
     std::fs::write(file, text).unwrap();
 }
 
-/// Lands the fixture project in `folder`: a real skill folder, a symlinked
-/// one, CLAUDE.md and AGENTS.md with their markers.
+/// Lands the fixture project (seed 000's) in `folder`: a real skill folder,
+/// a symlinked one, CLAUDE.md and AGENTS.md with their markers. Each
+/// SKILL.md has the name and description front matter the real CLIs need
+/// to list a skill.
 pub fn land_project(folder: &Path) {
+    let skill = |name: &str, from: &str| {
+        format!("---\nname: {name}\ndescription: The seed-000 probe skill from {from}.\n---\nSay {name}.\n")
+    };
     let real = folder.join(".agents/skills/probe-agents-real");
     std::fs::create_dir_all(&real).unwrap();
-    std::fs::write(real.join("SKILL.md"), "---\nname: probe-agents-real\n---\n").unwrap();
+    std::fs::write(
+        real.join("SKILL.md"),
+        skill("probe-agents-real", ".agents/skills"),
+    )
+    .unwrap();
     let claude_real = folder.join(".claude/skills/probe-claude-real");
     std::fs::create_dir_all(&claude_real).unwrap();
     std::fs::write(
         claude_real.join("SKILL.md"),
-        "---\nname: probe-claude-real\n---\n",
+        skill("probe-claude-real", ".claude/skills"),
     )
     .unwrap();
     std::os::unix::fs::symlink(
