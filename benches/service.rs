@@ -16,6 +16,8 @@
 //! `ROOM_BENCH_KEEP=1` keeps each service's temp folder (config, log, state);
 //! `ROOM_BENCH_LAG_WATCH_ONLY=1` skips the polling half of the lag section.
 
+#[path = "../tests/real_support/model.rs"]
+mod fake_model;
 #[allow(dead_code)]
 #[path = "../tests/common/fake_website.rs"]
 mod fake_website;
@@ -865,52 +867,8 @@ fn startup(table: &mut Table) {
     println!("\n5. harness startup: spawn -> first event (native ID) -> exit");
     let root = std::env::temp_dir().join(format!("room-core-bench-startup-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
-    let port_file = root.join("model.port");
-    let mut model = Command::new("python3")
-        .arg(fixtures_dir().join("fake_model_server.py"))
-        .arg("--port-file")
-        .arg(&port_file)
-        .arg("--log")
-        .arg(root.join("model.jsonl"))
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("start the fake model server");
-    let port = await_file(&port_file, Duration::from_secs(20));
-    let port = port.trim();
-    let (home, claude_config, codex_home) = (
-        root.join("home"),
-        root.join("claude-config"),
-        root.join("codex-home"),
-    );
-    for d in [&home, &claude_config, &codex_home] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    std::fs::write(
-        codex_home.join("config.toml"),
-        format!(
-            "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\n[model_providers.fake]\n\
-             name = \"Fake model\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\n"
-        ),
-    )
-    .unwrap();
-    let cli_env: Vec<(String, String)> = vec![
-        (
-            "ANTHROPIC_BASE_URL".into(),
-            format!("http://127.0.0.1:{port}"),
-        ),
-        ("ANTHROPIC_API_KEY".into(), "sk-fake-loopback-only".into()),
-        (
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
-            "1".into(),
-        ),
-        (
-            "CLAUDE_CONFIG_DIR".into(),
-            claude_config.display().to_string(),
-        ),
-        ("CODEX_HOME".into(), codex_home.display().to_string()),
-        ("HOME".into(), home.display().to_string()),
-    ];
+    let model = fake_model::Model::start(&root);
+    let cli_env = model.cli_env(&root);
     let on_path = |name: &str| {
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
             .map(|d| d.join(name))
@@ -1025,8 +983,7 @@ fn startup(table: &mut Table) {
             format!("{STARTUP_RUNS} runs; a one-answer turn against the loopback fake model"),
         );
     }
-    let _ = model.kill();
-    let _ = model.wait();
+    drop(model);
     if std::env::var_os("ROOM_BENCH_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&root);
     }
