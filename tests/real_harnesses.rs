@@ -430,6 +430,7 @@ fn a_tool_reaches_core_as_its_session(test: &str, harness: &str) {
     );
     assert!(has(format!("HOME={}", agent.dir.display())), "{env}");
     assert!(has(format!("USER={}", real_support::AGENT)), "{env}");
+    assert!(has(format!("LOGNAME={}", real_support::AGENT)), "{env}");
     assert!(!env.contains(TOKEN), "the API token reached the harness");
     assert!(
         !env.contains(WEBSITE_TOKEN),
