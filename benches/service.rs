@@ -2,8 +2,8 @@
 //! measured against the real room-core binary on loopback with fake
 //! harnesses, and printed as a table (median and p99, and the watch-on vs
 //! 250 ms polling ratio where the issue asks for one). Sections: `lag`,
-//! `waiting`, `classify`, `throughput` (all by default). docs/performance.md
-//! explains the figures and what bounds each.
+//! `waiting`, `classify`, `throughput`, `startup` (all by default).
+//! docs/performance.md explains the figures and what bounds each.
 //!
 //! The binary has two more modes, used by the sections themselves:
 //! - with `ROOM_BENCH_STAMP_DIR` set it is a fake codex harness: it writes the
@@ -16,6 +16,8 @@
 //! `ROOM_BENCH_KEEP=1` keeps each service's temp folder (config, log, state);
 //! `ROOM_BENCH_LAG_WATCH_ONLY=1` skips the polling half of the lag section.
 
+#[path = "../tests/real_support/model.rs"]
+mod fake_model;
 #[allow(dead_code)]
 #[path = "../tests/common/fake_website.rs"]
 mod fake_website;
@@ -72,6 +74,9 @@ fn main() {
     }
     if run("throughput") {
         throughput(&mut table);
+    }
+    if run("startup") {
+        startup(&mut table);
     }
     println!();
     table.print();
@@ -839,5 +844,147 @@ fn throughput(table: &mut Table) {
                 total as f64 / settled
             ),
         );
+    }
+}
+
+// ------------------------------------------------------ 5. startup ----
+
+/// Turns per harness in the startup section (real CLIs take ~1 s each).
+const STARTUP_RUNS: usize = 15;
+
+/// The real CLIs' own startup next to the fakes': a turn's command built as
+/// the service builds it (`harness::command::build`: argv, environment,
+/// prompt on stdin), spawned straight from the bench, timed from spawn to
+/// the first event (the one that names the native session, which is what
+/// ends a launch) and to exit. The real CLIs talk to the loopback fake model
+/// (fixtures/fake_model_server.py), so the figures are the CLIs' own cost
+/// with a model that answers at once: the real-world denominator of the
+/// wake lag. A CLI not on PATH is left out with a note.
+fn startup(table: &mut Table) {
+    use room_core::harness::command::{self, Turn};
+    use room_core::harness::{fixtures_dir, Harness, Programs};
+
+    println!("\n5. harness startup: spawn -> first event (native ID) -> exit");
+    let root = std::env::temp_dir().join(format!("room-core-bench-startup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let model = fake_model::Model::start(&root);
+    let cli_env = model.cli_env(&root);
+    let on_path = |name: &str| {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    };
+    let version = |program: &Path| {
+        Command::new(program)
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let candidates = [
+        (Harness::Claude, "real claude", on_path("claude")),
+        (Harness::Codex, "real codex", on_path("codex")),
+        (
+            Harness::Claude,
+            "fake-claude (python)",
+            Some(fixtures_dir().join("fake-claude")),
+        ),
+        (
+            Harness::Codex,
+            "fake-codex (python)",
+            Some(fixtures_dir().join("fake-codex")),
+        ),
+    ];
+    let config = room_core::config::Config {
+        state_dir: root.join("state"),
+        ..room_core::config::Config::default()
+    };
+    for (harness, label, program) in candidates {
+        let Some(program) = program else {
+            println!("  {label}: not on PATH, left out (.ci/run installs it)");
+            continue;
+        };
+        let programs = Programs {
+            claude: program.clone(),
+            codex: program.clone(),
+        };
+        let mut first = Vec::new();
+        let mut exit = Vec::new();
+        for n in 0..STARTUP_RUNS {
+            let folder = root
+                .join("work")
+                .join(format!("{label}-{n}").replace(' ', "-"));
+            std::fs::create_dir_all(&folder).unwrap();
+            let turn = Turn {
+                harness,
+                prompt: "hi",
+                native_id: None,
+                plan_only: false,
+                folder: &folder,
+            };
+            let mut spec = command::build(&config, &programs, &turn).expect("a turn's spec");
+            spec.env
+                .retain(|(k, _)| !cli_env.iter().any(|(c, _)| k == c.as_str()));
+            spec.env
+                .extend(cli_env.iter().map(|(k, v)| (k.into(), v.into())));
+            let began = Instant::now();
+            let mut child = spec
+                .command()
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn the harness");
+            command::feed_stdin(child.stdin.take().unwrap(), spec.stdin.clone()).unwrap();
+            let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            let mut named = None;
+            for line in std::io::BufRead::lines(stdout) {
+                let Ok(line) = line else { break };
+                if named.is_none() {
+                    let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                    if harness.native_id(&event).is_some() {
+                        named = Some(began.elapsed());
+                    }
+                }
+            }
+            let status = child.wait().expect("the harness exits");
+            let done = began.elapsed();
+            assert!(status.success(), "{label} failed: {status}");
+            first.push(
+                named
+                    .expect("a first event with the native ID")
+                    .as_secs_f64()
+                    * 1000.0,
+            );
+            exit.push(done.as_secs_f64() * 1000.0);
+        }
+        // The fakes take any argv as a turn: only the real CLIs are asked.
+        let v = if label.starts_with("real") {
+            version(&program)
+        } else {
+            String::new()
+        };
+        let (p50, p99) = stats(&first);
+        table.row(
+            "harness startup to first event",
+            format!("{label} {v}").trim_end(),
+            ms(p50),
+            ms(p99),
+            format!(
+                "{STARTUP_RUNS} runs; spawn -> the event that names the session (ends a launch)"
+            ),
+        );
+        let (p50, p99) = stats(&exit);
+        table.row(
+            "harness turn, spawn to exit",
+            format!("{label} {v}").trim_end(),
+            ms(p50),
+            ms(p99),
+            format!("{STARTUP_RUNS} runs; a one-answer turn against the loopback fake model"),
+        );
+    }
+    drop(model);
+    if std::env::var_os("ROOM_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

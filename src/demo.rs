@@ -43,6 +43,10 @@ fn demo(root: &Path) -> Result<(), Error> {
     let records = root.join("records");
     let folder = root.join("code");
     let config = root.join("config.json");
+    // The harnesses run as the agent account where there is one, and record
+    // what they saw in here.
+    std::fs::create_dir_all(&records)?;
+    std::fs::set_permissions(&records, std::fs::Permissions::from_mode(0o1777))?;
     // Part two's website: Core is told where it will listen, and how to sign in.
     let agent = loop_part::Agent::detect();
     let website_port = std::net::TcpListener::bind("127.0.0.1:0")?
