@@ -17,4 +17,5 @@ pub mod runtime;
 pub mod service;
 pub mod sessions;
 pub mod store;
+pub mod supervise;
 pub mod website;
