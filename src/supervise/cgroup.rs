@@ -50,7 +50,9 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        let octal = b.get(i + 1..i + 4).filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
         match (b[i], octal) {
             (b'\\', Some(d)) => {
                 out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
@@ -88,7 +90,10 @@ impl CgroupRoot {
         let own = process::cgroup_of(std::process::id())
             .ok_or("/proc/self/cgroup has no cgroup v2 line")?;
         let own_dir = dir_of(&mount, &mount_root, &own).ok_or_else(|| {
-            format!("this service's cgroup {own} is outside the mount at {}", mount.display())
+            format!(
+                "this service's cgroup {own} is outside the mount at {}",
+                mount.display()
+            )
         })?;
         let base = own_dir.join(BASE_NAME);
         match std::fs::create_dir(&base) {
@@ -119,8 +124,11 @@ impl CgroupRoot {
         procs.map_err(|e| format!("cannot write {}/cgroup.procs: {e}", probe.display()))?;
         // Moving a process needs write access to cgroup.procs of the
         // common ancestor of where it is and where it goes: our own cgroup.
-        nix::unistd::access(&own_dir.join("cgroup.procs"), nix::unistd::AccessFlags::W_OK)
-            .map_err(|e| format!("cannot write {}/cgroup.procs: {e}", own_dir.display()))?;
+        nix::unistd::access(
+            &own_dir.join("cgroup.procs"),
+            nix::unistd::AccessFlags::W_OK,
+        )
+        .map_err(|e| format!("cannot write {}/cgroup.procs: {e}", own_dir.display()))?;
         Ok(root)
     }
 
@@ -228,7 +236,9 @@ pub fn remove(dir: &Path, deadline: Instant) -> io::Result<()> {
             match std::fs::remove_dir(&d) {
                 Ok(()) => break,
                 Err(e) if e.kind() == ErrorKind::NotFound => break,
-                Err(e) if e.raw_os_error() == Some(nix::libc::EBUSY) && Instant::now() < deadline => {
+                Err(e)
+                    if e.raw_os_error() == Some(nix::libc::EBUSY) && Instant::now() < deadline =>
+                {
                     std::thread::sleep(Duration::from_millis(5));
                 }
                 Err(e) => return Err(e),
@@ -254,7 +264,8 @@ mod tests {
             parse_mountinfo(HYBRID),
             Some((PathBuf::from("/sys/fs/cgroup/unified"), "/".to_string()))
         );
-        let unified = "30 24 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
+        let unified =
+            "30 24 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
         assert_eq!(
             parse_mountinfo(unified),
             Some((PathBuf::from("/sys/fs/cgroup"), "/".to_string())),
@@ -265,7 +276,10 @@ mod tests {
             parse_mountinfo(escaped),
             Some((PathBuf::from("/mnt/c g"), "/a b".to_string()))
         );
-        assert_eq!(parse_mountinfo("31 23 0:28 / /x rw - tmpfs tmpfs rw\n"), None);
+        assert_eq!(
+            parse_mountinfo("31 23 0:28 / /x rw - tmpfs tmpfs rw\n"),
+            None
+        );
     }
 
     #[test]

@@ -301,7 +301,10 @@ impl Supervisor {
         spec.leader = Leader::Session;
         spec.cgroup = match &self.mode {
             Mode::Cgroup(root) => Some(root.create(key.as_str()).map_err(|e| {
-                let step = format!("cannot create the cgroup {}", root.dir(key.as_str()).display());
+                let step = format!(
+                    "cannot create the cgroup {}",
+                    root.dir(key.as_str()).display()
+                );
                 SpawnError::new(&spec.program, Some(step), e)
             })?),
             Mode::ProcessGroups { .. } => None,
@@ -372,7 +375,11 @@ impl Supervisor {
             }
             // Wake at the end of the grace, not up to a poll after it.
             let until_kill = kill_at.saturating_duration_since(now);
-            let nap = if until_kill.is_zero() { pause } else { pause.min(until_kill) };
+            let nap = if until_kill.is_zero() {
+                pause
+            } else {
+                pause.min(until_kill)
+            };
             std::thread::sleep(nap);
             pause = (pause * 2).min(MAX_POLL);
         }
@@ -591,7 +598,11 @@ mod tests {
             serde_json::from_str(r#"["auto", "cgroup", "process_group"]"#).unwrap();
         assert_eq!(
             v,
-            vec![Supervision::Auto, Supervision::Cgroup, Supervision::ProcessGroup]
+            vec![
+                Supervision::Auto,
+                Supervision::Cgroup,
+                Supervision::ProcessGroup
+            ]
         );
         assert!(serde_json::from_str::<Supervision>(r#""cgroups""#).is_err());
     }

@@ -151,7 +151,10 @@ impl<R: Read> LineReader<R> {
             match self.next_line() {
                 Ok(Some(Line::Text(s))) => return Some(s),
                 Ok(Some(Line::TooLong(n))) => {
-                    log::warn!("{what}: dropped a stdout line of {n} bytes (the cap is {} bytes)", self.cap);
+                    log::warn!(
+                        "{what}: dropped a stdout line of {n} bytes (the cap is {} bytes)",
+                        self.cap
+                    );
                 }
                 Ok(Some(Line::NotUtf8(n))) => {
                     log::warn!("{what}: skipped a stdout line of {n} bytes that is not UTF-8");
@@ -232,7 +235,10 @@ mod tests {
 
     #[test]
     fn lines_split_at_newlines_and_a_last_line_needs_none() {
-        assert_eq!(lines(b"a\nbc\n\nd", 10), vec![text("a"), text("bc"), text(""), text("d")]);
+        assert_eq!(
+            lines(b"a\nbc\n\nd", 10),
+            vec![text("a"), text("bc"), text(""), text("d")]
+        );
         assert_eq!(lines(b"", 10), vec![]);
         assert_eq!(lines(b"x\n", 10), vec![text("x")]);
     }
@@ -284,7 +290,10 @@ mod tests {
     fn lines_that_cross_reads_are_whole() {
         let mut r = LineReader::with_cap(Trickle(b"one\ntwo\nxxxxxxx\nz"), 5);
         let got: Vec<Line> = std::iter::from_fn(|| r.next_line().unwrap()).collect();
-        assert_eq!(got, vec![text("one"), text("two"), Line::TooLong(7), text("z")]);
+        assert_eq!(
+            got,
+            vec![text("one"), text("two"), Line::TooLong(7), text("z")]
+        );
     }
 
     #[test]

@@ -193,7 +193,8 @@ mod tests {
 
     #[test]
     fn stat_fields_are_read_after_the_last_parenthesis() {
-        let line = "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 3 1 0 0 20 0 1 0 987654 1000 200";
+        let line =
+            "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 3 1 0 0 20 0 1 0 987654 1000 200";
         let s = parse_stat(line).unwrap();
         assert_eq!(
             s,

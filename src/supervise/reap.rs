@@ -78,7 +78,10 @@ fn children() -> Vec<u32> {
         for t in tasks.flatten() {
             if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
                 found_file = true;
-                out.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+                out.extend(
+                    text.split_ascii_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
             }
         }
     }

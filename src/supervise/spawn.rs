@@ -470,7 +470,7 @@ pub fn resolve_program(program: &Path, path_var: Option<&OsStr>) -> io::Result<P
         return Ok(program.to_path_buf());
     }
     if program.as_os_str().is_empty() {
-        return Err(io::Error::from(io::ErrorKind::NotFound));
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
     let fallback = std::env::var_os("PATH");
     let search = path_var
@@ -482,7 +482,7 @@ pub fn resolve_program(program: &Path, path_var: Option<&OsStr>) -> io::Result<P
             use std::os::unix::fs::PermissionsExt;
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
-        .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
 }
 
 /// A pipe whose ends are close-on-exec and at least 3 (so that moving the
@@ -552,7 +552,12 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Child, SpawnError> {
             std::fs::OpenOptions::new()
                 .write(true)
                 .open(dir.join("cgroup.procs"))
-                .map_err(|e| err(Some(&format!("cannot join the cgroup {}", dir.display())), e))?,
+                .map_err(|e| {
+                    err(
+                        Some(&format!("cannot join the cgroup {}", dir.display())),
+                        e,
+                    )
+                })?,
         ),
         None => None,
     };
@@ -636,7 +641,10 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Child, SpawnError> {
             Some(Step::Session) => err(Some("cannot start a session"), e),
             Some(Step::Cgroup) => {
                 let dir = spec.cgroup.as_deref().unwrap_or(Path::new("?"));
-                err(Some(&format!("cannot join the cgroup {}", dir.display())), e)
+                err(
+                    Some(&format!("cannot join the cgroup {}", dir.display())),
+                    e,
+                )
             }
             Some(Step::Account) => {
                 let a = spec.account.as_ref();
@@ -704,14 +712,26 @@ mod tests {
             "zero".into(),
             "a b".into(),
         ];
-        spec.env = vec![("ROOM_X".into(), "x=1".into()), ("PATH".into(), "/bin:/usr/bin".into())];
+        spec.env = vec![
+            ("ROOM_X".into(), "x=1".into()),
+            ("PATH".into(), "/bin:/usr/bin".into()),
+        ];
         let mut child = spawn(&spec).unwrap();
         assert!(child.stdout.as_ref().unwrap().as_raw_fd() >= 3);
         let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
         assert!(child.wait().unwrap().success());
         let mut lines = out.lines();
-        assert_eq!(lines.next(), Some("zero|a b|x=1|/tmp|"), "no HOME: nothing inherited");
+        assert_eq!(
+            lines.next(),
+            Some("zero|a b|x=1|/tmp|"),
+            "no HOME: nothing inherited"
+        );
         let stat = process::parse_stat(lines.next().unwrap()).unwrap();
         assert_eq!(stat.sid, child.pid(), "a session of its own");
         assert_eq!(stat.pgid, child.pid());
@@ -722,10 +742,18 @@ mod tests {
     #[test]
     fn signals_start_at_their_defaults_and_unblocked() {
         let mut spec = SpawnSpec::new("/bin/sh", "/");
-        spec.args = vec!["-c".into(), "grep -E '^Sig(Blk|Ign)' /proc/self/status".into()];
+        spec.args = vec![
+            "-c".into(),
+            "grep -E '^Sig(Blk|Ign)' /proc/self/status".into(),
+        ];
         let mut child = spawn(&spec).unwrap();
         let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
         child.wait().unwrap();
         // The test harness ignores SIGPIPE (Rust's runtime does): the child
         // does not; grep's own status shows what it inherited.
@@ -748,6 +776,9 @@ mod tests {
         let mut spec = SpawnSpec::new("/bin/true", "/");
         spec.args = vec!["a\0b".into()];
         let e = spawn(&spec).unwrap_err();
-        assert_eq!(e.to_string(), "cannot run /bin/true: an argument holds a NUL byte");
+        assert_eq!(
+            e.to_string(),
+            "cannot run /bin/true: an argument holds a NUL byte"
+        );
     }
 }
