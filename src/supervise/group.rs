@@ -1,10 +1,11 @@
 //! A turn's tree where no cgroup can be made: its session, its process
 //! group, its descendants, and its marked orphans.
 //!
-//! The turn's process leads a session of its own (its pid is its session
-//! and group ID). The tree is every process that
-//! - is the turn's process (same pid and start time), or is in its session
-//!   or process group, or
+//! The turn's process leads a process group of its own (its pid is the
+//! group's ID; with `Leader::Session` the session's too). The tree is every
+//! process that
+//! - is the turn's process (same pid and start time), or is in its process
+//!   group or session, or
 //! - was seen as a member before (same pid and start time), or
 //! - is an orphan carrying the turn's marker (`ROOM_CORE_TURN=<key>` in its
 //!   environment): the service is a child subreaper, so a `setsid` +

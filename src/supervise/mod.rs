@@ -2,8 +2,8 @@
 //! outlives its owner.
 //!
 //! - [`Supervisor::start`] spawns a turn's process (as cheaply as
-//!   posix_spawn, see [`spawn`]) in a session of its own, marked with
-//!   `ROOM_CORE_TURN=<key>`, and in cgroup mode in a cgroup of its own.
+//!   posix_spawn, see [`spawn`]) leading a process group of its own, marked
+//!   with `ROOM_CORE_TURN=<key>`, and in cgroup mode in a cgroup of its own.
 //! - [`Supervisor::terminate`] (and [`Supervisor::terminate_all`] at
 //!   service stop, one grace for all) sends SIGTERM to the whole tree,
 //!   SIGKILL to what is left after `kill_grace_ms`, and returns when nothing
@@ -128,7 +128,7 @@ pub struct TurnRecord {
     /// The turn's process.
     #[serde(default)]
     pub pid: Option<u32>,
-    /// Its process group (and session).
+    /// Its process group.
     #[serde(default)]
     pub pgid: Option<u32>,
     /// Its start time, `/proc/PID/stat` field 22.
@@ -173,7 +173,7 @@ impl Tree {
         &self.key
     }
 
-    /// The turn's process (the harness); also its session and group ID.
+    /// The turn's process (the harness); also its process group ID.
     pub fn pid(&self) -> u32 {
         self.pid
     }
@@ -293,12 +293,12 @@ impl Supervisor {
         self.grace
     }
 
-    /// Starts turn `key`: `spec` as given, plus the marker in its
-    /// environment, a session of its own and, in cgroup mode, a new cgroup
+    /// Starts turn `key`: `spec` as given (its `leader`: a process group,
+    /// the default, or a session, of its own either way), plus the marker
+    /// in its environment and, in cgroup mode, a new cgroup
     /// `room-core/<key>` (which must not exist yet).
     pub fn start(&self, key: &TurnKey, mut spec: SpawnSpec) -> Result<Turn, SpawnError> {
         spec.set_env(TURN_MARKER, key.as_str());
-        spec.leader = Leader::Session;
         spec.cgroup = match &self.mode {
             Mode::Cgroup(root) => Some(root.create(key.as_str()).map_err(|e| {
                 let step = format!(

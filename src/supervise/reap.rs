@@ -9,13 +9,16 @@
 //!   (PR_SET_CHILD_SUBREAPER): a turn's orphans (a `setsid` + double-fork
 //!   daemon) are re-parented to the service and turn into its zombies when
 //!   they exit. [`sweep`] reaps those: zombie children of this process that
-//!   are not claimed and live in a session other than the service's own.
-//!   Every turn starts in a session of its own, and a session cannot be
-//!   joined from outside, so every process of a turn's tree is outside the
-//!   service's session; a child the service started some other way (std's
-//!   `Command`, whose owner will wait for it) is in the service's session
-//!   and is left alone. A `Child` dropped without a wait is *abandoned*: the
-//!   sweep reaps it whatever its session.
+//!   are not claimed and are in a process group other than the service's
+//!   own. Every turn starts in a group (or session) of its own, and a
+//!   process can only move to a group of its own session, never into the
+//!   service's group from a turn's, so every process of a turn's tree is
+//!   outside the service's group. A child the service starts some other
+//!   way (std's `Command`, whose owner will wait for it) is in the
+//!   service's group and is left alone; so the service must not start
+//!   children in a group of their own except through this module (their
+//!   status could be reaped here first). A `Child` dropped without a wait
+//!   is *abandoned*: the sweep reaps it wherever it is.
 //!
 //! Claims and sweeps are ordered by one lock: a spawn holds it shared from
 //! the clone until the new pid is claimed, a sweep holds it exclusively, so
@@ -100,8 +103,8 @@ fn children() -> Vec<u32> {
 /// the module doc); returns how many.
 pub fn sweep() -> usize {
     let _exclusive = SPAWNS.write().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: getsid(0) only reads the caller's session.
-    let own_sid = unsafe { libc::getsid(0) } as u32;
+    // SAFETY: getpgid(0) only reads the caller's process group.
+    let own_group = unsafe { libc::getpgid(0) } as u32;
     let mut reaped = 0;
     for pid in children() {
         let Some(st) = process::stat(pid) else {
@@ -111,7 +114,7 @@ pub fn sweep() -> usize {
             continue;
         }
         let abandoned = locked(&ABANDONED).contains(&pid);
-        if st.sid == own_sid && !abandoned {
+        if st.pgid == own_group && !abandoned {
             continue;
         }
         let mut status = 0;
