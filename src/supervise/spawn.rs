@@ -22,11 +22,22 @@
 //! - a failure is reported through memory both share (glibc's `args.err`):
 //!   the step and errno are stored and the child exits 127; the parent
 //!   reads them when it resumes, reaps the child and returns the error.
+//!
+//! Into a cgroup, the child is created there: `clone3` with
+//! `CLONE_INTO_CGROUP` (Linux 5.7; what glibc 2.39's
+//! `posix_spawnattr_setcgroup_np` does). Moving it by writing "0" to
+//! `cgroup.procs` in the child would work too, but a write to `cgroup.procs`
+//! takes the kernel's threadgroup lock for writing, which waits for an RCU
+//! grace period once the lock has been idle: about 15 ms per spawn on this
+//! VM when spawns are 20 ms or more apart (and turns are seconds apart),
+//! where `CLONE_INTO_CGROUP` takes it shared. That write stays as the
+//! fallback for older kernels and architectures without the trampoline
+//! below.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fmt;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -288,7 +299,8 @@ struct ChildArgs {
     cwd: *const c_char,
     /// The child's ends of the stdin, stdout and stderr pipes (all >= 3).
     stdio: [c_int; 3],
-    /// An open `cgroup.procs` to write "0" to, or -1.
+    /// An open `cgroup.procs` to write "0" to (the fallback to
+    /// `CLONE_INTO_CGROUP`), or -1.
     cgroup_procs: c_int,
     leader: Leader,
     account: Option<RawAccount>,
@@ -405,10 +417,146 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
     }
 }
 
+/// `struct clone_args` of clone3(2), up to `cgroup` (version 2, 88 bytes).
+#[repr(C, align(8))]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// clone3 has no libc wrapper, and a raw `syscall` cannot be used with
+/// CLONE_VM and a new stack: the child would return from the wrapper on a
+/// stack that holds no frame. So, as glibc's clone3.S does, the child side
+/// is written out: it calls `child_main(arg)` on its new stack and exits
+/// with its result, never returning into Rust code of the parent.
+/// Returns the child's pid, or -errno.
+///
+/// # Safety
+/// `cl` must describe a valid stack that nothing else uses, and `arg` must
+/// stay valid until the call returns (CLONE_VFORK guarantees the child is
+/// done with it by then).
+#[cfg(target_arch = "x86_64")]
+unsafe fn clone3_vm(cl: &mut CloneArgs, arg: *const ChildArgs) -> i64 {
+    let ret: i64;
+    // The kernel starts the child at the next instruction with rax = 0 and
+    // rsp = stack + stack_size (16-byte aligned, so `call` leaves the
+    // callee the alignment the ABI wants); r12 and r13 are as they were.
+    std::arch::asm!(
+        "syscall",
+        "test rax, rax",
+        "jnz 2f",
+        "mov rdi, r12",
+        "call r13",
+        "mov edi, eax",
+        "mov eax, {exit}",
+        "syscall",
+        "ud2",
+        "2:",
+        exit = const libc::SYS_exit,
+        inlateout("rax") libc::SYS_clone3 => ret,
+        in("rdi") cl as *mut CloneArgs,
+        in("rsi") std::mem::size_of::<CloneArgs>(),
+        in("r12") arg,
+        in("r13") child_main as extern "C" fn(*mut c_void) -> c_int,
+        lateout("rcx") _,
+        lateout("r11") _,
+        options(nostack),
+    );
+    ret
+}
+
+/// See the x86_64 version.
+///
+/// # Safety
+/// As for the x86_64 version.
+#[cfg(target_arch = "aarch64")]
+unsafe fn clone3_vm(cl: &mut CloneArgs, arg: *const ChildArgs) -> i64 {
+    let ret: i64;
+    // The child starts at the next instruction with x0 = 0 and sp = stack
+    // + stack_size; x9 and x10 are as they were.
+    std::arch::asm!(
+        "svc 0",
+        "cbnz x0, 2f",
+        "mov x0, x9",
+        "blr x10",
+        "mov x8, {exit}",
+        "svc 0",
+        "brk #1",
+        "2:",
+        exit = const libc::SYS_exit,
+        inlateout("x0") cl as *mut CloneArgs => ret,
+        in("x1") std::mem::size_of::<CloneArgs>(),
+        in("x8") libc::SYS_clone3,
+        in("x9") arg,
+        in("x10") child_main as extern "C" fn(*mut c_void) -> c_int,
+        options(nostack),
+    );
+    ret
+}
+
+/// clone3's flag (a 64-bit value that libc's `c_int` constant cannot hold).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// Whether clone3 with CLONE_INTO_CGROUP is worth trying (cleared the
+/// first time the kernel says it does not know it).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+static CLONE3_WORKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Starts the child in the cgroup open at `cgroup` with clone3: its pid
+/// and pidfd, or `None` where clone3 or CLONE_INTO_CGROUP is unknown (the
+/// caller falls back).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn clone_into(stack: &Stack, args: &ChildArgs, cgroup: RawFd) -> Option<io::Result<(i32, c_int)>> {
+    if !CLONE3_WORKS.load(Ordering::Relaxed) {
+        return None;
+    }
+    let mut pidfd: c_int = -1;
+    let mut cl = CloneArgs {
+        flags: (libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD) as u64 | CLONE_INTO_CGROUP,
+        pidfd: &mut pidfd as *mut c_int as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: stack.low() as u64,
+        stack_size: stack.size() as u64,
+        cgroup: cgroup as u64,
+        ..CloneArgs::default()
+    };
+    // SAFETY: the stack is ours and unused; `args` outlives the call (it is
+    // borrowed for it, and CLONE_VFORK holds this thread until the child
+    // has exec'd or exited). See `clone3_vm`.
+    let r = unsafe { clone3_vm(&mut cl, args) };
+    if r >= 0 {
+        return Some(Ok((r as i32, pidfd)));
+    }
+    let errno = (-r) as i32;
+    if matches!(errno, libc::ENOSYS | libc::E2BIG | libc::EINVAL) {
+        // Before Linux 5.3 (no clone3) or 5.7 (no CLONE_INTO_CGROUP).
+        CLONE3_WORKS.store(false, Ordering::Relaxed);
+        return None;
+    }
+    Some(Err(io::Error::from_raw_os_error(errno)))
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn clone_into(_: &Stack, _: &ChildArgs, _: RawFd) -> Option<io::Result<(i32, c_int)>> {
+    None
+}
+
 /// An mmap'd stack with a guard page, unmapped on drop.
 struct Stack {
     base: *mut c_void,
     len: usize,
+    guard: usize,
 }
 
 impl Stack {
@@ -433,7 +581,11 @@ impl Stack {
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let stack = Stack { base, len };
+        let stack = Stack {
+            base,
+            len,
+            guard: page,
+        };
         // SAFETY: the lowest page of the mapping made above.
         if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
             return Err(io::Error::last_os_error());
@@ -445,6 +597,17 @@ impl Stack {
     fn top(&self) -> *mut c_void {
         let end = self.base as usize + self.len;
         (end & !15) as *mut c_void
+    }
+
+    /// The lowest usable address (above the guard page), for clone3.
+    fn low(&self) -> *mut c_void {
+        (self.base as usize + self.guard) as *mut c_void
+    }
+
+    /// The usable size, for clone3 (a multiple of the page size, so
+    /// `low() + size()` is the 16-byte aligned top).
+    fn size(&self) -> usize {
+        self.len - self.guard
     }
 }
 
@@ -550,31 +713,27 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Child, SpawnError> {
         .as_ref()
         .map(|a| a.groups.clone())
         .unwrap_or_default();
-    let procs = match &spec.cgroup {
-        Some(dir) => Some(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(dir.join("cgroup.procs"))
-                .map_err(|e| {
-                    err(
-                        Some(&format!("cannot join the cgroup {}", dir.display())),
-                        e,
-                    )
-                })?,
-        ),
+    let join_err = |dir: &Path, e| {
+        err(
+            Some(&format!("cannot join the cgroup {}", dir.display())),
+            e,
+        )
+    };
+    let cgroup_dir = match &spec.cgroup {
+        Some(dir) => Some(std::fs::File::open(dir).map_err(|e| join_err(dir, e))?),
         None => None,
     };
     let pipes = || -> io::Result<_> { Ok([pipe()?, pipe()?, pipe()?]) };
     let [(in_r, in_w), (out_r, out_w), (err_r, err_w)] =
         pipes().map_err(|e| err(Some("cannot make its pipes"), e))?;
     let stack = Stack::new(STACK_BYTES).map_err(|e| err(Some("cannot map a stack"), e))?;
-    let args = ChildArgs {
+    let mut args = ChildArgs {
         path: path.as_ptr(),
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
         cwd: cwd.as_ptr(),
         stdio: [in_r.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
-        cgroup_procs: procs.as_ref().map_or(-1, |f| f.as_raw_fd()),
+        cgroup_procs: -1,
         leader: spec.leader,
         account: spec.account.as_ref().map(|a| RawAccount {
             uid: a.uid,
@@ -591,6 +750,29 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Child, SpawnError> {
     let mut old: KernelSigset = 0;
     // SAFETY: both pointers are to live KernelSigsets.
     unsafe { raw_sigmask(libc::SIG_SETMASK, &all, &mut old) };
+    let into = cgroup_dir
+        .as_ref()
+        .and_then(|d| clone_into(&stack, &args, d.as_raw_fd()));
+    let mut procs = None;
+    if into.is_none() {
+        if let Some(dir) = &spec.cgroup {
+            // The fallback: the child moves itself before anything else.
+            let opened = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.procs"));
+            match opened {
+                Ok(f) => {
+                    args.cgroup_procs = f.as_raw_fd();
+                    procs = Some(f);
+                }
+                Err(e) => {
+                    // SAFETY: restores this thread's mask saved above.
+                    unsafe { raw_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+                    return Err(join_err(dir, e));
+                }
+            }
+        }
+    }
     let mut pidfd: c_int = -1;
     let clone = |flags: c_int, pidfd: &mut c_int| -> libc::pid_t {
         // SAFETY: `child_main` only reads `args` (alive on this frame until
@@ -609,25 +791,38 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Child, SpawnError> {
             )
         }
     };
-    let base = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
-    let mut pid = clone(base | libc::CLONE_PIDFD, &mut pidfd);
-    if pid < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
-        // A kernel before 5.2: no pidfd, signals go by pid.
-        pidfd = -1;
-        pid = clone(base, &mut pidfd);
-    }
-    let clone_error = io::Error::last_os_error();
+    let via_clone3 = into.is_some();
+    let (pid, clone_error) = match into {
+        Some(Ok((pid, fd))) => {
+            pidfd = fd;
+            (pid, None)
+        }
+        Some(Err(e)) => (-1, Some(e)),
+        None => {
+            let base = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+            let mut pid = clone(base | libc::CLONE_PIDFD, &mut pidfd);
+            if pid < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+                // A kernel before 5.2: no pidfd, signals go by pid.
+                pidfd = -1;
+                pid = clone(base, &mut pidfd);
+            }
+            (pid, (pid < 0).then(io::Error::last_os_error))
+        }
+    };
     // SAFETY: restores this thread's mask saved above.
     unsafe { raw_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-    if pid < 0 {
-        return Err(err(Some("cannot clone"), clone_error));
+    if let Some(e) = clone_error {
+        return match &spec.cgroup {
+            Some(dir) if via_clone3 => Err(join_err(dir, e)),
+            _ => Err(err(Some("cannot clone"), e)),
+        };
     }
     let pidfd = (pidfd >= 0).then(|| {
         // SAFETY: the kernel wrote a new fd for the child; we own it.
         Arc::new(unsafe { OwnedFd::from_raw_fd(pidfd) })
     });
     // Our ends stay, the child's ends close (the child has its copies).
-    drop((in_r, out_w, err_w, procs));
+    drop((in_r, out_w, err_w, procs, cgroup_dir));
     let step = args.failed_step.load(Ordering::SeqCst);
     if step != 0 {
         let errno = args.failed_errno.load(Ordering::SeqCst);
@@ -782,6 +977,39 @@ mod tests {
         // does not; grep's own status shows what it inherited.
         assert!(out.contains("SigBlk:\t0000000000000000"), "{out}");
         assert!(out.contains("SigIgn:\t0000000000000000"), "{out}");
+    }
+
+    #[test]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn clone3_and_its_fallback_both_start_the_child_inside_the_cgroup() {
+        let root = match crate::supervise::cgroup::CgroupRoot::find() {
+            Ok(root) => root,
+            Err(why) => return eprintln!("skipped: {why}"),
+        };
+        for clone3 in [true, false] {
+            let key = format!("unit-{}-{clone3}", std::process::id());
+            let dir = root.create(&key).unwrap();
+            CLONE3_WORKS.store(clone3, Ordering::Relaxed);
+            let mut spec = SpawnSpec::new("/bin/cat", "/");
+            spec.args = vec!["/proc/self/cgroup".into()];
+            spec.cgroup = Some(dir.clone());
+            let spawned = spawn(&spec);
+            CLONE3_WORKS.store(true, Ordering::Relaxed);
+            let mut child = spawned.unwrap();
+            let mut out = String::new();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            assert!(child.wait().unwrap().success());
+            assert_eq!(
+                process::parse_cgroup_v2(&out),
+                root.path_of(&dir).as_deref()
+            );
+            std::fs::remove_dir(&dir).unwrap();
+        }
     }
 
     #[test]
