@@ -848,6 +848,10 @@ fn throughput(table: &mut Table) {
 // --------------------------------------------------------- 5. spawn ----
 
 const SPAWN_RUNS: usize = 200;
+/// The pause before each spawn: turns start seconds apart, and the
+/// kernel's cgroup work for the last turn (its exit, its cgroup's removal)
+/// is done by then; back to back, each spawn would wait for the last one's.
+const SPAWN_GAP: Duration = Duration::from_millis(10);
 
 /// How one turn's process is started.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -918,6 +922,7 @@ fn spawn_cost(table: &mut Table) {
             Way::SuperviseSession => supervise::Leader::Session,
             _ => supervise::Leader::ProcessGroup,
         };
+        std::thread::sleep(SPAWN_GAP);
         let before = realtime_us();
         let t = Instant::now();
         let (call, status) = match way {
@@ -985,7 +990,10 @@ fn spawn_cost(table: &mut Table) {
                 &format!("{}, {resident} (RSS {rss})", way.label()),
                 ms(c50),
                 ms(c99),
-                format!("{SPAWN_RUNS} runs; the spawning thread is held this long"),
+                format!(
+                    "{SPAWN_RUNS} runs, {} ms apart; the spawning thread is held this long",
+                    SPAWN_GAP.as_millis()
+                ),
             );
             table.row(
                 "spawn to harness main",
