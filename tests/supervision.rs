@@ -91,6 +91,14 @@ fn lines(turn: &mut Turn) -> Receiver<String> {
     rx
 }
 
+/// Starts `script` as a turn named after `tag`, its stdout on a channel.
+fn start(sup: &Supervisor, tag: &str, script: &str) -> (TurnKey, Turn, Receiver<String>) {
+    let k = key(tag);
+    let mut turn = sup.start(&k, sh(script)).unwrap();
+    let rx = lines(&mut turn);
+    (k, turn, rx)
+}
+
 fn next(rx: &Receiver<String>) -> String {
     rx.recv_timeout(WAIT).expect("a line from the turn in time")
 }
@@ -137,11 +145,7 @@ fn term_ignored(kind: Kind) {
     let Some(sup) = supervisor(kind, GRACE) else {
         return;
     };
-    let k = key("trap");
-    let mut turn = sup
-        .start(&k, sh("trap '' TERM; sleep 600 & echo $!; wait"))
-        .unwrap();
-    let rx = lines(&mut turn);
+    let (k, mut turn, rx) = start(&sup, "trap", "trap '' TERM; sleep 600 & echo $!; wait");
     let tool: u32 = next(&rx).parse().unwrap();
     assert!(running(tool));
     if let Some(dir) = turn.tree.cgroup() {
@@ -172,14 +176,12 @@ fn setsid_tree(kind: Kind) {
     let Some(sup) = supervisor(kind, GRACE) else {
         return;
     };
-    let k = key("setsid");
     // A `setsid` child (a session of its own, its parent alive) and a
     // `setsid -f` daemon (double fork: its parent exits at once, so it is
     // an orphan) that ignores SIGTERM.
     let script = "setsid sh -c 'echo $$; exec sleep 600' & \
                   setsid -f sh -c 'trap \"\" TERM; echo $$; exec sleep 600'; wait";
-    let mut turn = sup.start(&k, sh(script)).unwrap();
-    let rx = lines(&mut turn);
+    let (k, mut turn, rx) = start(&sup, "setsid", script);
     let a: u32 = next(&rx).parse().unwrap();
     let b: u32 = next(&rx).parse().unwrap();
     for pid in [a, b] {
@@ -206,12 +208,9 @@ fn left_behind(kind: Kind) {
     let Some(sup) = supervisor(kind, GRACE) else {
         return;
     };
-    let k = key("left");
     // The harness exits at once and leaves a daemon behind.
-    let mut turn = sup
-        .start(&k, sh("setsid -f sh -c 'echo $$; exec sleep 600'"))
-        .unwrap();
-    let rx = lines(&mut turn);
+    let script = "setsid -f sh -c 'echo $$; exec sleep 600'";
+    let (k, mut turn, rx) = start(&sup, "left", script);
     let daemon: u32 = next(&rx).parse().unwrap();
     assert!(turn.child.wait().unwrap().success());
     assert!(running(daemon));
@@ -219,6 +218,13 @@ fn left_behind(kind: Kind) {
     assert!(ended.is_clean(), "{ended:?}");
     assert!(!ended.forced, "the daemon took SIGTERM");
     assert_nothing_left(&sup, &k, &[daemon]);
+    if kind == Kind::Group {
+        // Re-parented to this process (a subreaper), and reaped by it.
+        assert!(
+            process::stat(daemon).is_none(),
+            "the orphan's zombie is reaped"
+        );
+    }
 }
 
 #[test]
@@ -291,7 +297,14 @@ fn run_helper(
     let deadline = Instant::now() + WAIT;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx.recv_timeout(left).expect("the helper's line in time");
+        let line = match rx.recv_timeout(left) {
+            Ok(line) => line,
+            Err(e) => {
+                let _ = helper.kill();
+                let _ = helper.wait();
+                panic!("no line from the helper in time: {e}");
+            }
+        };
         // libtest may print `test NAME ... ` first on the same line.
         if let Some((_, rest)) = line.split_once(prefix) {
             return (rest.to_string(), helper);

@@ -342,9 +342,8 @@ impl Supervisor {
         let mut endings: Vec<Ending> = trees.iter().map(Ending::new).collect();
         let mut signal = Signal::SIGTERM;
         let mut pause = Duration::from_millis(1);
-        for e in &endings {
-            e.tree.signal_leader(signal);
-        }
+        // Each tree's first look (below, at once) sends SIGTERM to every
+        // member once: a second SIGTERM means "hurry" to some CLIs.
         loop {
             let now = Instant::now();
             if signal == Signal::SIGTERM && now >= kill_at {
@@ -383,6 +382,8 @@ impl Supervisor {
             std::thread::sleep(nap);
             pause = (pause * 2).min(MAX_POLL);
         }
+        // The last look may have found orphans just turned zombies.
+        reap::sweep();
         for (e, tree) in endings.iter().zip(trees) {
             if !e.ended.is_clean() {
                 log::warn!("turn {}: not all of it ended: {:?}", tree.key, e.ended);
@@ -414,15 +415,33 @@ impl Supervisor {
                 procs
             }
             _ => {
+                // The group number is the turn's while its leader exists
+                // (running or a zombie); once reaped, the number may have
+                // been freed and reused, so a member must carry the marker
+                // (or have been seen before).
+                let leader = e.tree.pid;
+                let numbers = if table
+                    .iter()
+                    .any(|p| p.pid == leader && p.start_time == e.tree.start_time)
+                {
+                    Numbers::Trusted
+                } else {
+                    Numbers::WithMarker
+                };
                 let ids = Ids {
-                    leader: e.tree.pid,
+                    leader,
                     leader_start: e.tree.start_time,
-                    numbers: Numbers::Trusted,
+                    numbers,
                     orphans: Orphans::ChildrenOf(std::process::id()),
                     marker: &e.marker,
                 };
                 let marker = e.marker.clone();
-                let mut has_marker = |pid| process::environ_has(pid, &marker) == Some(true);
+                // A claimed pid is a turn's own process (another turn's,
+                // at service stop), never an orphan: its environment is not
+                // read.
+                let mut has_marker = |pid| {
+                    !reap::is_claimed(pid) && process::environ_has(pid, &marker) == Some(true)
+                };
                 let alive: Vec<Stat> = group::members(table, &ids, &mut e.known, &mut has_marker)
                     .into_iter()
                     .filter(|p| !p.is_gone())

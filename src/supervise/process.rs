@@ -8,7 +8,7 @@
 //! opened, and if that process still matches (start time, cgroup) after the
 //! open, the signal reaches exactly it.
 
-use std::io::{self, ErrorKind, Read};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::OnceLock;
 
@@ -63,21 +63,9 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
     })
 }
 
-/// `/proc/PID/stat`, read with one `read` into a stack buffer (a stat line
-/// is a few hundred bytes); `None` when the process is gone.
+/// `/proc/PID/stat`; `None` when the process is gone.
 pub fn stat(pid: u32) -> Option<Stat> {
-    let mut file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
-    let mut buf = [0u8; 1024];
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    parse_stat(std::str::from_utf8(&buf[..n]).ok()?)
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// The start time (field 22) of `pid`, if it exists.
