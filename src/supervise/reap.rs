@@ -10,15 +10,16 @@
 //!   daemon) are re-parented to the service and turn into its zombies when
 //!   they exit. [`sweep`] reaps those: zombie children of this process that
 //!   are not claimed and are in a process group other than the service's
-//!   own. Every turn starts in a group (or session) of its own, and a
-//!   process can only move to a group of its own session, never into the
-//!   service's group from a turn's, so every process of a turn's tree is
-//!   outside the service's group. A child the service starts some other
-//!   way (std's `Command`, whose owner will wait for it) is in the
-//!   service's group and is left alone; so the service must not start
-//!   children in a group of their own except through this module (their
-//!   status could be reaped here first). A `Child` dropped without a wait
-//!   is *abandoned*: the sweep reaps it wherever it is.
+//!   own. Every turn starts in a group of its own (a session too, with
+//!   `Leader::Session`), and its processes stay outside the service's group
+//!   unless one joins it on purpose (`setpgid` to the service's group ID,
+//!   possible in the same session): such a process is still killed with
+//!   its tree, but if orphaned its zombie is left unreaped. A child the
+//!   service starts some other way (std's `Command`, whose owner will wait
+//!   for it) is in the service's group and is left alone; so the service
+//!   must not start children in a group of their own except through this
+//!   module (their status could be reaped here first). A `Child` dropped
+//!   without a wait is *abandoned*: the sweep reaps it wherever it is.
 //!
 //! Claims and sweeps are ordered by one lock: a spawn holds it shared from
 //! the clone until the new pid is claimed, a sweep holds it exclusively, so
