@@ -64,6 +64,16 @@ pub struct Config {
     /// sockets included (default true: its room-cli calls reach Core
     /// through one).
     pub codex_network: bool,
+    /// How long a turn's processes get between SIGTERM and SIGKILL when
+    /// stop, close or the service's own stop ends it (ms).
+    pub kill_grace_ms: u64,
+    /// How a turn's whole process tree is found and ended: `"auto"` (a
+    /// cgroup v2 per turn where the service can make one, else process
+    /// groups), `"cgroup"` (refuse to start without one) or
+    /// `"process_group"` (sessions, process groups and the
+    /// `ROOM_CORE_TURN` marker, with the service a child subreaper). The
+    /// choice is logged at start.
+    pub supervision: crate::supervise::Supervision,
 }
 
 impl Default for Config {
@@ -90,6 +100,8 @@ impl Default for Config {
             claude_allowed_tools: vec!["Bash".into()],
             codex_sandbox: CodexSandbox::WorkspaceWrite,
             codex_network: true,
+            kill_grace_ms: 4000,
+            supervision: crate::supervise::Supervision::Auto,
         }
     }
 }
@@ -229,6 +241,10 @@ mod tests {
         assert_eq!(c.copy_wait_ms, 300_000);
         assert_eq!(c.mark_max_age_ms, 300_000);
         assert_eq!(c.poll_ms, 250);
+        assert_eq!(c.kill_grace_ms, 4000);
+        assert_eq!(c.supervision, crate::supervise::Supervision::Auto);
+        let c: Config = serde_json::from_str(r#"{"supervision": "process_group"}"#).unwrap();
+        assert_eq!(c.supervision, crate::supervise::Supervision::ProcessGroup);
     }
 
     #[test]

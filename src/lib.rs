@@ -22,4 +22,5 @@ pub mod runtime;
 pub mod service;
 pub mod sessions;
 pub mod store;
+pub mod supervise;
 pub mod website;
