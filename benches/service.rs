@@ -2,8 +2,8 @@
 //! measured against the real room-core binary on loopback with fake
 //! harnesses, and printed as a table (median and p99, and the watch-on vs
 //! 250 ms polling ratio where the issue asks for one). Sections: `lag`,
-//! `waiting`, `classify`, `throughput`, `hostile` (all by default). docs/performance.md
-//! explains the figures and what bounds each.
+//! `waiting`, `classify`, `throughput`, `startup`, `spawn`, `hostile` (all by
+//! default). docs/performance.md explains the figures and what bounds each.
 //!
 //! The binary has two more modes, used by the sections themselves:
 //! - with `ROOM_BENCH_STAMP_DIR` set it is a fake codex harness: it writes the
@@ -16,6 +16,8 @@
 //! `ROOM_BENCH_KEEP=1` keeps each service's temp folder (config, log, state);
 //! `ROOM_BENCH_LAG_WATCH_ONLY=1` skips the polling half of the lag section.
 
+#[path = "../tests/real_support/model.rs"]
+mod fake_model;
 #[allow(dead_code)]
 #[path = "../tests/common/fake_website.rs"]
 mod fake_website;
@@ -72,6 +74,12 @@ fn main() {
     }
     if run("throughput") {
         throughput(&mut table);
+    }
+    if run("startup") {
+        startup(&mut table);
+    }
+    if run("spawn") {
+        spawn_cost(&mut table);
     }
     if run("hostile") {
         hostile(&mut table);
@@ -845,7 +853,310 @@ fn throughput(table: &mut Table) {
     }
 }
 
-// ------------------------------------------- 5. latency under hostiles ----
+// ------------------------------------------------------ 5. startup ----
+
+/// Turns per harness in the startup section (real CLIs take ~1 s each).
+const STARTUP_RUNS: usize = 15;
+
+/// The real CLIs' own startup next to the fakes': a turn's command built as
+/// the service builds it (`harness::command::build`: argv, environment,
+/// prompt on stdin), spawned straight from the bench, timed from spawn to
+/// the first event (the one that names the native session, which is what
+/// ends a launch) and to exit. The real CLIs talk to the loopback fake model
+/// (fixtures/fake_model_server.py), so the figures are the CLIs' own cost
+/// with a model that answers at once: the real-world denominator of the
+/// wake lag. A CLI not on PATH is left out with a note.
+fn startup(table: &mut Table) {
+    use room_core::harness::command::{self, Turn};
+    use room_core::harness::{fixtures_dir, Harness, Programs};
+
+    println!("\n5. harness startup: spawn -> first event (native ID) -> exit");
+    let root = std::env::temp_dir().join(format!("room-core-bench-startup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let model = fake_model::Model::start(&root);
+    let cli_env = model.cli_env(&root);
+    let on_path = |name: &str| {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    };
+    let version = |program: &Path| {
+        Command::new(program)
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let candidates = [
+        (Harness::Claude, "real claude", on_path("claude")),
+        (Harness::Codex, "real codex", on_path("codex")),
+        (
+            Harness::Claude,
+            "fake-claude (python)",
+            Some(fixtures_dir().join("fake-claude")),
+        ),
+        (
+            Harness::Codex,
+            "fake-codex (python)",
+            Some(fixtures_dir().join("fake-codex")),
+        ),
+    ];
+    let config = room_core::config::Config {
+        state_dir: root.join("state"),
+        ..room_core::config::Config::default()
+    };
+    for (harness, label, program) in candidates {
+        let Some(program) = program else {
+            println!("  {label}: not on PATH, left out (.ci/run installs it)");
+            continue;
+        };
+        let programs = Programs {
+            claude: program.clone(),
+            codex: program.clone(),
+        };
+        let mut first = Vec::new();
+        let mut exit = Vec::new();
+        for n in 0..STARTUP_RUNS {
+            let folder = root
+                .join("work")
+                .join(format!("{label}-{n}").replace(' ', "-"));
+            std::fs::create_dir_all(&folder).unwrap();
+            let turn = Turn {
+                harness,
+                prompt: "hi",
+                native_id: None,
+                plan_only: false,
+                folder: &folder,
+            };
+            let mut spec = command::build(&config, &programs, &turn).expect("a turn's spec");
+            spec.env
+                .retain(|(k, _)| !cli_env.iter().any(|(c, _)| k == c.as_str()));
+            spec.env
+                .extend(cli_env.iter().map(|(k, v)| (k.into(), v.into())));
+            let began = Instant::now();
+            let mut child = spec
+                .command()
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn the harness");
+            command::feed_stdin(child.stdin.take().unwrap(), spec.stdin.clone()).unwrap();
+            let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            let mut named = None;
+            for line in std::io::BufRead::lines(stdout) {
+                let Ok(line) = line else { break };
+                if named.is_none() {
+                    let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                    if harness.native_id(&event).is_some() {
+                        named = Some(began.elapsed());
+                    }
+                }
+            }
+            let status = child.wait().expect("the harness exits");
+            let done = began.elapsed();
+            assert!(status.success(), "{label} failed: {status}");
+            first.push(
+                named
+                    .expect("a first event with the native ID")
+                    .as_secs_f64()
+                    * 1000.0,
+            );
+            exit.push(done.as_secs_f64() * 1000.0);
+        }
+        // The fakes take any argv as a turn: only the real CLIs are asked.
+        let v = if label.starts_with("real") {
+            version(&program)
+        } else {
+            String::new()
+        };
+        let (p50, p99) = stats(&first);
+        table.row(
+            "harness startup to first event",
+            format!("{label} {v}").trim_end(),
+            ms(p50),
+            ms(p99),
+            format!(
+                "{STARTUP_RUNS} runs; spawn -> the event that names the session (ends a launch)"
+            ),
+        );
+        let (p50, p99) = stats(&exit);
+        table.row(
+            "harness turn, spawn to exit",
+            format!("{label} {v}").trim_end(),
+            ms(p50),
+            ms(p99),
+            format!("{STARTUP_RUNS} runs; a one-answer turn against the loopback fake model"),
+        );
+    }
+    drop(model);
+    if std::env::var_os("ROOM_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
+// --------------------------------------------------------- 6. spawn ----
+
+const SPAWN_RUNS: usize = 200;
+/// The pause before each spawn: turns start seconds apart, and the
+/// kernel's cgroup work for the last turn (its exit, its cgroup's removal)
+/// is done by then; back to back, each spawn would wait for the last one's.
+const SPAWN_GAP: Duration = Duration::from_millis(10);
+
+/// How one turn's process is started.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// std's `Command::spawn` with no `pre_exec`: glibc's posix_spawn.
+    PosixSpawn,
+    /// std's `Command::spawn` with a no-op `pre_exec`: fork + exec.
+    Fork,
+    /// `supervise::spawn`: clone(CLONE_VM | CLONE_VFORK), a process group.
+    Supervise,
+    /// The same leading a session (`setsid`): a scheduler autogroup here.
+    SuperviseSession,
+    /// `supervise::spawn` into a fresh cgroup (made before the timing).
+    SuperviseCgroup,
+}
+
+impl Way {
+    fn label(self) -> &'static str {
+        match self {
+            Way::PosixSpawn => "std Command::spawn (posix_spawn)",
+            Way::Fork => "std Command::spawn + pre_exec (fork+exec)",
+            Way::Supervise => "supervise::spawn (process group)",
+            Way::SuperviseSession => "supervise::spawn (session: setsid)",
+            Way::SuperviseCgroup => "supervise::spawn (process group, into a cgroup)",
+        }
+    }
+}
+
+/// The cost of starting one turn's process: the time the spawning thread
+/// is held (the call) and the time until the harness's `main` runs (its
+/// stamp), the stamp harness being this binary, with three pipes.
+fn spawn_cost(table: &mut Table) {
+    use room_core::supervise::{self, cgroup::CgroupRoot, SpawnSpec};
+    use std::os::unix::process::CommandExt;
+
+    println!("\n6. spawn cost: one turn's process, from the call to the harness's main");
+    let root = std::env::temp_dir().join(format!("room-core-bench-clone-{}", std::process::id()));
+    let (stamps, cwd) = (root.join("stamps"), root.join("spawn"));
+    std::fs::create_dir_all(&stamps).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let me = std::env::current_exe().unwrap();
+    let mut spec = SpawnSpec::new(&me, &cwd);
+    spec.env = std::env::vars_os().collect();
+    spec.set_env(STAMP_ENV, &stamps);
+    let cgroups = CgroupRoot::find();
+    if let Err(why) = &cgroups {
+        println!("  (no cgroup row: {why})");
+    }
+    let mut ways = vec![
+        Way::PosixSpawn,
+        Way::Fork,
+        Way::Supervise,
+        Way::SuperviseSession,
+    ];
+    if cgroups.is_ok() {
+        ways.push(Way::SuperviseCgroup);
+    }
+    let once = |way: Way, n: usize, spec: &mut SpawnSpec| -> (f64, f64) {
+        let _ = std::fs::remove_file(stamps.join("spawn"));
+        spec.cgroup = match (&cgroups, way) {
+            (Ok(root), Way::SuperviseCgroup) => {
+                let key = format!("bench-{}-{n}", std::process::id());
+                Some(root.create(&key).expect("make a cgroup"))
+            }
+            _ => None,
+        };
+        spec.leader = match way {
+            Way::SuperviseSession => supervise::Leader::Session,
+            _ => supervise::Leader::ProcessGroup,
+        };
+        std::thread::sleep(SPAWN_GAP);
+        let before = realtime_us();
+        let t = Instant::now();
+        let (call, status) = match way {
+            Way::PosixSpawn | Way::Fork => {
+                let mut cmd = Command::new(&me);
+                cmd.current_dir(&cwd)
+                    .env(STAMP_ENV, &stamps)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .process_group(0);
+                if way == Way::Fork {
+                    // SAFETY: a closure that does nothing; it only forces
+                    // std to fork instead of posix_spawn.
+                    unsafe { cmd.pre_exec(|| Ok(())) };
+                }
+                let mut child = cmd.spawn().expect("spawn");
+                let call = t.elapsed();
+                (call, child.wait().unwrap())
+            }
+            Way::Supervise | Way::SuperviseSession | Way::SuperviseCgroup => {
+                let mut child = supervise::spawn(spec).expect("spawn");
+                let call = t.elapsed();
+                (call, child.wait().unwrap())
+            }
+        };
+        assert!(status.success());
+        if let Some(dir) = spec.cgroup.take() {
+            std::fs::remove_dir(dir).unwrap();
+        }
+        let at: u64 = std::fs::read_to_string(stamps.join("spawn"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        (
+            call.as_secs_f64() * 1000.0,
+            at.saturating_sub(before) as f64 / 1000.0,
+        )
+    };
+    // Twice: as the bench is, then with 256 MiB more of resident memory (a
+    // fork copies page tables and faults on every page written after it;
+    // a vfork-style spawn touches none of it).
+    for (resident, extra) in [("bench as it is", 0), ("256 MiB more resident", 256 << 20)] {
+        // Written (not zero pages), so it is resident.
+        let ballast = vec![1u8; extra];
+        let rss = std::fs::read_to_string("/proc/self/status")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().to_string()))
+            .unwrap_or_default();
+        for &way in &ways {
+            let mut calls = Vec::with_capacity(SPAWN_RUNS);
+            let mut mains = Vec::with_capacity(SPAWN_RUNS);
+            for n in 0..SPAWN_RUNS {
+                let (c, m) = once(way, n, &mut spec);
+                calls.push(c);
+                mains.push(m);
+            }
+            std::hint::black_box(&ballast);
+            let (c50, c99) = stats(&calls);
+            let (m50, m99) = stats(&mains);
+            table.row(
+                "spawn call",
+                &format!("{}, {resident} (RSS {rss})", way.label()),
+                ms(c50),
+                ms(c99),
+                format!(
+                    "{SPAWN_RUNS} runs, {} ms apart; the spawning thread is held this long",
+                    SPAWN_GAP.as_millis()
+                ),
+            );
+            table.row(
+                "spawn to harness main",
+                &format!("{}, {resident}", way.label()),
+                ms(m50),
+                ms(m99),
+                format!("{SPAWN_RUNS} runs; includes exec and dynamic loading"),
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+// ------------------------------------------- 7. latency under hostiles ----
 
 /// How long `GET /v1/sessions/{id}` is timed in each setting: long enough
 /// for the hostile crowd to be cut off at its 5 s head deadline and to come
@@ -898,7 +1209,7 @@ fn hostile_crowd(addr: std::net::SocketAddr, stop: Arc<std::sync::atomic::Atomic
 
 fn hostile(table: &mut Table) {
     println!(
-        "\n5. GET /v1/sessions/{{id}} latency, alone and beside {HOSTILE} hostile connections"
+        "\n7. GET /v1/sessions/{{id}} latency, alone and beside {HOSTILE} hostile connections"
     );
     let svc = Service::start(json!({}));
     let v = svc.start_session(&json!({

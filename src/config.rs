@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::harness::modes::{ClaudePermissionMode, CodexSandbox, Modes};
+
 /// Everything room-core can be told. Unknown fields are refused so a typo in a
 /// config file is an error, not a silently ignored setting.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -44,6 +46,34 @@ pub struct Config {
     /// When set, every launch is recorded here as a timeline
     /// (`<dir>/<session id>.json`, the format of `fixtures/timelines/`).
     pub record_timelines: Option<PathBuf>,
+    /// claude's permission mode for a normal turn (`--permission-mode`):
+    /// `acceptEdits` (the default: edits in the session's folder go through
+    /// unasked), `bypassPermissions` (claude refuses it as root unless
+    /// `IS_SANDBOX=1`), `auto`, `dontAsk`, `default` or `plan`. A `plan_only`
+    /// turn always runs in `plan`. See docs/harnesses.md.
+    pub claude_permission_mode: ClaudePermissionMode,
+    /// Tools a normal claude turn runs without asking (`--allowedTools`);
+    /// default `["Bash"]`, so commands run too. Empty: none.
+    pub claude_allowed_tools: Vec<String>,
+    /// codex's sandbox for a normal turn (`--sandbox`): `workspace-write`
+    /// (the default: writes in the session's folder and the temp folders),
+    /// `danger-full-access` (no sandbox, for a machine that is itself the
+    /// isolation) or `read-only`. A `plan_only` turn always runs `read-only`.
+    pub codex_sandbox: CodexSandbox,
+    /// Whether a `workspace-write` codex turn may use the network, Unix
+    /// sockets included (default true: its room-cli calls reach Core
+    /// through one).
+    pub codex_network: bool,
+    /// How long a turn's processes get between SIGTERM and SIGKILL when
+    /// stop, close or the service's own stop ends it (ms).
+    pub kill_grace_ms: u64,
+    /// How a turn's whole process tree is found and ended: `"auto"` (a
+    /// cgroup v2 per turn where the service can make one, else process
+    /// groups), `"cgroup"` (refuse to start without one) or
+    /// `"process_group"` (sessions, process groups and the
+    /// `ROOM_CORE_TURN` marker, with the service a child subreaper). The
+    /// choice is logged at start.
+    pub supervision: crate::supervise::Supervision,
 }
 
 impl Default for Config {
@@ -66,6 +96,12 @@ impl Default for Config {
             website_token: None,
             http_workers: 4,
             record_timelines: None,
+            claude_permission_mode: ClaudePermissionMode::AcceptEdits,
+            claude_allowed_tools: vec!["Bash".into()],
+            codex_sandbox: CodexSandbox::WorkspaceWrite,
+            codex_network: true,
+            kill_grace_ms: 4000,
+            supervision: crate::supervise::Supervision::Auto,
         }
     }
 }
@@ -136,7 +172,29 @@ impl Config {
                 "http_workers must be at least 1".into(),
             ));
         }
+        if let Some(t) = self
+            .claude_allowed_tools
+            .iter()
+            .find(|t| t.trim().is_empty() || t.starts_with('-'))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "claude_allowed_tools: {t:?} is not a tool name"
+            )));
+        }
         Ok(())
+    }
+
+    /// What a turn may do: the configured modes, or read-only for `plan_only`.
+    pub fn modes(&self, plan_only: bool) -> Modes {
+        if plan_only {
+            return Modes::plan_only();
+        }
+        Modes {
+            claude: self.claude_permission_mode,
+            claude_allowed_tools: self.claude_allowed_tools.clone(),
+            codex: self.codex_sandbox,
+            codex_network: self.codex_network,
+        }
     }
 
     /// The launch machine's limits.
@@ -183,6 +241,10 @@ mod tests {
         assert_eq!(c.copy_wait_ms, 300_000);
         assert_eq!(c.mark_max_age_ms, 300_000);
         assert_eq!(c.poll_ms, 250);
+        assert_eq!(c.kill_grace_ms, 4000);
+        assert_eq!(c.supervision, crate::supervise::Supervision::Auto);
+        let c: Config = serde_json::from_str(r#"{"supervision": "process_group"}"#).unwrap();
+        assert_eq!(c.supervision, crate::supervise::Supervision::ProcessGroup);
     }
 
     #[test]
@@ -194,5 +256,39 @@ mod tests {
             ..Config::default()
         };
         assert!(c.validate().unwrap_err().to_string().contains("loopback"));
+    }
+
+    #[test]
+    fn harness_modes_default_to_editing_and_plan_only_is_read_only() {
+        let c: Config = serde_json::from_str("{}").unwrap();
+        let m = c.modes(false);
+        assert_eq!(m.claude, ClaudePermissionMode::AcceptEdits);
+        assert_eq!(m.claude_allowed_tools, ["Bash"]);
+        assert_eq!(
+            (m.codex, m.codex_network),
+            (CodexSandbox::WorkspaceWrite, true)
+        );
+        assert_eq!(c.modes(true), Modes::plan_only());
+        let c: Config = serde_json::from_str(
+            r#"{"claude_permission_mode": "bypassPermissions", "codex_sandbox": "danger-full-access"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.modes(false).claude,
+            ClaudePermissionMode::BypassPermissions
+        );
+        assert_eq!(c.modes(false).codex, CodexSandbox::DangerFullAccess);
+        assert_eq!(c.modes(true), Modes::plan_only());
+        let e = serde_json::from_str::<Config>(r#"{"codex_sandbox": "none"}"#).unwrap_err();
+        assert!(e.to_string().contains("workspace-write"), "{e}");
+        let c = Config {
+            claude_allowed_tools: vec!["--dangerously-skip-permissions".into()],
+            ..Config::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("claude_allowed_tools"));
     }
 }

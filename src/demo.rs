@@ -1,8 +1,13 @@
 //! `room-core --demo`: starts the service (this same binary) on its defaults
 //! in a temp state dir, starts a session that promises a project copy into a
 //! temp folder, shows it pending while the copy runs, writes the files and
-//! `ready`, and shows it started with the names its harness saw.
+//! `ready`, and shows it started with the names its harness saw. The second
+//! part (`loop_part`) runs a loop's check script through the reference
+//! website and shows what `room-cli loop list` says afterwards.
 
+mod loop_part;
+
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -15,6 +20,8 @@ type Error = Box<dyn std::error::Error>;
 pub fn run() -> Result<(), Error> {
     let root = std::env::temp_dir().join(format!("room-core-demo-{}", std::process::id()));
     std::fs::create_dir_all(&root)?;
+    // The agent account reaches its socket and room-cli in here.
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))?;
     let result = demo(&root);
     let _ = std::fs::remove_dir_all(&root);
     result
@@ -36,12 +43,35 @@ fn demo(root: &Path) -> Result<(), Error> {
     let records = root.join("records");
     let folder = root.join("code");
     let config = root.join("config.json");
+    // The harnesses run as the agent account where there is one, and record
+    // what they saw in here.
+    std::fs::create_dir_all(&records)?;
+    std::fs::set_permissions(&records, std::fs::Permissions::from_mode(0o1777))?;
+    // Part two's website: Core is told where it will listen, and how to sign in.
+    let agent = loop_part::Agent::detect();
+    let website_port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let signin = uuid::Uuid::new_v4().simple().to_string();
+    let socket = root.join("agent.sock");
     std::fs::write(
         &config,
-        json!({"listen": "127.0.0.1:0", "state_dir": state}).to_string(),
+        json!({
+            "listen": "127.0.0.1:0",
+            "state_dir": state,
+            // The fake harnesses even where the real CLIs are installed: the
+            // demo needs no network and records what each harness saw.
+            "claude_program": crate::harness::fixtures_dir().join("fake-claude"),
+            "codex_program": crate::harness::fixtures_dir().join("fake-codex"),
+            "agent_socket": socket,
+            "agent_uid": agent.uid,
+            "website_url": format!("http://127.0.0.1:{website_port}"),
+            "website_token": signin,
+        })
+        .to_string(),
     )?;
     println!(
-        "== starting room-core on defaults, state dir {}",
+        "== starting room-core with the fake harnesses, state dir {}",
         state.display()
     );
     let _service = Service(
@@ -49,6 +79,7 @@ fn demo(root: &Path) -> Result<(), Error> {
             .args(["--config", &config.to_string_lossy()])
             .env("FAKE_HARNESS_RECORD", &records)
             .env("RUST_LOG", "warn")
+            .env_remove("CLOUDROOM_API_URL")
             .spawn()?,
     );
     let addr = wait_for(Duration::from_secs(10), || {
@@ -106,7 +137,16 @@ fn demo(root: &Path) -> Result<(), Error> {
         record["harness"], record["cwd"], record["names"]
     );
     println!("\nDone: the session waited for its project copy, then started.");
-    Ok(())
+    loop_part::run(&loop_part::Context {
+        root,
+        base: &base,
+        token: token.trim(),
+        records: &records,
+        agent: &agent,
+        website_port,
+        signin: &signin,
+        socket: &socket,
+    })
 }
 
 fn show(v: &Value) {

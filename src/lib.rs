@@ -16,8 +16,12 @@ pub mod journal;
 pub mod metrics;
 pub mod notify;
 pub mod procfs;
+/// Reference implementations of the website and app halves (seeds 000
+/// and 001); the service never uses them.
+pub mod reference;
 pub mod runtime;
 pub mod service;
 pub mod sessions;
 pub mod store;
+pub mod supervise;
 pub mod website;

@@ -270,7 +270,18 @@ fn prompts_run_in_order_one_turn_at_a_time_resuming_the_native_session() {
     assert_eq!(third["native_id"], records[0]["native_id"]);
     assert_eq!(
         third["argv"],
-        json!(["exec", "--json", "resume", records[0]["native_id"], "three"])
+        json!([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "workspace-write",
+            "-c",
+            "sandbox_workspace_write.network_access=true",
+            "resume",
+            records[0]["native_id"],
+            "-"
+        ])
     );
     let v = svc.await_session(id, "idle", |v| v["state"] == "idle");
     assert_eq!(v["native_id"], records[0]["native_id"]);

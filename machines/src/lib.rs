@@ -17,6 +17,7 @@ pub mod id;
 pub mod launch;
 pub mod policy;
 pub mod request;
+pub mod session;
 pub mod timeline;
 
 /// Milliseconds since an epoch the runtime picks; machines only compare and
@@ -30,3 +31,4 @@ pub use id::valid_id;
 pub use launch::{Config as LaunchConfig, Effect, Input, Launch, Outcome, Plan, State, Timer};
 pub use policy::{decide, Decision, Scope};
 pub use request::{build as website_request, Body, Request};
+pub use session::Session;

@@ -378,6 +378,8 @@ fn the_transition_tables_in_the_doc_match_the_code() {
         ("policy", policy_table()),
         ("usage", usage_table()),
         ("files_wait", files_wait_table()),
+        ("session", session_table()),
+        ("session-restore", session_restore_table()),
     ] {
         want = splice(&want, name, &table).unwrap();
     }
@@ -398,4 +400,429 @@ fn the_transition_tables_in_the_doc_match_the_code() {
             want.lines().nth(first).unwrap_or("")
         );
     }
+}
+
+// ---- the session machine (machines/src/session/) ----
+
+use room_machines::session::{
+    self as session, Exit, Process, Record, RelaunchMode, Session, Stage, Turn,
+};
+
+const PROCESS: Process = Process {
+    pid: 4242,
+    pgid: 4242,
+    start_time: 99,
+};
+
+fn session_options(promised: bool) -> session::Options {
+    session::Options {
+        harness: "claude".into(),
+        promised,
+        plan_only: false,
+    }
+}
+
+/// The current turn's number, or 1 when there is none (so a probe for a
+/// turn still has one to name).
+fn current_turn(s: &Session) -> u64 {
+    s.record().turn.as_ref().map_or(1, |t| t.seq)
+}
+
+/// Session situations: a name, whether the start promised a copy, its
+/// first prompt, and the timed inputs that reach it from `Session::new`
+/// (a `None` input is a kill -9 and restart at that time).
+type SessionSituation = (&'static str, bool, Vec<(Millis, Option<session::Input>)>);
+
+fn session_situations() -> Vec<SessionSituation> {
+    use session::Input as I;
+    let l = |i: Input| Some(I::Launch(i));
+    let missing = || l(Input::Observed(Observation::missing()));
+    let spawned = |seq| {
+        Some(I::TurnSpawned {
+            seq,
+            process: PROCESS,
+        })
+    };
+    let first_turn = || {
+        vec![
+            (0, missing()),
+            (1, l(Input::PermitGranted)),
+            (2, spawned(1)),
+        ]
+    };
+    let idle = || {
+        let mut v = first_turn();
+        v.extend([
+            (
+                3,
+                Some(I::NativeId {
+                    seq: 1,
+                    native_id: "n1".into(),
+                }),
+            ),
+            (
+                4,
+                Some(I::TurnEnded {
+                    seq: 1,
+                    exit: Exit::Code(0),
+                    detail: String::new(),
+                }),
+            ),
+        ]);
+        v
+    };
+    let running = || {
+        let mut v = idle();
+        v.extend([(5, Some(I::Message("two".into()))), (6, spawned(2))]);
+        v
+    };
+    let with = |mut v: Vec<(Millis, Option<session::Input>)>,
+                more: Vec<(Millis, Option<session::Input>)>| {
+        v.extend(more);
+        v
+    };
+    vec![
+        ("waiting for a promised copy", true, vec![(0, missing())]),
+        ("queued for a permit", false, vec![(0, missing())]),
+        (
+            "first turn asked for",
+            false,
+            vec![(0, missing()), (1, l(Input::PermitGranted))],
+        ),
+        ("first turn running, not named yet", false, first_turn()),
+        ("idle", false, idle()),
+        (
+            "idle, paused",
+            false,
+            with(idle(), vec![(5, Some(I::Stop))]),
+        ),
+        ("running", false, running()),
+        (
+            "running, stopped (SIGTERM sent)",
+            false,
+            with(running(), vec![(7, Some(I::Stop))]),
+        ),
+        (
+            "relaunching (wake)",
+            false,
+            with(idle(), vec![(5, Some(I::Relaunch(RelaunchMode::Wake)))]),
+        ),
+        (
+            "restored with a recorded turn",
+            false,
+            with(running(), vec![(10, None)]),
+        ),
+        (
+            "failed: startup timeout, turn being killed",
+            false,
+            with(first_turn(), vec![(120_001, Some(I::Timeout))]),
+        ),
+        (
+            "failed: the first turn could not be spawned",
+            false,
+            vec![
+                (0, missing()),
+                (1, l(Input::PermitGranted)),
+                (
+                    2,
+                    Some(I::SpawnFailed {
+                        seq: 1,
+                        reason: "E2BIG".into(),
+                    }),
+                ),
+            ],
+        ),
+        ("closed", false, with(idle(), vec![(5, Some(I::Close))])),
+        (
+            "service stopping, turn being cut",
+            false,
+            with(running(), vec![(7, Some(I::ServiceStop))]),
+        ),
+    ]
+}
+
+/// The probes tried in every session situation, 100 ms after it was
+/// reached; a timeout probe comes at the situation's next deadline.
+type SessionProbe = (&'static str, fn(&Session) -> session::Input);
+
+fn session_probes() -> Vec<SessionProbe> {
+    use session::Input as I;
+    vec![
+        ("message", |_| I::Message("hi".into())),
+        ("stop", |_| I::Stop),
+        ("interrupt", |_| I::Interrupt),
+        ("resume", |_| I::Resume),
+        ("close", |_| I::Close),
+        ("relaunch resume", |_| I::Relaunch(RelaunchMode::Resume)),
+        ("relaunch wake", |_| I::Relaunch(RelaunchMode::Wake)),
+        ("relaunch restart", |_| I::Relaunch(RelaunchMode::Restart)),
+        ("service stop", |_| I::ServiceStop),
+        ("permit granted", |_| I::Launch(Input::PermitGranted)),
+        ("observed: ready", |_| {
+            I::Launch(Input::Observed(Observation::marked(CopyMark::Ready, 0)))
+        }),
+        ("turn spawned", |s| I::TurnSpawned {
+            seq: current_turn(s),
+            process: PROCESS,
+        }),
+        ("spawn failed", |s| I::SpawnFailed {
+            seq: current_turn(s),
+            reason: "E2BIG".into(),
+        }),
+        ("native ID", |s| I::NativeId {
+            seq: current_turn(s),
+            native_id: "n1".into(),
+        }),
+        ("prompt undelivered", |s| I::PromptUndelivered {
+            seq: current_turn(s),
+            error: "ENOSPC".into(),
+        }),
+        ("turn ended, exit 0", |s| I::TurnEnded {
+            seq: current_turn(s),
+            exit: Exit::Code(0),
+            detail: String::new(),
+        }),
+        ("turn ended, exit 1", |s| I::TurnEnded {
+            seq: current_turn(s),
+            exit: Exit::Code(1),
+            detail: "boom".into(),
+        }),
+        ("survivor gone", |s| I::SurvivorGone {
+            seq: current_turn(s),
+        }),
+        ("timeout", |_| I::Timeout),
+    ]
+}
+
+/// Builds a situation; returns the session and the time it was reached.
+fn reach(promised: bool, steps: Vec<(Millis, Option<session::Input>)>) -> (Session, Millis) {
+    let config = session::Config::default();
+    let mut s = Session::new(config, session_options(promised), Some("one".into()), 0);
+    let mut now = 0;
+    for (at, input) in steps {
+        now = at;
+        match input {
+            Some(input) => {
+                s.handle(at, input);
+            }
+            None => {
+                let record = s.record().clone();
+                s = Session::restore(config, session_options(promised), record, at);
+            }
+        }
+        while s.poll_effect().is_some() {}
+    }
+    while s.poll_effect().is_some() {}
+    (s, now)
+}
+
+/// One effect, short: events by their journal kind (errors with their text).
+fn session_effect(e: &session::Effect) -> String {
+    use session::{Effect as E, Event};
+    match e {
+        E::Emit(Event::Error { message }) => format!("error: \"{message}\""),
+        E::Emit(Event::State { state }) => format!("state → `{state:?}`"),
+        E::Emit(ev) => {
+            let v = serde_json::to_value(ev).unwrap();
+            format!("event `{}`", v["kind"].as_str().unwrap())
+        }
+        E::SpawnTurn {
+            seq,
+            resume,
+            plan_only,
+            ..
+        } => format!("`SpawnTurn {{ seq: {seq}, resume: {resume:?}, plan_only: {plan_only} }}`"),
+        E::KillSurvivor { seq, .. } => format!("`KillSurvivor {{ seq: {seq} }}`"),
+        other => format!("`{other:?}`"),
+    }
+}
+
+/// The session's state, short: what the app sees, then the record.
+fn session_state(s: &Session) -> String {
+    let r = s.record();
+    let mut parts = vec![format!("`{:?}`", s.shown()), format!("{:?}", r.stage)];
+    if let Some(t) = &r.turn {
+        let mut turn = format!("turn {}", t.seq);
+        if t.process.is_none() {
+            turn.push_str(" asked for");
+        }
+        if let Some(why) = t.ending {
+            turn.push_str(&format!(" ending ({why:?})"));
+        }
+        if s.state().survivor {
+            turn.push_str(" (survivor check)");
+        }
+        parts.push(turn);
+    }
+    parts.push(format!("queue {}", r.queue.len()));
+    if r.paused {
+        parts.push("paused".into());
+    }
+    parts.join(" · ")
+}
+
+fn session_table() -> String {
+    let mut out =
+        String::from("| situation | input | next state | effects, in order |\n|---|---|---|---|\n");
+    for (name, promised, steps) in session_situations() {
+        let (base, at) = reach(promised, steps);
+        let mut ignored = Vec::new();
+        for (probe, make) in session_probes() {
+            let mut s = base.clone();
+            let input = make(&s);
+            let (when, label) = match (&input, s.poll_timeout()) {
+                (session::Input::Timeout, Some((due, timer))) => {
+                    (due, format!("timeout ({timer:?} due)"))
+                }
+                _ => (at + 100, probe.to_string()),
+            };
+            match s.handle(when, input) {
+                session::Outcome::Ignored => ignored.push(label),
+                session::Outcome::Refused(why) => {
+                    out.push_str(&format!("| {name} | {label} | refused: `{why:?}` | — |\n"))
+                }
+                session::Outcome::Applied => out.push_str(&format!(
+                    "| {name} | {label} | {} | {} |\n",
+                    session_state(&s),
+                    session_effects(&mut s)
+                )),
+            }
+        }
+        if !ignored.is_empty() {
+            out.push_str(&format!(
+                "| {name} | ignored: {} | unchanged | — |\n",
+                ignored.join("; ")
+            ));
+        }
+    }
+    out
+}
+
+/// Drains a session's effects into one table cell.
+fn session_effects(s: &mut Session) -> String {
+    let e: Vec<String> = std::iter::from_fn(|| s.poll_effect())
+        .map(|e| session_effect(&e))
+        .collect();
+    if e.is_empty() {
+        "—".into()
+    } else {
+        e.join(", ")
+    }
+}
+
+/// What a restart does with each kind of record: the effects of
+/// `Session::restore`, and of `SurvivorGone` when it asked for one.
+fn session_restore_table() -> String {
+    let turn = |seq, spawned: bool, reported, ending| Turn {
+        seq,
+        prompt: session::Prompt {
+            id: seq,
+            text: "p".into(),
+        },
+        launch: false,
+        process: spawned.then_some(PROCESS),
+        delivered: spawned,
+        reported,
+        ending,
+    };
+    let record = |stage, t: Option<Turn>| Record {
+        stage,
+        native_id: (stage != Stage::Starting).then(|| "n1".into()),
+        queue: [session::Prompt {
+            id: 9,
+            text: "queued".into(),
+        }]
+        .into(),
+        paused: false,
+        turn: t,
+        error: None,
+        next_prompt: 10,
+        next_turn: 3,
+    };
+    let first = |mut t: Turn| {
+        t.launch = true;
+        t
+    };
+    let cases: Vec<(&str, bool, Record)> = vec![
+        (
+            "a start that had not started",
+            true,
+            record(Stage::Starting, None),
+        ),
+        (
+            "a start whose first turn was asked for, not spawned",
+            true,
+            record(Stage::Starting, Some(first(turn(1, false, false, None)))),
+        ),
+        (
+            "a start whose first turn was running",
+            true,
+            record(Stage::Starting, Some(first(turn(1, true, false, None)))),
+        ),
+        ("started, idle", true, record(Stage::Started, None)),
+        (
+            "started, a turn running that never reported in",
+            false,
+            record(Stage::Started, Some(turn(2, true, false, None))),
+        ),
+        (
+            "started, a turn running that reported in",
+            false,
+            record(Stage::Started, Some(turn(2, true, true, None))),
+        ),
+        (
+            "started, a turn cut by a service stop, not reported in",
+            false,
+            record(
+                Stage::Started,
+                Some(turn(2, true, false, Some(session::EndWhy::ServiceStop))),
+            ),
+        ),
+        ("started, paused, a turn being stopped", false, {
+            let mut r = record(
+                Stage::Started,
+                Some(turn(2, true, false, Some(session::EndWhy::Stop))),
+            );
+            r.paused = true;
+            r
+        }),
+        (
+            "failed by the startup timeout, its turn being killed",
+            false,
+            record(
+                Stage::Failed,
+                Some(first(turn(
+                    1,
+                    true,
+                    false,
+                    Some(session::EndWhy::StartupTimeout),
+                ))),
+            ),
+        ),
+        ("closed", false, record(Stage::Closed, None)),
+    ];
+    let mut out = String::from(
+        "| record | restore emits | then `SurvivorGone` emits | state after |\n|---|---|---|---|\n",
+    );
+    for (name, promised, rec) in cases {
+        let mut s = Session::restore(
+            session::Config::default(),
+            session_options(promised),
+            rec,
+            1_000,
+        );
+        let restored = session_effects(&mut s);
+        let gone = if s.state().survivor {
+            let seq = current_turn(&s);
+            s.handle(1_001, session::Input::SurvivorGone { seq });
+            session_effects(&mut s)
+        } else {
+            "—".to_string()
+        };
+        out.push_str(&format!(
+            "| {name} | {restored} | {gone} | {} |\n",
+            session_state(&s)
+        ));
+    }
+    out
 }

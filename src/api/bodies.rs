@@ -102,12 +102,24 @@ pub fn create(body: &[u8]) -> Result<Start, Refusal> {
     if c.kind != Kind::Thread && c.parent.as_deref().map_or(true, str::is_empty) {
         return invalid("A side chat or child needs its parent session.");
     }
+    // Both CLIs fail a turn whose prompt has no text.
+    if c.prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
+        return invalid("The prompt must not be empty or only whitespace.");
+    }
     Ok(c)
 }
 
 /// Parses a message.
 pub fn message(body: &[u8]) -> Result<Message, Refusal> {
-    parse(body, &["prompt"])
+    let m: Message = parse(body, &["prompt"])?;
+    if m.prompt.trim().is_empty() {
+        return Err(Refusal::new(
+            422,
+            "invalid_field",
+            "The prompt must not be empty or only whitespace.",
+        ));
+    }
+    Ok(m)
 }
 
 /// Parses a relaunch.

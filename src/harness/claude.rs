@@ -1,12 +1,15 @@
-//! Claude Code: `claude -p <prompt> --output-format stream-json --verbose
-//! [--resume <id>]`; the first stream-json event,
+//! Claude Code: `claude -p --output-format stream-json --verbose
+//! [--resume <id>] --permission-mode <mode> [--allowedTools <tool>...]`,
+//! the prompt on stdin (`-p` with no prompt argument reads it there, so no
+//! prompt can be taken for an option). The first stream-json event,
 //! `{"type":"system","subtype":"init","session_id":…}`, names the session.
 
+use super::modes::Modes;
+
 /// The argv (without the program) of one turn.
-pub fn argv(prompt: &str, native_id: Option<&str>, plan_only: bool) -> Vec<String> {
+pub fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {
     let mut a: Vec<String> = vec![
         "-p".into(),
-        prompt.into(),
         "--output-format".into(),
         "stream-json".into(),
         // stream-json in print mode requires --verbose.
@@ -15,8 +18,12 @@ pub fn argv(prompt: &str, native_id: Option<&str>, plan_only: bool) -> Vec<Strin
     if let Some(id) = native_id {
         a.extend(["--resume".into(), id.into()]);
     }
-    if plan_only {
-        a.extend(["--permission-mode".into(), "plan".into()]);
+    a.extend(["--permission-mode".into(), modes.claude.flag().into()]);
+    if !modes.claude_allowed_tools.is_empty() {
+        // Variadic: it takes every argument up to the next option, so it
+        // comes last.
+        a.push("--allowedTools".into());
+        a.extend(modes.claude_allowed_tools.iter().cloned());
     }
     a
 }
@@ -31,20 +38,37 @@ pub fn native_id(event: &serde_json::Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     #[test]
-    fn resumes_by_native_id() {
-        let a = argv("hi", Some("abc"), false);
+    fn resumes_by_native_id_and_plans_read_only() {
+        let config = Config::default();
+        let a = argv(Some("abc"), &config.modes(false));
         assert_eq!(
             a,
             [
                 "-p",
-                "hi",
                 "--output-format",
                 "stream-json",
                 "--verbose",
                 "--resume",
-                "abc"
+                "abc",
+                "--permission-mode",
+                "acceptEdits",
+                "--allowedTools",
+                "Bash"
+            ]
+        );
+        let a = argv(None, &config.modes(true));
+        assert_eq!(
+            a,
+            [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--permission-mode",
+                "plan"
             ]
         );
         let e = serde_json::json!({"type":"system","subtype":"init","session_id":"s1"});

@@ -1,18 +1,34 @@
-//! Codex: `codex exec --json <prompt>` for a new session and
-//! `codex exec --json resume <id> <prompt>` for a later turn (`--json` is an
-//! `exec` option, so it goes before the subcommand); the first JSONL event,
+//! Codex: `codex exec --json --skip-git-repo-check --sandbox <mode>
+//! [-c sandbox_workspace_write.network_access=true] [resume <id>] -`, the
+//! prompt on stdin (`-`). `--json` and the sandbox are `exec` options, so
+//! they go before the `resume` subcommand (which has no `--sandbox` of its
+//! own; they apply to it all the same). A session's folder is rarely a git
+//! work tree, and codex refuses one that is not without
+//! `--skip-git-repo-check`. The first JSONL event,
 //! `{"type":"thread.started","thread_id":…}`, names the session.
 
+use super::modes::{CodexSandbox, Modes};
+
 /// The argv (without the program) of one turn.
-pub fn argv(prompt: &str, native_id: Option<&str>, plan_only: bool) -> Vec<String> {
-    let mut a: Vec<String> = vec!["exec".into(), "--json".into()];
-    if plan_only {
-        a.extend(["--sandbox".into(), "read-only".into()]);
+pub fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "exec".into(),
+        "--json".into(),
+        "--skip-git-repo-check".into(),
+        "--sandbox".into(),
+        modes.codex.flag().into(),
+    ];
+    if modes.codex == CodexSandbox::WorkspaceWrite && modes.codex_network {
+        a.extend([
+            "-c".into(),
+            "sandbox_workspace_write.network_access=true".into(),
+        ]);
     }
     if let Some(id) = native_id {
         a.extend(["resume".into(), id.into()]);
     }
-    a.push(prompt.into());
+    // The prompt: read from stdin.
+    a.push("-".into());
     a
 }
 
@@ -26,14 +42,23 @@ pub fn native_id(event: &serde_json::Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     #[test]
-    fn resumes_by_thread_id() {
-        assert_eq!(argv("hi", None, false), ["exec", "--json", "hi"]);
+    fn resumes_by_thread_id_and_plans_read_only() {
+        let config = Config::default();
+        let base = ["exec", "--json", "--skip-git-repo-check", "--sandbox"];
+        let net = ["-c", "sandbox_workspace_write.network_access=true"];
+        let a = argv(None, &config.modes(false));
+        assert_eq!(a[..4], base);
+        assert_eq!(a[4..], ["workspace-write", net[0], net[1], "-"]);
+        let a = argv(Some("t1"), &config.modes(false));
         assert_eq!(
-            argv("hi", Some("t1"), false),
-            ["exec", "--json", "resume", "t1", "hi"]
+            a[4..],
+            ["workspace-write", net[0], net[1], "resume", "t1", "-"]
         );
+        let a = argv(Some("t1"), &config.modes(true));
+        assert_eq!(a[4..], ["read-only", "resume", "t1", "-"]);
         let e = serde_json::json!({"type":"thread.started","thread_id":"t1"});
         assert_eq!(native_id(&e), Some("t1".into()));
     }

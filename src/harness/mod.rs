@@ -1,9 +1,14 @@
 //! claude and codex adapters: the argv of one turn, and the native session
 //! ID in a turn's JSON event stream. A turn is one process run in the
-//! session's folder; a later turn resumes the native session.
+//! session's folder, its prompt on stdin; a later turn resumes the native
+//! session. `command` builds a turn's whole spec (program, argv,
+//! environment, folder, stdin, account); docs/harnesses.md describes it.
 
+pub mod account;
 pub mod claude;
 pub mod codex;
+pub mod command;
+pub mod modes;
 
 use std::path::{Path, PathBuf};
 
@@ -28,11 +33,12 @@ impl Harness {
         }
     }
 
-    /// The arguments of one turn: a new session, or a resume of `native_id`.
-    pub fn argv(self, prompt: &str, native_id: Option<&str>, plan_only: bool) -> Vec<String> {
+    /// The arguments of one turn (a new session, or a resume of
+    /// `native_id`); the prompt is not among them, it goes on stdin.
+    pub fn argv(self, native_id: Option<&str>, modes: &modes::Modes) -> Vec<String> {
         match self {
-            Harness::Claude => claude::argv(prompt, native_id, plan_only),
-            Harness::Codex => codex::argv(prompt, native_id, plan_only),
+            Harness::Claude => claude::argv(native_id, modes),
+            Harness::Codex => codex::argv(native_id, modes),
         }
     }
 

@@ -6,14 +6,14 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use room_machines::Input;
 
 use super::Runtime;
-use crate::harness::Harness;
+use crate::harness::{command, Harness};
 use crate::procfs::{ProcKey, Procfs};
 use crate::sessions::{lock, Session, SessionState};
 
@@ -70,23 +70,30 @@ impl Runtime {
     fn spawn_turn(&self, s: &mut Session, prompt: String, launch_turn: bool) -> Result<(), String> {
         let harness = s.rec.start.harness;
         s.rec.in_flight = Some(prompt.clone());
-        let program = self.programs.of(harness).to_path_buf();
-        let argv = harness.argv(&prompt, s.rec.native_id.as_deref(), s.rec.start.plan_only);
-        // No `pre_exec` here: it would force std to fork, and the page-table
-        // copy and copy-on-write faults of a fork of the whole service cost
-        // about a millisecond per spawn on this kind of virtual machine,
-        // where posix_spawn (vfork) copies nothing. The child's signal mask
-        // is the spawning thread's, which is empty (see `service::run`).
-        let mut child = Command::new(&program)
-            .args(&argv)
-            .current_dir(&s.rec.start.folder)
-            .stdin(Stdio::null())
+        let turn = command::Turn {
+            harness,
+            prompt: &prompt,
+            native_id: s.rec.native_id.as_deref(),
+            plan_only: s.rec.start.plan_only,
+            folder: &s.rec.start.folder,
+        };
+        let spec = command::build(&self.config, &self.programs, &turn)?;
+        // `spec.command()` sets no `pre_exec` unless the turn runs as
+        // another account, so std uses posix_spawn (see `TurnSpec::command`).
+        // The child's signal mask is the spawning thread's, which is empty
+        // (see `service::run`).
+        let mut child = spec
+            .command()
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // Its own process group, so stop kills the tools it runs too.
             .process_group(0)
             .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+            .map_err(|e| spec.spawn_error(&e))?;
+        let stdin = child.stdin.take().expect("piped");
+        if let Err(e) = command::feed_stdin(stdin, spec.stdin) {
+            log::warn!("{}: cannot write the prompt: {e}", s.rec.id);
+        }
         let pid = child.id();
         // Keyed with its start time, read while the child is not yet reaped
         // (so the pid is still its): a reused pid is never taken for it.

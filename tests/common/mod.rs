@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -29,6 +30,7 @@ pub struct Service {
     /// `http://127.0.0.1:port`.
     pub base: String,
     config: PathBuf,
+    env: Vec<(String, String)>,
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -57,6 +59,12 @@ pub fn unix_ms() -> u64 {
 impl Service {
     /// Starts a service whose config is the test defaults plus `extra`.
     pub fn start(extra: Value) -> Service {
+        Service::start_with_env(extra, Vec::new())
+    }
+
+    /// Starts a service with more environment variables (which the
+    /// harnesses it starts inherit).
+    pub fn start_with_env(extra: Value, env: Vec<(String, String)>) -> Service {
         let root = temp_root();
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let mut config = json!({
@@ -71,13 +79,18 @@ impl Service {
         }
         let config_path = root.join("config.json");
         std::fs::write(&config_path, config.to_string()).unwrap();
+        // Harnesses may run as another account (`agent_uid`): any may record.
+        let records = root.join("records");
+        std::fs::create_dir_all(&records).unwrap();
+        std::fs::set_permissions(&records, std::fs::Permissions::from_mode(0o1777)).unwrap();
         let mut s = Service {
             child: None,
             state: root.join("state"),
-            records: root.join("records"),
+            records,
             base: String::new(),
             config: config_path,
             root,
+            env,
         };
         s.launch();
         s
@@ -94,6 +107,7 @@ impl Service {
             .args(["--config", self.config.to_str().unwrap()])
             .env("FAKE_HARNESS_RECORD", &self.records)
             .env("RUST_LOG", "room_core=debug")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -293,17 +307,26 @@ pub fn mark(folder: &Path, text: &str) {
     std::fs::write(file, text).unwrap();
 }
 
-/// Lands the fixture project in `folder`: a real skill folder, a symlinked
-/// one, CLAUDE.md and AGENTS.md with their markers.
+/// Lands the fixture project (seed 000's) in `folder`: a real skill folder,
+/// a symlinked one, CLAUDE.md and AGENTS.md with their markers. Each
+/// SKILL.md has the name and description front matter the real CLIs need
+/// to list a skill.
 pub fn land_project(folder: &Path) {
+    let skill = |name: &str, from: &str| {
+        format!("---\nname: {name}\ndescription: The seed-000 probe skill from {from}.\n---\nSay {name}.\n")
+    };
     let real = folder.join(".agents/skills/probe-agents-real");
     std::fs::create_dir_all(&real).unwrap();
-    std::fs::write(real.join("SKILL.md"), "---\nname: probe-agents-real\n---\n").unwrap();
+    std::fs::write(
+        real.join("SKILL.md"),
+        skill("probe-agents-real", ".agents/skills"),
+    )
+    .unwrap();
     let claude_real = folder.join(".claude/skills/probe-claude-real");
     std::fs::create_dir_all(&claude_real).unwrap();
     std::fs::write(
         claude_real.join("SKILL.md"),
-        "---\nname: probe-claude-real\n---\n",
+        skill("probe-claude-real", ".claude/skills"),
     )
     .unwrap();
     std::os::unix::fs::symlink(

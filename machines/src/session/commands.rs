@@ -1,0 +1,140 @@
+//! The app's commands (message, stop, interrupt, resume, close, relaunch)
+//! and the service's stop.
+
+use super::event::Event;
+use super::io::{Outcome, Refusal, RelaunchMode};
+use super::record::{EndWhy, Stage};
+use super::Session;
+use crate::launch;
+use crate::Millis;
+
+impl Session {
+    /// Why an app command is refused before it looks at anything else.
+    fn refusal(&self) -> Option<Refusal> {
+        if self.state.halted {
+            Some(Refusal::ServiceStopping)
+        } else if self.state.record.stage == Stage::Closed {
+            Some(Refusal::Closed)
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn handle_message(&mut self, text: String) -> Outcome {
+        if let Some(r) = self.refusal() {
+            return Outcome::Refused(r);
+        }
+        if self.state.record.stage == Stage::Failed {
+            return Outcome::Refused(Refusal::Failed);
+        }
+        self.accept(text);
+        self.pump();
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_stop(&mut self, now: Millis) -> Outcome {
+        if let Some(r) = self.refusal() {
+            return Outcome::Refused(r);
+        }
+        if self.launch_live() {
+            // The launch's rule: stop completes at once and pauses the queue
+            // (it answers `PauseQueue`); the harness still starts later.
+            self.feed_launch(now, launch::Input::Stop);
+        }
+        if !self.state.record.paused {
+            self.rec().paused = true;
+        }
+        self.end_turn(now, EndWhy::Stop);
+        self.emit(Event::Stopped);
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_interrupt(&mut self, now: Millis) -> Outcome {
+        if let Some(r) = self.refusal() {
+            return Outcome::Refused(r);
+        }
+        let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) else {
+            return Outcome::Ignored;
+        };
+        if !self.end_turn(now, EndWhy::Interrupt) {
+            // Already ending, or a restored turn being killed anyway.
+            return Outcome::Ignored;
+        }
+        self.emit(Event::Interrupted { turn: seq });
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_resume(&mut self) -> Outcome {
+        if let Some(r) = self.refusal() {
+            return Outcome::Refused(r);
+        }
+        if !self.state.record.paused {
+            return Outcome::Ignored;
+        }
+        self.rec().paused = false;
+        self.emit(Event::Resumed);
+        self.pump();
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_close(&mut self, now: Millis) -> Outcome {
+        if self.state.record.stage == Stage::Closed {
+            // Closing a closed session answers it again.
+            return Outcome::Ignored;
+        }
+        if self.state.halted {
+            return Outcome::Refused(Refusal::ServiceStopping);
+        }
+        if self.launch_live() {
+            // The launch ends (its harness never starts) and gives its
+            // permit back, held or still queued for.
+            self.feed_launch(now, launch::Input::Close);
+        }
+        self.rec().stage = Stage::Closed;
+        self.state.startup_deadline = None;
+        self.end_turn(now, EndWhy::Close);
+        self.emit(Event::Closed);
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_relaunch(&mut self, now: Millis, mode: RelaunchMode) -> Outcome {
+        if let Some(r) = self.refusal() {
+            return Outcome::Refused(r);
+        }
+        if self.state.record.stage == Stage::Starting || self.launch_live() {
+            return Outcome::Refused(Refusal::Starting);
+        }
+        if mode == RelaunchMode::Restart {
+            self.end_turn(now, EndWhy::Restart);
+        }
+        let r = &self.state.record;
+        if mode != RelaunchMode::Wake && r.paused {
+            self.rec().paused = false;
+        }
+        if self.state.record.error.is_some() {
+            self.rec().error = None;
+        }
+        if self.state.record.stage == Stage::Failed {
+            self.rec().stage = Stage::Started;
+        }
+        self.emit(Event::Relaunched { mode });
+        self.begin_launch(now, true);
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_service_stop(&mut self, now: Millis) -> Outcome {
+        if self.state.halted {
+            return Outcome::Ignored;
+        }
+        self.state.halted = true;
+        if self.launch_live() {
+            // The record keeps its stage: a start that had not started
+            // waits again next run.
+            self.feed_launch(now, launch::Input::ServiceStop);
+        }
+        self.state.startup_deadline = None;
+        self.end_turn(now, EndWhy::ServiceStop);
+        self.emit(Event::ServiceStopped);
+        Outcome::Applied
+    }
+}

@@ -1,0 +1,115 @@
+//! room-core's own events about a session, for its journal
+//! (`<state_dir>/events/<id>.jsonl`, ARCHITECTURE.md section 12). The runtime
+//! adds the sequence number and the Unix-ms time; the event gives the line's
+//! `kind` and `data`:
+//!
+//! ```json
+//! {"seq": 7, "at_ms": 1796221684526, "kind": "turn_ended",
+//!  "data": {"turn": 2, "prompt": 3, "exit": {"code": 0}, "by": null}}
+//! ```
+//!
+//! Durations are in ms; the machine's own clock never appears in an event.
+
+use serde::{Deserialize, Serialize};
+
+use super::io::{Exit, RelaunchMode};
+use super::record::{EndWhy, PromptId, Shown, TurnSeq};
+use crate::launch::{WaitEnd, WaitOn};
+use crate::Millis;
+
+/// One of room-core's events about a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "data", rename_all = "snake_case")]
+pub enum Event {
+    /// The state shown to the app changed (the first event of a session, and
+    /// after a restore when it differs from the record's).
+    State {
+        /// The new state.
+        state: Shown,
+    },
+    /// The launch holds for the project copy.
+    CopyWaitBegan {
+        /// What holds it: a missing mark or `copying`.
+        on: WaitOn,
+        /// The longest it waits, from the launch's beginning.
+        limit_ms: Millis,
+    },
+    /// The copy wait is over.
+    CopyWaitEnded {
+        /// Why: landed, a failed copy (with its reason), the limit, …
+        why: WaitEnd,
+        /// How long it lasted.
+        waited_ms: Millis,
+    },
+    /// A prompt was accepted and queued.
+    PromptQueued {
+        /// Its number.
+        prompt: PromptId,
+    },
+    /// A turn got its prompt.
+    TurnStarted {
+        /// The turn.
+        turn: TurnSeq,
+        /// Its prompt.
+        prompt: PromptId,
+        /// The native session it resumes.
+        resume: Option<String>,
+    },
+    /// The harness named its session.
+    NativeId {
+        /// The turn whose first event said so.
+        turn: TurnSeq,
+        /// The harness's session ID.
+        native_id: String,
+    },
+    /// A turn is over.
+    TurnEnded {
+        /// The turn.
+        turn: TurnSeq,
+        /// Its prompt.
+        prompt: PromptId,
+        /// How its process ended; null for a restored turn the restore killed.
+        exit: Option<Exit>,
+        /// Who ended it on purpose; null when it ended by itself.
+        by: Option<EndWhy>,
+    },
+    /// A prompt went back to the head of the queue: its turn never reached
+    /// the point where it could have run it (never delivered, or the harness
+    /// never reported in).
+    PromptRequeued {
+        /// The prompt.
+        prompt: PromptId,
+        /// The turn it had.
+        turn: TurnSeq,
+    },
+    /// A prompt cannot be run; the queue moves on without it.
+    PromptFailed {
+        /// The prompt.
+        prompt: PromptId,
+        /// Why.
+        error: String,
+    },
+    /// The app stopped the session.
+    Stopped,
+    /// The app interrupted a turn.
+    Interrupted {
+        /// The turn.
+        turn: TurnSeq,
+    },
+    /// The app resumed the queue.
+    Resumed,
+    /// The app closed the session.
+    Closed,
+    /// The app relaunched the session.
+    Relaunched {
+        /// How.
+        mode: RelaunchMode,
+    },
+    /// The service is stopping.
+    ServiceStopped,
+    /// Something went wrong; the session's `error` says the same.
+    Error {
+        /// The sentence.
+        message: String,
+    },
+}

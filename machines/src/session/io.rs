@@ -1,0 +1,259 @@
+//! What goes in and out of a session machine: its config, inputs, effects,
+//! timers and outcomes.
+
+use serde::{Deserialize, Serialize};
+
+use super::event::Event;
+use super::record::{Process, TurnSeq};
+use crate::{launch, Millis};
+
+/// `startup_timeout_ms`: how long a launch's first turn has to name its session.
+pub const STARTUP_TIMEOUT: Millis = 120_000;
+/// `kill_grace_ms`: how long a turn has between SIGTERM and SIGKILL.
+pub const KILL_GRACE: Millis = 4_000;
+
+/// The session's limits; the defaults are the constants above and the launch's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    /// The launch's limits (copy wait, mark age, poll).
+    pub launch: launch::Config,
+    /// From `SpawnTurn` of a launch's first turn to its `NativeId`, at most.
+    pub startup_timeout: Millis,
+    /// From `Signal(Term)` to `Signal(Kill)`.
+    pub kill_grace: Millis,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            launch: launch::Config::default(),
+            startup_timeout: STARTUP_TIMEOUT,
+            kill_grace: KILL_GRACE,
+        }
+    }
+}
+
+/// What the start request fixed for the session's whole life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Options {
+    /// The harness's name (`claude`, `codex`), for messages only.
+    pub harness: String,
+    /// `project_copy`: the first launch waits for the promised copy.
+    pub promised: bool,
+    /// `plan_only`: every turn plans and edits nothing.
+    pub plan_only: bool,
+}
+
+/// How `POST /v1/sessions/{id}/relaunch` brings a started session back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelaunchMode {
+    /// Unpause the queue and run what is queued, resuming the native session.
+    Resume,
+    /// Run what is queued; the pause stays as it is.
+    Wake,
+    /// End the running turn first, then as `resume`.
+    Restart,
+}
+
+/// How a turn's process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal ended it.
+    Signal(i32),
+}
+
+impl Exit {
+    /// Exit code 0.
+    pub fn success(self) -> bool {
+        self == Exit::Code(0)
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exit code {c}"),
+            Exit::Signal(s) => write!(f, "signal {s}"),
+        }
+    }
+}
+
+/// Everything the runtime tells a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Input {
+    // ---- from the app ----
+    /// `POST …/messages`: queue a prompt.
+    Message(String),
+    /// `POST …/stop`: end the running turn and pause the queue.
+    Stop,
+    /// `POST …/interrupt`: end the running turn; the queue goes on.
+    Interrupt,
+    /// `POST …/resume`: unpause the queue.
+    Resume,
+    /// `POST …/close`: end everything; nothing starts again.
+    Close,
+    /// `POST …/relaunch`.
+    Relaunch(RelaunchMode),
+    // ---- from the service ----
+    /// The service is shutting down.
+    ServiceStop,
+    /// An input for the launch (copy wait, permit): `Observed`, `Changed`,
+    /// `PermitGranted`, and whatever the launch learns to take. The launch
+    /// inputs the session owns (`Stop`, `Close`, `ServiceStop`, `Timeout`,
+    /// `HarnessStarted`, `HarnessFailed`) are ignored here: send the
+    /// session's own.
+    Launch(launch::Input),
+    /// A timer fired; the machine compares `now` with its own deadlines.
+    Timeout,
+    // ---- from the turn's supervisor ----
+    /// `SpawnTurn` ran: the process exists, waiting for its prompt on stdin.
+    TurnSpawned {
+        /// The turn.
+        seq: TurnSeq,
+        /// Its process.
+        process: Process,
+    },
+    /// `SpawnTurn` could not start a process.
+    SpawnFailed {
+        /// The turn.
+        seq: TurnSeq,
+        /// Why, in a sentence.
+        reason: String,
+    },
+    /// `DeliverPrompt` could not be carried out: the `Persist` before it
+    /// failed, or the harness's stdin refused the prompt. The prompt never
+    /// reached the harness.
+    PromptUndelivered {
+        /// The turn.
+        seq: TurnSeq,
+        /// Why, in a sentence.
+        error: String,
+    },
+    /// The turn's first event named the harness's session.
+    NativeId {
+        /// The turn.
+        seq: TurnSeq,
+        /// claude's `session_id`, codex's `thread_id`.
+        native_id: String,
+    },
+    /// The turn's process (and everything it started) is gone.
+    TurnEnded {
+        /// The turn.
+        seq: TurnSeq,
+        /// How the harness ended.
+        exit: Exit,
+        /// The end of its stderr, for an error message (may be empty).
+        detail: String,
+    },
+    /// `KillSurvivor` is done: nothing of the restored turn runs any more.
+    SurvivorGone {
+        /// The turn.
+        seq: TurnSeq,
+    },
+}
+
+/// The signals a turn gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Signal {
+    /// SIGTERM to everything the turn started.
+    Term,
+    /// SIGKILL to everything the turn started.
+    Kill,
+}
+
+/// What the session wants the runtime to do, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Write [`Session::record`](super::Session::record) durably now. It
+    /// always comes before the effects of the same input, so when it fails
+    /// the runtime can restore its snapshot and drop them.
+    Persist,
+    /// An effect of the launch, passed through: `Observe`, `AskPermit`,
+    /// `ReleasePermit`, `WaitFor`, `WaitEnded`, `MalformedMark`, `Closed`,
+    /// `Ended` (and any the launch learns to emit). The session acts on
+    /// `StartHarness` and `PauseQueue` itself, so those never appear here.
+    Launch(launch::Effect),
+    /// Start the turn's process (its own cgroup or process group) in the
+    /// session's folder, making the folder first, with stdin left open and
+    /// empty; answer `TurnSpawned` or `SpawnFailed`.
+    SpawnTurn {
+        /// The turn.
+        seq: TurnSeq,
+        /// The prompt (kept until `DeliverPrompt`).
+        prompt: String,
+        /// The native session to resume, if any.
+        resume: Option<String>,
+        /// Plan only.
+        plan_only: bool,
+    },
+    /// Write the turn's prompt to its stdin and close it; answer
+    /// `PromptUndelivered` if that (or the `Persist` before it) failed.
+    DeliverPrompt {
+        /// The turn.
+        seq: TurnSeq,
+    },
+    /// Signal everything the turn started; answer `TurnEnded` once it is gone.
+    Signal {
+        /// The turn.
+        seq: TurnSeq,
+        /// Which signal.
+        signal: Signal,
+    },
+    /// A restart found this turn recorded: SIGKILL whatever still matches
+    /// its pid and start time (or its cgroup), then answer `SurvivorGone`.
+    KillSurvivor {
+        /// The turn.
+        seq: TurnSeq,
+        /// What was recorded.
+        process: Process,
+    },
+    /// Append this event to the session's journal.
+    Emit(Event),
+}
+
+/// The session's named deadlines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Timer {
+    /// One of the launch's (poll, copy limit).
+    Launch(launch::Timer),
+    /// A launch's first turn must name its session by then.
+    StartupTimeout,
+    /// A turn that got SIGTERM gets SIGKILL then.
+    KillGrace,
+}
+
+/// Why an app command is refused; nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// The session is closed (409 `session_finished`).
+    Closed,
+    /// The session failed; only a relaunch or close applies (409 `session_finished`).
+    Failed,
+    /// Its first launch has not started the harness yet, or a relaunch is
+    /// under way (409 `session_starting`).
+    Starting,
+    /// The service is stopping (503).
+    ServiceStopping,
+}
+
+/// What an input did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The input applied.
+    Applied,
+    /// The input does not apply now (late, duplicate, early, for another
+    /// turn, or a command with nothing to do); nothing changed.
+    Ignored,
+    /// An app command that this state refuses; nothing changed.
+    Refused(Refusal),
+}

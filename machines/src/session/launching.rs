@@ -1,0 +1,128 @@
+//! The launch inside the session: beginning one, passing its inputs and
+//! effects through, and what the session does when it asks to start the
+//! harness, when the harness has started and when it failed.
+
+use super::event::Event;
+use super::io::{Effect, Outcome};
+use super::record::Stage;
+use super::Session;
+use crate::launch::{self, Launch, Phase};
+use crate::Millis;
+
+impl Session {
+    /// Whether a launch is under way (not started, closed or ended yet).
+    pub(super) fn launch_live(&self) -> bool {
+        self.launch.as_ref().is_some_and(|l| {
+            matches!(
+                l.state().phase,
+                Phase::Checking | Phase::Waiting(_) | Phase::AwaitingPermit | Phase::Starting
+            )
+        })
+    }
+
+    /// Begins a launch: the first start's (which waits for a promised copy)
+    /// or a relaunch (which never waits).
+    pub(super) fn begin_launch(&mut self, now: Millis, relaunch: bool) {
+        let plan = launch::Plan {
+            promised: self.options.promised && !relaunch,
+            relaunch,
+        };
+        self.launch = Some(Launch::new(self.config.launch, plan, now));
+        self.pump_launch(now);
+    }
+
+    /// `Input::Launch`: the launch inputs the session owns are ignored here.
+    pub(super) fn handle_launch(&mut self, now: Millis, input: launch::Input) -> Outcome {
+        use launch::Input as L;
+        match input {
+            L::Stop
+            | L::Close
+            | L::ServiceStop
+            | L::Timeout
+            | L::HarnessStarted { .. }
+            | L::HarnessFailed(_) => Outcome::Ignored,
+            input => match self.feed_launch(now, input) {
+                launch::Outcome::Applied => Outcome::Applied,
+                launch::Outcome::Ignored => Outcome::Ignored,
+            },
+        }
+    }
+
+    /// Hands an input to the launch and carries out what it answers.
+    pub(super) fn feed_launch(&mut self, now: Millis, input: launch::Input) -> launch::Outcome {
+        let Some(l) = self.launch.as_mut() else {
+            return launch::Outcome::Ignored;
+        };
+        let outcome = l.handle(now, input);
+        self.pump_launch(now);
+        outcome
+    }
+
+    /// Drains the launch's effects: `StartHarness` and `PauseQueue` are the
+    /// session's to act on; everything else goes to the runtime as it is
+    /// (the copy wait's beginning and end are journalled too).
+    fn pump_launch(&mut self, now: Millis) {
+        while let Some(effect) = self.launch.as_mut().and_then(Launch::poll_effect) {
+            match effect {
+                launch::Effect::StartHarness => self.start_harness(now),
+                launch::Effect::PauseQueue => {
+                    if !self.state.record.paused {
+                        self.rec().paused = true;
+                    }
+                }
+                effect => {
+                    let event = match &effect {
+                        launch::Effect::WaitFor { on, until } => {
+                            let began = self.launch.as_ref().map_or(now, |l| l.state().began);
+                            Some(Event::CopyWaitBegan {
+                                on: *on,
+                                limit_ms: until.saturating_sub(began),
+                            })
+                        }
+                        launch::Effect::WaitEnded { why, waited } => Some(Event::CopyWaitEnded {
+                            why: why.clone(),
+                            waited_ms: *waited,
+                        }),
+                        _ => None,
+                    };
+                    self.staged.push(Effect::Launch(effect));
+                    if let Some(e) = event {
+                        self.emit(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The permit is held: run the head of the queue as the launch's first
+    /// turn. With nothing to run (a paused or empty queue, or a turn still
+    /// ending) the launch completes at once and the harness runs later.
+    fn start_harness(&mut self, now: Millis) {
+        let r = &self.state.record;
+        if r.paused || r.turn.is_some() || r.queue.is_empty() {
+            self.complete_launch(now, None);
+            return;
+        }
+        self.spawn_turn(true);
+        self.state.startup_deadline = Some(now.saturating_add(self.config.startup_timeout));
+    }
+
+    /// The launch is done: the harness named its session (or the launch had
+    /// nothing to run). Its permit goes back; the session has started.
+    pub(super) fn complete_launch(&mut self, now: Millis, native_id: Option<String>) {
+        let native_id = native_id.or_else(|| self.state.record.native_id.clone());
+        self.feed_launch(now, launch::Input::HarnessStarted { native_id });
+        self.state.startup_deadline = None;
+        if self.state.record.stage == Stage::Starting {
+            self.rec().stage = Stage::Started;
+        }
+    }
+
+    /// The launch failed: its permit goes back and the session shows why.
+    pub(super) fn fail_launch(&mut self, now: Millis, message: String) {
+        self.feed_launch(now, launch::Input::HarnessFailed(message.clone()));
+        self.state.startup_deadline = None;
+        self.rec().stage = Stage::Failed;
+        self.set_error(message);
+    }
+}

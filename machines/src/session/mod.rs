@@ -1,0 +1,383 @@
+//! The session: everything after the start request is accepted.
+//!
+//! One [`Stage`] says where the session is in its life; the prompt queue,
+//! the pause and the current turn sit beside it in the persisted
+//! [`Record`]. The machine composes the [`Launch`] (the copy wait and the
+//! startup permit) as quinn's connection composes its streams: launch
+//! inputs go in through [`Input::Launch`], launch effects come out through
+//! [`Effect::Launch`], and the session intercepts only the launch effects it
+//! acts on (`StartHarness`, `PauseQueue`), so a launch input or effect added
+//! later passes through unchanged.
+//!
+//! The rules (each has a row in docs/machines.md and a test):
+//! - **Queue.** Every accepted prompt gets a number and is queued. A turn
+//!   starts only when the session has started (or as a launch's first turn,
+//!   once the permit is granted), is not paused, has no turn (a restored
+//!   turn whose survivor check is outstanding counts), is not closed or
+//!   failed, and the service is not stopping. One turn at a time, ever: the
+//!   turn lives in the record, so a restart sees it.
+//! - **Turns.** `SpawnTurn` → `TurnSpawned` (persisted: pid, pgid, start
+//!   time) → `DeliverPrompt`, so a kill -9 never leaves an unrecorded turn
+//!   that has its prompt. `NativeId` marks the turn as reported in (and
+//!   completes a launch's first turn). `TurnEnded` settles its prompt.
+//! - **Stop** pauses the queue and ends the running turn (SIGTERM, then
+//!   SIGKILL after `kill_grace`); during a launch it completes at once.
+//!   **Interrupt** ends the turn without pausing. **Close** ends the launch
+//!   (its harness never starts) or the turn, and nothing starts again.
+//!   **Service stop** ends the launch (a start that had not started waits
+//!   again next run) and cuts the turn.
+//! - **Relaunch** (resume, wake, restart) never waits for a copy, and is
+//!   refused while the first launch or another relaunch is under way.
+//! - **Startup timeout.** A launch's first turn that has not named its
+//!   session within `startup_timeout` is ended, the launch fails with
+//!   "claude did not start within 120 s …", the permit returns, and its
+//!   prompt goes back to the head of the queue for a relaunch.
+//! - **A prompt never wedges the queue.** A later turn that cannot be
+//!   spawned reports its prompt failed and the queue moves on; a launch's
+//!   first turn that cannot be spawned fails the launch, prompt kept.
+//! - **A cut turn is never silent.** A turn cut by a service stop or by the
+//!   service dying says so in `error`; its prompt is queued again only if
+//!   the harness never reported in, so no prompt runs twice.
+//! - **Restore.** A recorded turn is first killed if it survived
+//!   (`KillSurvivor` → `SurvivorGone`); nothing else runs on the session
+//!   before that. Then a start that had not started waits again (a new
+//!   launch, a new limit) and a started session runs its queue.
+//! - **Durability.** Every input that changes the record emits `Persist`
+//!   before anything else it emits, so the runtime can roll back an app
+//!   command whose record cannot be written (see docs/machines.md).
+//!
+//! Where the rules are silent the machine does what a user would expect:
+//! a prompt whose turn was stopped or interrupted after it reached the
+//! harness is not run again (the user ended it); one stopped before it
+//! reached the harness goes back to the queue (an interrupted one is
+//! reported failed, or interrupt would start it again at once); a launch's
+//! first turn ended by stop or interrupt before it reported in completes
+//! the launch without a native ID, as a paused or empty queue does.
+
+mod commands;
+pub mod event;
+pub mod io;
+mod launching;
+pub mod record;
+pub mod retry;
+mod turns;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use crate::launch::Launch;
+use crate::Millis;
+
+pub use event::Event;
+pub use io::{
+    Config, Effect, Exit, Input, Options, Outcome, Refusal, RelaunchMode, Signal, Timer,
+    KILL_GRACE, STARTUP_TIMEOUT,
+};
+pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Turn, TurnSeq};
+pub use retry::{retry_difference, StartFields};
+
+/// Everything a session knows, in memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// The persisted part.
+    pub record: Record,
+    /// `ServiceStop` arrived: nothing starts any more in this run. Not a
+    /// session state: the next run starts from the record.
+    pub halted: bool,
+    /// The current turn was restored and `KillSurvivor` is outstanding.
+    pub survivor: bool,
+    /// When the launch's first turn must have named its session.
+    pub startup_deadline: Option<Millis>,
+    /// When the ending turn, which got SIGTERM, gets SIGKILL.
+    pub kill_at: Option<Millis>,
+}
+
+/// One session's machine.
+#[derive(Debug, Clone)]
+pub struct Session {
+    config: Config,
+    options: Options,
+    state: State,
+    /// The current or last launch. A finished launch stays so that a permit
+    /// granted after it closed is still given back.
+    launch: Option<Launch>,
+    /// What the input being handled produced, before `Persist` is put in front.
+    staged: Vec<Effect>,
+    effects: VecDeque<Effect>,
+    /// The record changed since the last `Persist`.
+    dirty: bool,
+    /// The state last reported in an `Event::State`.
+    shown: Option<Shown>,
+}
+
+impl Session {
+    /// A new start at `now`: its record is persisted first, its first
+    /// prompt (if any) queued, and its launch begun (the copy wait).
+    pub fn new(config: Config, options: Options, prompt: Option<String>, now: Millis) -> Session {
+        let mut s = Session::around(config, options, Record::new());
+        s.dirty = true;
+        if let Some(text) = prompt {
+            s.accept(text);
+        }
+        s.begin_launch(now, false);
+        s.finish();
+        s
+    }
+
+    /// A session rebuilt at `now` from its persisted record after a restart
+    /// (or a kill -9). A recorded turn is killed first (`KillSurvivor`);
+    /// then a start that had not started waits again and a started
+    /// session runs its queue.
+    pub fn restore(config: Config, options: Options, record: Record, now: Millis) -> Session {
+        let mut s = Session::around(config, options, record);
+        s.shown = Some(s.shown());
+        if let Some(turn) = s.state.record.turn.clone() {
+            match turn.process {
+                Some(process) => {
+                    s.state.survivor = true;
+                    s.staged.push(Effect::KillSurvivor {
+                        seq: turn.seq,
+                        process,
+                    });
+                }
+                None => {
+                    // Asked for but never spawned: it never had its prompt.
+                    s.rec().turn = None;
+                    s.requeue(&turn);
+                }
+            }
+        }
+        if !s.state.survivor {
+            s.carry_on(now);
+        }
+        s.finish();
+        s
+    }
+
+    fn around(config: Config, options: Options, record: Record) -> Session {
+        Session {
+            config,
+            options,
+            state: State {
+                record,
+                halted: false,
+                survivor: false,
+                startup_deadline: None,
+                kill_at: None,
+            },
+            launch: None,
+            staged: Vec::new(),
+            effects: VecDeque::new(),
+            dirty: false,
+            shown: None,
+        }
+    }
+
+    // ---- getters ----
+
+    /// Everything the session knows.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// What `Persist` writes.
+    pub fn record(&self) -> &Record {
+        &self.state.record
+    }
+
+    /// The current or last launch (for the view's `waiting_for`).
+    pub fn launch(&self) -> Option<&Launch> {
+        self.launch.as_ref()
+    }
+
+    /// The state shown to the app.
+    pub fn shown(&self) -> Shown {
+        let r = &self.state.record;
+        match r.stage {
+            Stage::Closed => Shown::Closed,
+            Stage::Failed => Shown::Failed,
+            Stage::Starting => Shown::Pending,
+            Stage::Started if self.launch_live() => Shown::Pending,
+            Stage::Started if r.turn.is_some() => Shown::Running,
+            Stage::Started => Shown::Idle,
+        }
+    }
+
+    /// The options the session was made with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The limits.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    // ---- handle_* ----
+
+    /// Applies one input at time `now`. Refused and ignored inputs change
+    /// nothing and emit nothing.
+    pub fn handle(&mut self, now: Millis, input: Input) -> Outcome {
+        let outcome = match input {
+            Input::Message(text) => self.handle_message(text),
+            Input::Stop => self.handle_stop(now),
+            Input::Interrupt => self.handle_interrupt(now),
+            Input::Resume => self.handle_resume(),
+            Input::Close => self.handle_close(now),
+            Input::Relaunch(mode) => self.handle_relaunch(now, mode),
+            Input::ServiceStop => self.handle_service_stop(now),
+            Input::Launch(input) => self.handle_launch(now, input),
+            Input::Timeout => self.handle_timeout(now),
+            Input::TurnSpawned { seq, process } => self.handle_spawned(now, seq, process),
+            Input::SpawnFailed { seq, reason } => self.handle_spawn_failed(now, seq, reason),
+            Input::PromptUndelivered { seq, error } => self.handle_undelivered(now, seq, error),
+            Input::NativeId { seq, native_id } => self.handle_native_id(now, seq, native_id),
+            Input::TurnEnded { seq, exit, detail } => self.handle_ended(now, seq, exit, detail),
+            Input::SurvivorGone { seq } => self.handle_survivor_gone(now, seq),
+        };
+        self.finish();
+        outcome
+    }
+
+    // ---- poll_* ----
+
+    /// The next effect to carry out, oldest first.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// The earliest deadline and which timer it is: the launch's (poll,
+    /// copy limit), the startup timeout, or the kill grace.
+    pub fn poll_timeout(&self) -> Option<(Millis, Timer)> {
+        let launch = self
+            .launch
+            .as_ref()
+            .and_then(Launch::poll_timeout)
+            .map(|(at, t)| (at, Timer::Launch(t)));
+        let startup = self
+            .state
+            .startup_deadline
+            .map(|at| (at, Timer::StartupTimeout));
+        let kill = self.state.kill_at.map(|at| (at, Timer::KillGrace));
+        [kill, startup, launch]
+            .into_iter()
+            .flatten()
+            .min_by_key(|(at, _)| *at)
+    }
+
+    // ---- helpers shared by the handlers ----
+
+    /// The record, marked changed: the input will emit `Persist`.
+    fn rec(&mut self) -> &mut Record {
+        self.dirty = true;
+        &mut self.state.record
+    }
+
+    fn emit(&mut self, event: Event) {
+        self.staged.push(Effect::Emit(event));
+    }
+
+    fn set_error(&mut self, message: String) {
+        self.rec().error = Some(message.clone());
+        self.emit(Event::Error { message });
+    }
+
+    /// Queues a prompt under the next number.
+    fn accept(&mut self, text: String) {
+        let r = self.rec();
+        let id = r.next_prompt;
+        r.next_prompt += 1;
+        r.queue.push_back(Prompt { id, text });
+        self.emit(Event::PromptQueued { prompt: id });
+    }
+
+    /// Puts a turn's prompt back at the head of the queue.
+    fn requeue(&mut self, turn: &Turn) {
+        self.rec().queue.push_front(turn.prompt.clone());
+        self.emit(Event::PromptRequeued {
+            prompt: turn.prompt.id,
+            turn: turn.seq,
+        });
+    }
+
+    /// After a turn is gone (or at a restore): a start that had not started
+    /// begins its launch (and so waits again); a started session runs its queue.
+    fn carry_on(&mut self, now: Millis) {
+        let r = &self.state.record;
+        match r.stage {
+            Stage::Starting if !self.state.halted && !self.launch_live() && r.turn.is_none() => {
+                self.begin_launch(now, false)
+            }
+            Stage::Started => self.pump(),
+            _ => {}
+        }
+    }
+
+    /// Starts the next queued prompt if the session may run a turn now.
+    fn pump(&mut self) {
+        let r = &self.state.record;
+        let may = !self.state.halted
+            && r.stage == Stage::Started
+            && !self.launch_live()
+            && !r.paused
+            && r.turn.is_none()
+            && !r.queue.is_empty();
+        if may {
+            self.spawn_turn(false);
+        }
+    }
+
+    /// Takes the head of the queue into a new turn and asks for its process.
+    /// Not marked for `Persist`: until `TurnSpawned` the turn has no process
+    /// and never had its prompt, and a record without it restores the same
+    /// (the prompt at the head of the queue). The write this saves is one
+    /// per launch while a startup permit is held.
+    fn spawn_turn(&mut self, launch: bool) {
+        let plan_only = self.options.plan_only;
+        let r = &mut self.state.record;
+        let Some(prompt) = r.queue.pop_front() else {
+            return;
+        };
+        let seq = r.next_turn;
+        r.next_turn += 1;
+        self.staged.push(Effect::SpawnTurn {
+            seq,
+            prompt: prompt.text.clone(),
+            resume: r.native_id.clone(),
+            plan_only,
+        });
+        r.turn = Some(Turn {
+            seq,
+            prompt,
+            launch,
+            process: None,
+            delivered: false,
+            reported: false,
+            ending: None,
+        });
+    }
+
+    /// Puts `Persist` in front of what the input produced (when the record
+    /// changed) and reports a change of the shown state last.
+    fn finish(&mut self) {
+        if std::mem::take(&mut self.dirty) {
+            self.effects.push_back(Effect::Persist);
+        }
+        self.effects.extend(self.staged.drain(..));
+        let shown = self.shown();
+        if self.shown != Some(shown) {
+            self.shown = Some(shown);
+            self.effects
+                .push_back(Effect::Emit(Event::State { state: shown }));
+        }
+    }
+}
+
+/// `ms` as seconds for a message: "120 s", "1.5 s".
+fn secs(ms: Millis) -> String {
+    format!("{} s", ms as f64 / 1000.0)
+}

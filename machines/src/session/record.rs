@@ -1,0 +1,182 @@
+//! The persisted core of a session record: its one state enum ([`Stage`]),
+//! its prompt queue, the pause, and the current turn. The runtime writes
+//! this (flattened into its session record, beside the start request) every
+//! time the machine emits `Persist`, and hands it back to
+//! [`Session::restore`](super::Session::restore) after a restart.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+/// A prompt's number in its session: 1, 2, 3 … in the order they were accepted.
+pub type PromptId = u64;
+
+/// A turn's number in its session: 1, 2, 3 … never reused once recorded.
+pub type TurnSeq = u64;
+
+/// One accepted prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prompt {
+    /// Its number.
+    pub id: PromptId,
+    /// What the app sent.
+    pub text: String,
+}
+
+/// Where a session is in its life: the one state enum, persisted.
+///
+/// What the app sees ([`Shown`]) follows from it, from whether a launch is
+/// live and from whether a turn exists; nothing else says whether the
+/// session has started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// The start has not started its harness yet: the first launch (copy
+    /// wait, permit, first turn until the harness names its session). A
+    /// restart begins the launch again, with a new wait.
+    Starting,
+    /// The harness has started at least once; later turns resume it. A
+    /// restart never waits again.
+    Started,
+    /// Closed by the app: nothing starts, ever.
+    Closed,
+    /// A launch failed (`error` says why); a relaunch may bring it back.
+    Failed,
+}
+
+/// The state shown to the app (`state` in the session view).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shown {
+    /// A launch is in progress: the copy wait, the permit, the first turn
+    /// until the harness names its session; also a relaunch.
+    Pending,
+    /// Started and a turn exists.
+    Running,
+    /// Started and no turn.
+    Idle,
+    /// Closed by the app.
+    Closed,
+    /// A launch failed.
+    Failed,
+}
+
+/// A turn's process as the supervisor started it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Process {
+    /// The harness's pid.
+    pub pid: u32,
+    /// Its process group.
+    pub pgid: u32,
+    /// Field 22 of `/proc/PID/stat` (clock ticks since boot), so a restart
+    /// never mistakes a recycled pid for the turn.
+    pub start_time: u64,
+}
+
+/// Why the machine is ending a turn (or why it ended one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndWhy {
+    /// The app stopped the session (the queue is paused).
+    Stop,
+    /// The app interrupted the turn (the queue goes on).
+    Interrupt,
+    /// The app closed the session.
+    Close,
+    /// A relaunch in `restart` mode.
+    Restart,
+    /// The service is stopping; the turn is cut.
+    ServiceStop,
+    /// A launch's first turn did not name its session in time.
+    StartupTimeout,
+    /// The prompt could not be handed to the harness (its record could not
+    /// be written, or its stdin refused it).
+    Undelivered,
+    /// The service ended without ending the turn (kill -9, a crash); the
+    /// restore killed what survived. Only ever reported, never persisted.
+    Restore,
+}
+
+/// The current turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    /// Its number.
+    pub seq: TurnSeq,
+    /// The prompt it runs; it left the queue when the turn was asked for.
+    pub prompt: Prompt,
+    /// A launch's first turn: naming its session completes the launch.
+    #[serde(default)]
+    pub launch: bool,
+    /// Its process, once spawned. A turn without one was asked for
+    /// (`SpawnTurn`) but not spawned yet: it never had its prompt, and a
+    /// restart puts the prompt back in the queue.
+    #[serde(default)]
+    pub process: Option<Process>,
+    /// The prompt was handed over (`DeliverPrompt`), which happens only
+    /// after the process was persisted.
+    #[serde(default)]
+    pub delivered: bool,
+    /// The harness named its session during this turn (`NativeId`): it has
+    /// begun the prompt, which is therefore never run again.
+    #[serde(default)]
+    pub reported: bool,
+    /// The machine is ending it, and why (persisted, so a restart reports
+    /// the turn as what it was: stopped, closed, cut).
+    #[serde(default)]
+    pub ending: Option<EndWhy>,
+}
+
+/// The persisted part of a session: the core of its record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// Where the session is in its life.
+    pub stage: Stage,
+    /// The harness's own session ID, once a turn's first event named it.
+    #[serde(default)]
+    pub native_id: Option<String>,
+    /// Prompts not run yet, oldest first.
+    #[serde(default)]
+    pub queue: VecDeque<Prompt>,
+    /// Stop paused the queue; resume unpauses it.
+    #[serde(default)]
+    pub paused: bool,
+    /// The current turn: at most one, ever.
+    #[serde(default)]
+    pub turn: Option<Turn>,
+    /// Why the session failed, why its last turn failed, or what happened
+    /// to a cut turn.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The number the next accepted prompt gets.
+    #[serde(default = "one")]
+    pub next_prompt: PromptId,
+    /// The number the next turn gets.
+    #[serde(default = "one")]
+    pub next_turn: TurnSeq,
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl Record {
+    /// A new start's record: not started, nothing queued yet.
+    pub fn new() -> Record {
+        Record {
+            stage: Stage::Starting,
+            native_id: None,
+            queue: VecDeque::new(),
+            paused: false,
+            turn: None,
+            error: None,
+            next_prompt: 1,
+            next_turn: 1,
+        }
+    }
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Record::new()
+    }
+}

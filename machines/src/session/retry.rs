@@ -1,0 +1,64 @@
+//! Whether a repeated start (same `request_id`) is the same start. The app
+//! retries a start it did not hear back from; a retry may plan its copy
+//! differently (`project_copy`) or ask for planning (`plan_only`), which are
+//! ignored, so it still gets the session the first start made. Any other
+//! difference is a conflict that names the first differing field.
+
+use std::path::Path;
+
+/// The fields of a start that a retry is compared on, in the order a
+/// conflict names them (`harness` and `kind` are the runtime's own types).
+#[derive(Debug, Clone, Copy)]
+pub struct StartFields<'a, H, K> {
+    /// `workspace`.
+    pub workspace: &'a str,
+    /// `folder`.
+    pub folder: &'a Path,
+    /// `harness`.
+    pub harness: &'a H,
+    /// `kind`.
+    pub kind: &'a K,
+    /// `parent`.
+    pub parent: Option<&'a str>,
+    /// `shared_sandbox`.
+    pub shared_sandbox: bool,
+    /// `prompt`: the first prompt.
+    pub prompt: Option<&'a str>,
+    /// `project_copy`: a retry may change it.
+    pub project_copy: bool,
+    /// `plan_only`: a retry may change it.
+    pub plan_only: bool,
+}
+
+/// The fields a conflict can name, in the order they are compared.
+pub const COMPARED: [&str; 7] = [
+    "workspace",
+    "folder",
+    "harness",
+    "kind",
+    "parent",
+    "shared_sandbox",
+    "prompt",
+];
+
+/// The first field (other than `project_copy` and `plan_only`) in which
+/// `retry` differs from the start it repeats; `None` when it is the same start.
+pub fn retry_difference<H: PartialEq, K: PartialEq>(
+    was: &StartFields<'_, H, K>,
+    retry: &StartFields<'_, H, K>,
+) -> Option<&'static str> {
+    let same = [
+        was.workspace == retry.workspace,
+        was.folder == retry.folder,
+        was.harness == retry.harness,
+        was.kind == retry.kind,
+        was.parent == retry.parent,
+        was.shared_sandbox == retry.shared_sandbox,
+        was.prompt == retry.prompt,
+    ];
+    COMPARED
+        .iter()
+        .zip(same)
+        .find(|(_, same)| !same)
+        .map(|(field, _)| *field)
+}

@@ -1,0 +1,834 @@
+//! Behaviours of the session machine, one test each.
+
+use super::*;
+use crate::copy::{CopyMark, Observation};
+use crate::launch::{self, WaitEnd, WaitOn};
+
+const GRACE: Millis = KILL_GRACE;
+const P: Process = Process {
+    pid: 4242,
+    pgid: 4242,
+    start_time: 99,
+};
+
+fn options(promised: bool) -> Options {
+    Options {
+        harness: "claude".into(),
+        promised,
+        plan_only: false,
+    }
+}
+
+/// A session and a clock, with every effect kept.
+struct T {
+    s: Session,
+    now: Millis,
+}
+
+impl T {
+    fn new(promised: bool, prompt: Option<&str>) -> (T, Vec<Effect>) {
+        let mut s = Session::new(
+            Config::default(),
+            options(promised),
+            prompt.map(String::from),
+            0,
+        );
+        let e = drain(&mut s);
+        (T { s, now: 0 }, e)
+    }
+
+    fn at(&mut self, now: Millis, input: Input) -> (Outcome, Vec<Effect>) {
+        self.now = now;
+        let o = self.s.handle(now, input);
+        (o, drain(&mut self.s))
+    }
+
+    fn go(&mut self, input: Input) -> Vec<Effect> {
+        let now = self.now;
+        let (o, e) = self.at(now, input);
+        assert_eq!(o, Outcome::Applied, "{e:?}");
+        e
+    }
+
+    fn seq(&self) -> TurnSeq {
+        self.s.record().turn.as_ref().expect("a turn").seq
+    }
+
+    fn observe(&mut self, obs: Observation) -> Vec<Effect> {
+        self.go(Input::Launch(launch::Input::Observed(obs)))
+    }
+
+    /// An unpromised start with `prompt` up to its first turn being spawned.
+    fn spawned(prompt: &str) -> T {
+        let (mut t, _) = T::new(false, Some(prompt));
+        t.observe(Observation::missing());
+        t.go(Input::Launch(launch::Input::PermitGranted));
+        let seq = t.seq();
+        t.go(Input::TurnSpawned { seq, process: P });
+        t
+    }
+
+    /// Idle, then prompt "two" running as turn 2, with `more` queued behind it.
+    fn running(more: &[&str]) -> T {
+        let mut t = T::idle();
+        t.go(Input::Message("two".into()));
+        for m in more {
+            t.go(Input::Message(m.to_string()));
+        }
+        t.go(Input::TurnSpawned { seq: 2, process: P });
+        t
+    }
+
+    /// Turn `seq`'s process exits.
+    fn end(&mut self, seq: TurnSeq, exit: Exit) -> Vec<Effect> {
+        self.go(Input::TurnEnded {
+            seq,
+            exit,
+            detail: String::new(),
+        })
+    }
+
+    /// Started and idle with native ID `n1`, nothing queued.
+    fn idle() -> T {
+        let mut t = T::spawned("first");
+        let seq = t.seq();
+        t.go(Input::NativeId {
+            seq,
+            native_id: "n1".into(),
+        });
+        t.go(Input::TurnEnded {
+            seq,
+            exit: Exit::Code(0),
+            detail: String::new(),
+        });
+        assert_eq!(t.s.shown(), Shown::Idle);
+        t
+    }
+}
+
+fn drain(s: &mut Session) -> Vec<Effect> {
+    std::iter::from_fn(|| s.poll_effect()).collect()
+}
+
+fn has(effects: &[Effect], want: &Effect) -> bool {
+    effects.contains(want)
+}
+
+fn spawns(effects: &[Effect]) -> usize {
+    effects
+        .iter()
+        .filter(|e| matches!(e, Effect::SpawnTurn { .. }))
+        .count()
+}
+
+fn term(seq: TurnSeq) -> Effect {
+    Effect::Signal {
+        seq,
+        signal: Signal::Term,
+    }
+}
+
+fn kill(seq: TurnSeq) -> Effect {
+    Effect::Signal {
+        seq,
+        signal: Signal::Kill,
+    }
+}
+
+fn launch_effect(e: launch::Effect) -> Effect {
+    Effect::Launch(e)
+}
+
+#[test]
+fn a_new_start_is_persisted_before_its_launch_begins() {
+    let (t, e) = T::new(true, Some("hello"));
+    assert_eq!(
+        e,
+        vec![
+            Effect::Persist,
+            Effect::Emit(Event::PromptQueued { prompt: 1 }),
+            launch_effect(launch::Effect::Observe),
+            Effect::Emit(Event::State {
+                state: Shown::Pending
+            }),
+        ]
+    );
+    assert_eq!(t.s.record().stage, Stage::Starting);
+    assert_eq!(t.s.record().queue.len(), 1);
+}
+
+#[test]
+fn the_copy_wait_is_journalled_with_what_it_waits_on_its_limit_and_why_it_ended() {
+    let (mut t, _) = T::new(true, Some("hello"));
+    let e = t.observe(Observation::marked(CopyMark::Copying, 0));
+    assert!(has(
+        &e,
+        &Effect::Emit(Event::CopyWaitBegan {
+            on: WaitOn::Copying,
+            limit_ms: 300_000
+        })
+    ));
+    t.now = 2_000;
+    let e = t.observe(Observation::marked(CopyMark::Failed("disk full".into()), 0));
+    assert!(has(
+        &e,
+        &Effect::Emit(Event::CopyWaitEnded {
+            why: WaitEnd::CopyFailed("disk full".into()),
+            waited_ms: 2_000
+        })
+    ));
+    assert!(has(&e, &launch_effect(launch::Effect::AskPermit)));
+}
+
+#[test]
+fn no_turn_is_spawned_before_the_permit_and_the_first_prompt_goes_with_the_permit() {
+    let (mut t, _) = T::new(false, Some("hello"));
+    let e = t.observe(Observation::missing());
+    assert_eq!(spawns(&e), 0);
+    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    assert_eq!(
+        e,
+        vec![Effect::SpawnTurn {
+            seq: 1,
+            prompt: "hello".into(),
+            resume: None,
+            plan_only: false
+        }]
+    );
+    assert_eq!(t.s.poll_timeout(), Some((120_000, Timer::StartupTimeout)));
+}
+
+#[test]
+fn a_prompt_is_delivered_only_after_its_turn_is_persisted() {
+    let (mut t, _) = T::new(false, Some("hello"));
+    t.observe(Observation::missing());
+    t.go(Input::Launch(launch::Input::PermitGranted));
+    let e = t.go(Input::TurnSpawned { seq: 1, process: P });
+    assert_eq!(e[0], Effect::Persist);
+    assert_eq!(e.last(), Some(&Effect::DeliverPrompt { seq: 1 }));
+    assert_eq!(
+        t.s.record().turn.as_ref().and_then(|t| t.process),
+        Some(P),
+        "the persisted record holds the process"
+    );
+}
+
+#[test]
+fn the_harness_naming_its_session_completes_the_launch_and_returns_the_permit() {
+    let mut t = T::spawned("hello");
+    assert_eq!(t.s.shown(), Shown::Pending);
+    let e = t.go(Input::NativeId {
+        seq: 1,
+        native_id: "n1".into(),
+    });
+    assert_eq!(e[0], Effect::Persist);
+    assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
+    assert!(has(
+        &e,
+        &Effect::Emit(Event::State {
+            state: Shown::Running
+        })
+    ));
+    assert_eq!(t.s.record().stage, Stage::Started);
+    assert_eq!(t.s.poll_timeout(), None, "no startup timeout any more");
+}
+
+#[test]
+fn later_turns_resume_the_native_session_one_at_a_time() {
+    let mut t = T::idle();
+    let e = t.go(Input::Message("two".into()));
+    assert_eq!(e[0], Effect::Persist);
+    assert!(has(
+        &e,
+        &Effect::SpawnTurn {
+            seq: 2,
+            prompt: "two".into(),
+            resume: Some("n1".into()),
+            plan_only: false
+        }
+    ));
+    let e = t.go(Input::Message("three".into()));
+    assert_eq!(spawns(&e), 0, "one turn at a time");
+    t.go(Input::TurnSpawned { seq: 2, process: P });
+    let e = t.end(2, Exit::Code(0));
+    assert_eq!(spawns(&e), 1, "the next prompt runs once the turn ended");
+}
+
+#[test]
+fn stop_during_the_copy_wait_completes_at_once_and_the_harness_starts_paused() {
+    let (mut t, _) = T::new(true, Some("hello"));
+    t.observe(Observation::marked(CopyMark::Copying, 0));
+    let e = t.go(Input::Stop);
+    assert_eq!(e[0], Effect::Persist);
+    assert!(t.s.record().paused);
+    assert_eq!(t.s.shown(), Shown::Pending);
+    t.observe(Observation::marked(CopyMark::Ready, 0));
+    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    assert_eq!(spawns(&e), 0, "a paused queue starts nothing");
+    assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
+    assert_eq!(t.s.shown(), Shown::Idle);
+    let e = t.go(Input::Resume);
+    assert_eq!(spawns(&e), 1);
+}
+
+#[test]
+fn stop_with_a_turn_running_sends_term_then_kill_after_the_grace_and_pauses() {
+    let mut t = T::running(&[]);
+    t.now = 1_000;
+    let e = t.go(Input::Stop);
+    assert_eq!(e[0], Effect::Persist);
+    assert!(has(&e, &term(2)));
+    assert_eq!(t.s.poll_timeout(), Some((1_000 + GRACE, Timer::KillGrace)));
+    let (o, _) = t.at(1_000 + GRACE - 1, Input::Timeout);
+    assert_eq!(o, Outcome::Ignored, "an early timeout changes nothing");
+    let (_, e) = t.at(1_000 + GRACE, Input::Timeout);
+    assert_eq!(e, vec![kill(2)]);
+    let (o, e) = t.at(1_000 + GRACE, Input::Timeout);
+    assert_eq!(
+        (o, e),
+        (Outcome::Ignored, vec![]),
+        "a duplicate changes nothing"
+    );
+    t.go(Input::Message("three".into()));
+    let e = t.end(2, Exit::Signal(9));
+    assert_eq!(spawns(&e), 0, "paused");
+    assert!(has(
+        &e,
+        &Effect::Emit(Event::TurnEnded {
+            turn: 2,
+            prompt: 2,
+            exit: Some(Exit::Signal(9)),
+            by: Some(EndWhy::Stop)
+        })
+    ));
+    assert_eq!(
+        t.s.record().queue.len(),
+        1,
+        "the stopped prompt is not run again"
+    );
+}
+
+#[test]
+fn interrupt_ends_the_turn_and_the_queue_goes_on() {
+    let mut t = T::running(&["three"]);
+    let e = t.go(Input::Interrupt);
+    assert!(has(&e, &term(2)));
+    assert!(!t.s.record().paused);
+    let e = t.end(2, Exit::Signal(15));
+    assert!(has(
+        &e,
+        &Effect::SpawnTurn {
+            seq: 3,
+            prompt: "three".into(),
+            resume: Some("n1".into()),
+            plan_only: false
+        }
+    ));
+    t.go(Input::TurnSpawned { seq: 3, process: P });
+    t.end(3, Exit::Code(0));
+    assert_eq!(
+        t.at(t.now, Input::Interrupt).0,
+        Outcome::Ignored,
+        "nothing to interrupt"
+    );
+}
+
+#[test]
+fn close_during_the_wait_means_the_harness_never_starts() {
+    let (mut t, _) = T::new(true, Some("hello"));
+    t.observe(Observation::missing());
+    let e = t.go(Input::Close);
+    assert_eq!(e[0], Effect::Persist);
+    assert!(has(&e, &launch_effect(launch::Effect::Closed)));
+    assert_eq!(t.s.record().stage, Stage::Closed);
+    let (o, e) = t.at(1, Input::Launch(launch::Input::PermitGranted));
+    assert_eq!((o, e), (Outcome::Ignored, vec![]));
+    assert_eq!(
+        t.at(1, Input::Message("x".into())).0,
+        Outcome::Refused(Refusal::Closed)
+    );
+    assert_eq!(t.at(1, Input::Close).0, Outcome::Ignored);
+}
+
+#[test]
+fn close_while_queued_for_a_permit_gives_the_late_permit_back() {
+    let (mut t, _) = T::new(false, Some("hello"));
+    t.observe(Observation::missing());
+    t.go(Input::Close);
+    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    assert_eq!(e, vec![launch_effect(launch::Effect::ReleasePermit)]);
+}
+
+#[test]
+fn close_with_a_turn_running_ends_it_and_nothing_runs_after() {
+    let mut t = T::running(&["three"]);
+    let e = t.go(Input::Close);
+    assert!(has(&e, &term(2)));
+    assert_eq!(t.s.shown(), Shown::Closed);
+    let e = t.end(2, Exit::Signal(15));
+    assert_eq!(spawns(&e), 0);
+}
+
+#[test]
+fn a_silent_harness_times_out_fails_the_launch_returns_the_permit_and_keeps_its_prompt() {
+    let mut t = T::spawned("hello");
+    t.s.handle(0, Input::Message("two".into()));
+    drain(&mut t.s);
+    let (o, e) = t.at(120_000, Input::Timeout);
+    assert_eq!(o, Outcome::Applied);
+    assert_eq!(e[0], Effect::Persist);
+    assert!(has(&e, &term(1)));
+    assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
+    assert_eq!(t.s.shown(), Shown::Failed);
+    assert_eq!(
+        t.s.record().error.as_deref(),
+        Some("claude did not start within 120 s: it never named its session; its prompt stays queued for a relaunch")
+    );
+    let (_, e) = t.at(120_000 + GRACE, Input::Timeout);
+    assert!(has(&e, &kill(1)));
+    // A late report changes nothing; the end puts the prompt back first.
+    assert_eq!(
+        t.at(
+            124_500,
+            Input::NativeId {
+                seq: 1,
+                native_id: "late".into()
+            }
+        )
+        .0,
+        Outcome::Ignored
+    );
+    t.end(1, Exit::Signal(9));
+    let queued: Vec<&str> = t.s.record().queue.iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(queued, ["hello", "two"]);
+    // A relaunch runs it without waiting.
+    let e = t.go(Input::Relaunch(RelaunchMode::Resume));
+    assert_eq!(
+        e.iter()
+            .filter(|e| matches!(e, Effect::Launch(launch::Effect::AskPermit)))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_later_prompt_that_cannot_be_spawned_fails_visibly_and_the_queue_moves_on() {
+    let mut t = T::idle();
+    t.go(Input::Message("huge".into()));
+    t.go(Input::Message("next".into()));
+    let e = t.go(Input::SpawnFailed {
+        seq: 2,
+        reason: "Argument list too long".into(),
+    });
+    assert_eq!(e[0], Effect::Persist);
+    assert!(has(
+        &e,
+        &Effect::Emit(Event::PromptFailed {
+            prompt: 2,
+            error: "prompt 2 could not be run: Argument list too long".into()
+        })
+    ));
+    assert!(has(
+        &e,
+        &Effect::SpawnTurn {
+            seq: 3,
+            prompt: "next".into(),
+            resume: Some("n1".into()),
+            plan_only: false
+        }
+    ));
+}
+
+#[test]
+fn a_first_prompt_that_cannot_be_spawned_fails_the_launch_and_stays_queued() {
+    let (mut t, _) = T::new(false, Some("hello"));
+    t.observe(Observation::missing());
+    t.go(Input::Launch(launch::Input::PermitGranted));
+    let e = t.go(Input::SpawnFailed {
+        seq: 1,
+        reason: "cannot run claude: not found".into(),
+    });
+    assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
+    assert_eq!(t.s.shown(), Shown::Failed);
+    assert_eq!(t.s.record().queue[0].text, "hello");
+    assert_eq!(
+        t.at(0, Input::Message("x".into())).0,
+        Outcome::Refused(Refusal::Failed)
+    );
+}
+
+#[test]
+fn a_first_turn_that_exits_before_naming_its_session_fails_the_launch() {
+    let mut t = T::spawned("hello");
+    t.go(Input::TurnEnded {
+        seq: 1,
+        exit: Exit::Code(1),
+        detail: "bad flag".into(),
+    });
+    assert_eq!(t.s.shown(), Shown::Failed);
+    assert_eq!(
+        t.s.record().error.as_deref(),
+        Some("claude exited (exit code 1) before it named its session: bad flag")
+    );
+    assert_eq!(t.s.record().queue[0].text, "hello");
+}
+
+#[test]
+fn a_turn_cut_by_a_service_stop_before_it_reported_in_is_queued_again_and_said() {
+    let mut t = T::spawned("hello");
+    let e = t.go(Input::ServiceStop);
+    assert_eq!(
+        e[0],
+        Effect::Persist,
+        "the cut is recorded before the signal"
+    );
+    assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
+    t.end(1, Exit::Signal(15));
+    assert_eq!(t.s.record().queue[0].text, "hello");
+    assert_eq!(
+        t.s.record().error.as_deref(),
+        Some(
+            "turn 1 was cut by a service stop before claude reported in; prompt 1 is queued again"
+        )
+    );
+    assert_eq!(
+        t.s.record().stage,
+        Stage::Starting,
+        "it waits again next run"
+    );
+}
+
+#[test]
+fn a_turn_cut_after_it_reported_in_is_said_and_not_run_again() {
+    let mut t = T::running(&[]);
+    t.go(Input::NativeId {
+        seq: 2,
+        native_id: "n1".into(),
+    });
+    t.go(Input::ServiceStop);
+    let e = t.end(2, Exit::Signal(15));
+    assert_eq!(spawns(&e), 0, "nothing starts once the service stops");
+    assert!(t.s.record().queue.is_empty());
+    assert_eq!(
+        t.s.record().error.as_deref(),
+        Some("turn 2 was cut by a service stop; claude had begun prompt 2, which is not run again")
+    );
+}
+
+#[test]
+fn restore_kills_a_survivor_before_anything_else_runs() {
+    let mut t = T::running(&[]);
+    t.go(Input::Message("three".into()));
+    // kill -9: only the record is left.
+    let record = t.s.record().clone();
+    let mut s = Session::restore(Config::default(), options(false), record, 50);
+    let e = drain(&mut s);
+    assert_eq!(e, vec![Effect::KillSurvivor { seq: 2, process: P }]);
+    assert_eq!(s.handle(51, Input::Resume), Outcome::Ignored);
+    assert_eq!(s.handle(51, Input::Interrupt), Outcome::Ignored);
+    assert_eq!(
+        s.handle(
+            51,
+            Input::TurnEnded {
+                seq: 2,
+                exit: Exit::Code(0),
+                detail: String::new()
+            }
+        ),
+        Outcome::Ignored,
+        "a restored turn ends only by SurvivorGone"
+    );
+    s.handle(60, Input::SurvivorGone { seq: 2 });
+    let e = drain(&mut s);
+    assert_eq!(e[0], Effect::Persist);
+    let spawned: Vec<&Effect> = e
+        .iter()
+        .filter(|e| matches!(e, Effect::SpawnTurn { .. }))
+        .collect();
+    assert_eq!(
+        spawned,
+        [&Effect::SpawnTurn {
+            seq: 3,
+            prompt: "two".into(),
+            resume: Some("n1".into()),
+            plan_only: false
+        }],
+        "never reported in: queued again, ahead of the rest"
+    );
+    assert!(s
+        .record()
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("was cut by room-core ending without stopping it before claude reported in"));
+}
+
+#[test]
+fn a_restored_waiting_start_waits_again_with_a_new_limit() {
+    let (mut t, _) = T::new(true, Some("hello"));
+    t.observe(Observation::missing());
+    let record = t.s.record().clone();
+    let mut s = Session::restore(Config::default(), options(true), record, 1_000_000);
+    let e = drain(&mut s);
+    assert_eq!(e, vec![launch_effect(launch::Effect::Observe)]);
+    s.handle(
+        1_000_000,
+        Input::Launch(launch::Input::Observed(Observation::missing())),
+    );
+    assert!(
+        drain(&mut s).contains(&launch_effect(launch::Effect::WaitFor {
+            on: WaitOn::MissingMark,
+            until: 1_000_000 + 300_000
+        }))
+    );
+}
+
+#[test]
+fn a_restored_first_turn_is_killed_then_its_start_waits_again() {
+    let (mut t, _) = T::new(true, Some("hello"));
+    t.observe(Observation::marked(CopyMark::Ready, 0));
+    t.go(Input::Launch(launch::Input::PermitGranted));
+    t.go(Input::TurnSpawned { seq: 1, process: P });
+    let record = t.s.record().clone();
+    let mut s = Session::restore(Config::default(), options(true), record, 7);
+    assert_eq!(
+        drain(&mut s),
+        vec![Effect::KillSurvivor { seq: 1, process: P }]
+    );
+    s.handle(8, Input::SurvivorGone { seq: 1 });
+    let e = drain(&mut s);
+    assert!(e.contains(&launch_effect(launch::Effect::Observe)));
+    assert_eq!(s.record().queue[0].text, "hello");
+}
+
+#[test]
+fn a_restored_started_session_runs_its_queue_without_waiting() {
+    let mut t = T::idle();
+    t.go(Input::Stop);
+    t.go(Input::Message("two".into()));
+    // Paused on record: restored, it runs nothing until resumed, and then
+    // without any launch (no wait, no permit), even with a promised copy.
+    let record = t.s.record().clone();
+    let mut s = Session::restore(Config::default(), options(true), record, 5);
+    assert_eq!(drain(&mut s), vec![]);
+    assert_eq!(s.shown(), Shown::Idle);
+    s.handle(6, Input::Resume);
+    let e = drain(&mut s);
+    assert_eq!(spawns(&e), 1);
+    assert!(!e.iter().any(|e| matches!(e, Effect::Launch(_))));
+}
+
+#[test]
+fn a_turn_asked_for_but_never_spawned_is_queued_again_on_restore() {
+    let mut t = T::idle();
+    t.go(Input::Message("two".into()));
+    let record = t.s.record().clone();
+    assert!(record.turn.as_ref().unwrap().process.is_none());
+    let mut s = Session::restore(Config::default(), options(false), record, 5);
+    let e = drain(&mut s);
+    assert_eq!(e[0], Effect::Persist);
+    assert!(e.contains(&Effect::SpawnTurn {
+        seq: 3,
+        prompt: "two".into(),
+        resume: Some("n1".into()),
+        plan_only: false
+    }));
+}
+
+#[test]
+fn relaunch_is_refused_while_starting_and_never_waits_once_started() {
+    let (mut t, _) = T::new(true, Some("hello"));
+    assert_eq!(
+        t.at(0, Input::Relaunch(RelaunchMode::Resume)).0,
+        Outcome::Refused(Refusal::Starting)
+    );
+    let mut t = T::idle();
+    t.go(Input::Stop);
+    t.go(Input::Message("two".into()));
+    let e = t.go(Input::Relaunch(RelaunchMode::Wake));
+    assert!(has(&e, &launch_effect(launch::Effect::AskPermit)));
+    assert_eq!(t.s.shown(), Shown::Pending);
+    assert_eq!(
+        t.at(0, Input::Relaunch(RelaunchMode::Resume)).0,
+        Outcome::Refused(Refusal::Starting),
+        "a relaunch under way refuses another"
+    );
+    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    assert_eq!(spawns(&e), 0, "wake keeps the pause");
+    assert!(t.s.record().paused);
+    let e = t.go(Input::Relaunch(RelaunchMode::Resume));
+    assert!(!t.s.record().paused);
+    assert!(has(&e, &launch_effect(launch::Effect::AskPermit)));
+    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    assert_eq!(spawns(&e), 1, "resume runs what is queued");
+}
+
+#[test]
+fn relaunch_restart_ends_the_running_turn_first() {
+    let mut t = T::running(&[]);
+    let e = t.go(Input::Relaunch(RelaunchMode::Restart));
+    assert!(has(&e, &term(2)));
+    t.go(Input::Message("three".into()));
+    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    assert_eq!(
+        spawns(&e),
+        0,
+        "never two turns: the old one is still ending"
+    );
+    let e = t.end(2, Exit::Signal(15));
+    assert_eq!(spawns(&e), 1);
+}
+
+#[test]
+fn an_undelivered_prompt_pauses_the_queue_with_it_first() {
+    let mut t = T::running(&[]);
+    let e = t.go(Input::PromptUndelivered {
+        seq: 2,
+        error: "No space left on device".into(),
+    });
+    assert!(has(&e, &term(2)));
+    assert!(t.s.record().paused);
+    t.end(2, Exit::Signal(15));
+    assert_eq!(t.s.record().queue[0].text, "two");
+}
+
+#[test]
+fn stop_before_the_turn_is_spawned_never_hands_it_the_prompt() {
+    let mut t = T::idle();
+    t.go(Input::Message("two".into()));
+    t.go(Input::Stop);
+    let e = t.go(Input::TurnSpawned { seq: 2, process: P });
+    assert!(!e.iter().any(|e| matches!(e, Effect::DeliverPrompt { .. })));
+    assert!(has(&e, &term(2)));
+    t.end(2, Exit::Signal(15));
+    assert_eq!(
+        t.s.record().queue[0].text,
+        "two",
+        "it never ran: still queued"
+    );
+}
+
+#[test]
+fn service_stop_ends_the_wait_and_starts_nothing_after() {
+    let (mut t, _) = T::new(true, Some("hello"));
+    t.observe(Observation::missing());
+    let e = t.go(Input::ServiceStop);
+    assert!(has(
+        &e,
+        &launch_effect(launch::Effect::Ended(launch::Reason::ServiceStop))
+    ));
+    assert_eq!(t.s.poll_timeout(), None);
+    assert_eq!(
+        t.at(0, Input::Message("x".into())).0,
+        Outcome::Refused(Refusal::ServiceStopping)
+    );
+    assert_eq!(t.s.record().stage, Stage::Starting);
+}
+
+#[test]
+fn launch_inputs_the_session_owns_are_ignored_when_passed_through() {
+    let (mut t, _) = T::new(true, Some("hello"));
+    for input in [
+        launch::Input::Stop,
+        launch::Input::Close,
+        launch::Input::ServiceStop,
+        launch::Input::Timeout,
+        launch::Input::HarnessStarted { native_id: None },
+        launch::Input::HarnessFailed("x".into()),
+    ] {
+        assert_eq!(t.at(0, Input::Launch(input)).0, Outcome::Ignored);
+    }
+}
+
+#[test]
+fn inputs_for_another_turn_are_ignored() {
+    let mut t = T::spawned("hello");
+    for input in [
+        Input::TurnSpawned { seq: 9, process: P },
+        Input::NativeId {
+            seq: 9,
+            native_id: "x".into(),
+        },
+        Input::TurnEnded {
+            seq: 9,
+            exit: Exit::Code(0),
+            detail: String::new(),
+        },
+        Input::SpawnFailed {
+            seq: 1,
+            reason: "already spawned".into(),
+        },
+        Input::SurvivorGone { seq: 1 },
+        Input::TurnSpawned { seq: 1, process: P },
+    ] {
+        let (o, e) = t.at(0, input.clone());
+        assert_eq!((o, e), (Outcome::Ignored, vec![]), "{input:?}");
+    }
+}
+
+#[test]
+fn retry_differing_only_in_project_copy_or_plan_only_is_the_same_start() {
+    let path = std::path::Path::new("/code");
+    let was = StartFields {
+        workspace: "ws",
+        folder: path,
+        harness: &"claude",
+        kind: &"thread",
+        parent: None,
+        shared_sandbox: false,
+        prompt: Some("hi"),
+        project_copy: true,
+        plan_only: false,
+    };
+    let retry = StartFields {
+        project_copy: false,
+        plan_only: true,
+        ..was
+    };
+    assert_eq!(retry_difference(&was, &retry), None);
+    let other = StartFields {
+        harness: &"codex",
+        prompt: None,
+        ..was
+    };
+    assert_eq!(retry_difference(&was, &other), Some("harness"));
+}
+
+#[test]
+fn events_and_records_serialise_in_snake_case() {
+    let e = Event::TurnEnded {
+        turn: 2,
+        prompt: 3,
+        exit: Some(Exit::Code(0)),
+        by: Some(EndWhy::ServiceStop),
+    };
+    assert_eq!(
+        serde_json::to_string(&e).unwrap(),
+        r#"{"kind":"turn_ended","data":{"turn":2,"prompt":3,"exit":{"code":0},"by":"service_stop"}}"#
+    );
+    assert_eq!(
+        serde_json::to_string(&Event::Stopped).unwrap(),
+        r#"{"kind":"stopped"}"#
+    );
+    let t = T::spawned("hello");
+    let json = serde_json::to_string(t.s.record()).unwrap();
+    assert!(json.starts_with(r#"{"stage":"starting""#), "{json}");
+    let back: Record = serde_json::from_str(&json).unwrap();
+    assert_eq!(&back, t.s.record());
+}
+
+#[test]
+fn an_undelivered_prompt_of_a_turn_already_ending_only_decides_its_fate() {
+    let mut t = T::spawned("hello");
+    t.at(120_000, Input::Timeout);
+    let error = t.s.record().error.clone();
+    let e = t.go(Input::PromptUndelivered {
+        seq: 1,
+        error: "EPIPE".into(),
+    });
+    assert_eq!(e, vec![Effect::Persist]);
+    assert_eq!(t.s.record().error, error, "the timeout's message stays");
+    assert!(!t.s.record().paused);
+    t.end(1, Exit::Signal(15));
+    assert_eq!(t.s.record().queue[0].text, "hello");
+}

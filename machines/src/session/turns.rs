@@ -1,0 +1,359 @@
+//! A turn's life: spawned, handed its prompt, named, ended (on its own or
+//! on purpose, with SIGTERM then SIGKILL), or found after a restart; and
+//! what its end does to its prompt.
+
+use super::event::Event;
+use super::io::{Effect, Exit, Outcome, Signal};
+use super::record::{EndWhy, Process, Turn, TurnSeq};
+use super::{secs, Session};
+use crate::launch;
+use crate::Millis;
+
+/// How a turn ended, as far as its prompt is concerned.
+enum End {
+    /// No process could be started.
+    SpawnFailed(String),
+    /// Its process exited (with the end of its stderr).
+    Exited(Exit, String),
+    /// A restored turn, killed by the restore.
+    Gone,
+}
+
+/// What becomes of a turn's prompt.
+enum Fate {
+    /// It ran (or the user ended it after it reached the harness): done.
+    Done,
+    /// It never got to run: back to the head of the queue.
+    Requeue,
+    /// It cannot be run: reported, and the queue moves on.
+    Fail(String),
+}
+
+impl Session {
+    /// The current turn if it is `seq` and not a restored one.
+    fn live_turn(&self, seq: TurnSeq) -> Option<&Turn> {
+        self.state
+            .record
+            .turn
+            .as_ref()
+            .filter(|t| t.seq == seq && !self.state.survivor)
+    }
+
+    /// Takes turn `seq` out of the record if it is the live one and has a
+    /// process (`spawned`) or not; its kill deadline goes with it.
+    fn take_turn(&mut self, seq: TurnSeq, spawned: bool) -> Option<Turn> {
+        self.live_turn(seq)
+            .filter(|t| t.process.is_some() == spawned)?;
+        self.state.kill_at = None;
+        self.rec().turn.take()
+    }
+
+    pub(super) fn handle_spawned(
+        &mut self,
+        now: Millis,
+        seq: TurnSeq,
+        process: Process,
+    ) -> Outcome {
+        let Some(t) = self.live_turn(seq).filter(|t| t.process.is_none()) else {
+            return Outcome::Ignored;
+        };
+        let (prompt, ending) = (t.prompt.id, t.ending);
+        let resume = self.state.record.native_id.clone();
+        let r = self.rec();
+        let t = r.turn.as_mut().expect("checked above");
+        t.process = Some(process);
+        self.emit(Event::TurnStarted {
+            turn: seq,
+            prompt,
+            resume,
+        });
+        if ending.is_some() {
+            // Ended before it was spawned: it never gets its prompt.
+            self.signal_term(now, seq);
+        } else {
+            let r = self.rec();
+            r.turn.as_mut().expect("checked above").delivered = true;
+            r.error = None;
+            // After the `Persist` that `finish` puts first.
+            self.staged.push(Effect::DeliverPrompt { seq });
+        }
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_spawn_failed(
+        &mut self,
+        now: Millis,
+        seq: TurnSeq,
+        reason: String,
+    ) -> Outcome {
+        let Some(turn) = self.take_turn(seq, false) else {
+            return Outcome::Ignored;
+        };
+        self.settle(now, turn, End::SpawnFailed(reason));
+        self.carry_on(now);
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_undelivered(
+        &mut self,
+        now: Millis,
+        seq: TurnSeq,
+        error: String,
+    ) -> Outcome {
+        let Some(t) = self.live_turn(seq).filter(|t| t.delivered) else {
+            return Outcome::Ignored;
+        };
+        let launch_turn = t.launch && !t.reported && self.launch_live();
+        let already_ending = t.ending.is_some();
+        let message = format!(
+            "prompt {} could not be handed to {}: {error}",
+            t.prompt.id, self.options.harness
+        );
+        self.rec().turn.as_mut().expect("checked above").delivered = false;
+        if already_ending {
+            // Stopped, closed, cut or timed out already: that says what
+            // happened; not having the prompt only decides its fate (it
+            // goes back to the queue, or is reported if interrupted).
+            return Outcome::Applied;
+        }
+        self.end_turn(now, EndWhy::Undelivered);
+        if launch_turn {
+            self.fail_launch(now, format!("{message}; it stays queued for a relaunch"));
+        } else {
+            // The cause is the disk or the harness, not the prompt: keep it
+            // first and wait for the user rather than spawn in a loop.
+            self.rec().paused = true;
+            self.set_error(format!(
+                "{message}; the queue is paused with it first (resume to try again)"
+            ));
+        }
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_native_id(
+        &mut self,
+        now: Millis,
+        seq: TurnSeq,
+        native_id: String,
+    ) -> Outcome {
+        let Some(t) = self.live_turn(seq) else {
+            return Outcome::Ignored;
+        };
+        // A harness that names itself after its startup timeout is being
+        // killed; its prompt is already promised to a relaunch.
+        if t.reported || t.process.is_none() || t.ending == Some(EndWhy::StartupTimeout) {
+            return Outcome::Ignored;
+        }
+        let launch_turn = t.launch && self.launch_live();
+        let r = self.rec();
+        r.turn.as_mut().expect("checked above").reported = true;
+        if r.native_id.as_deref() != Some(native_id.as_str()) {
+            r.native_id = Some(native_id.clone());
+            self.emit(Event::NativeId {
+                turn: seq,
+                native_id: native_id.clone(),
+            });
+        }
+        if launch_turn {
+            self.complete_launch(now, Some(native_id));
+        }
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_ended(
+        &mut self,
+        now: Millis,
+        seq: TurnSeq,
+        exit: Exit,
+        detail: String,
+    ) -> Outcome {
+        let Some(turn) = self.take_turn(seq, true) else {
+            return Outcome::Ignored;
+        };
+        self.emit(Event::TurnEnded {
+            turn: seq,
+            prompt: turn.prompt.id,
+            exit: Some(exit),
+            by: turn.ending,
+        });
+        self.settle(now, turn, End::Exited(exit, detail));
+        self.carry_on(now);
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_survivor_gone(&mut self, now: Millis, seq: TurnSeq) -> Outcome {
+        let restored = self.state.record.turn.as_ref().map(|t| t.seq);
+        if !self.state.survivor || restored != Some(seq) {
+            return Outcome::Ignored;
+        }
+        self.state.survivor = false;
+        let turn = self.rec().turn.take().expect("checked above");
+        self.emit(Event::TurnEnded {
+            turn: seq,
+            prompt: turn.prompt.id,
+            exit: None,
+            by: Some(turn.ending.unwrap_or(EndWhy::Restore)),
+        });
+        self.settle(now, turn, End::Gone);
+        self.carry_on(now);
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_timeout(&mut self, now: Millis) -> Outcome {
+        let mut applied = false;
+        if self.state.kill_at.is_some_and(|at| now >= at) {
+            self.state.kill_at = None;
+            if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
+                self.staged.push(Effect::Signal {
+                    seq,
+                    signal: Signal::Kill,
+                });
+            }
+            applied = true;
+        }
+        if self.state.startup_deadline.is_some_and(|at| now >= at) {
+            self.startup_timeout(now);
+            applied = true;
+        }
+        let launch_due = self
+            .launch
+            .as_ref()
+            .and_then(|l| l.poll_timeout())
+            .is_some_and(|(at, _)| now >= at);
+        if launch_due {
+            applied |= self.feed_launch(now, launch::Input::Timeout) == launch::Outcome::Applied;
+        }
+        if applied {
+            Outcome::Applied
+        } else {
+            Outcome::Ignored
+        }
+    }
+
+    /// The launch's first turn did not name its session in time: end it,
+    /// fail the launch (its permit returns); the prompt goes back to the
+    /// queue once the turn is gone.
+    fn startup_timeout(&mut self, now: Millis) {
+        self.state.startup_deadline = None;
+        let pending = self
+            .state
+            .record
+            .turn
+            .as_ref()
+            .is_some_and(|t| t.launch && !t.reported);
+        if !pending || !self.launch_live() {
+            return;
+        }
+        let message = format!(
+            "{} did not start within {}: it never named its session; its prompt stays queued for a relaunch",
+            self.options.harness,
+            secs(self.config.startup_timeout)
+        );
+        self.end_turn(now, EndWhy::StartupTimeout);
+        self.fail_launch(now, message);
+    }
+
+    /// Starts ending the current turn: SIGTERM now (or as soon as it is
+    /// spawned), SIGKILL after the grace. `false` when there is no turn to
+    /// end: none, already ending, or a restored one the restore kills.
+    pub(super) fn end_turn(&mut self, now: Millis, why: EndWhy) -> bool {
+        let Some(t) = self.state.record.turn.as_ref() else {
+            return false;
+        };
+        if self.state.survivor || t.ending.is_some() {
+            return false;
+        }
+        let (seq, spawned) = (t.seq, t.process.is_some());
+        self.rec().turn.as_mut().expect("checked above").ending = Some(why);
+        if spawned {
+            self.signal_term(now, seq);
+        }
+        true
+    }
+
+    fn signal_term(&mut self, now: Millis, seq: TurnSeq) {
+        self.staged.push(Effect::Signal {
+            seq,
+            signal: Signal::Term,
+        });
+        self.state.kill_at = Some(now.saturating_add(self.config.kill_grace));
+    }
+
+    /// A turn is gone: settle its launch (if it was a launch's first turn
+    /// that never reported in) and its prompt.
+    fn settle(&mut self, now: Millis, turn: Turn, end: End) {
+        let why = turn
+            .ending
+            .or(matches!(end, End::Gone).then_some(EndWhy::Restore));
+        let harness = self.options.harness.clone();
+        let id = turn.prompt.id;
+        let launch_pending = turn.launch && !turn.reported && self.launch_live();
+        let failed_exit = matches!(&end, End::Exited(exit, _) if !exit.success());
+        if launch_pending {
+            match (&end, why) {
+                (End::SpawnFailed(reason), _) => self.fail_launch(
+                    now,
+                    format!("{harness} could not be started: {reason}; its prompt stays queued for a relaunch"),
+                ),
+                (End::Exited(exit, detail), None) if failed_exit => self.fail_launch(
+                    now,
+                    format!("{harness} exited ({exit}) before it named its session: {detail}"),
+                ),
+                // Ended by itself, or by stop or interrupt: started, with
+                // whatever native ID the session has.
+                _ => self.complete_launch(now, None),
+            }
+        }
+        let fate = match (&end, why) {
+            (End::SpawnFailed(_), _) if turn.launch => Fate::Requeue,
+            (End::SpawnFailed(reason), _) => {
+                Fate::Fail(format!("prompt {id} could not be run: {reason}"))
+            }
+            (_, Some(EndWhy::Interrupt)) if !turn.delivered => Fate::Fail(format!(
+                "prompt {id} was interrupted before it reached {harness}"
+            )),
+            _ if !turn.delivered => Fate::Requeue,
+            (_, Some(EndWhy::Stop | EndWhy::Interrupt | EndWhy::Close | EndWhy::Restart)) => {
+                Fate::Done
+            }
+            (_, Some(cut @ (EndWhy::ServiceStop | EndWhy::Restore))) => {
+                let by = if cut == EndWhy::ServiceStop {
+                    "a service stop"
+                } else {
+                    "room-core ending without stopping it"
+                };
+                if turn.reported {
+                    self.set_error(format!(
+                        "turn {} was cut by {by}; {harness} had begun prompt {id}, which is not run again",
+                        turn.seq
+                    ));
+                    Fate::Done
+                } else {
+                    self.set_error(format!(
+                        "turn {} was cut by {by} before {harness} reported in; prompt {id} is queued again",
+                        turn.seq
+                    ));
+                    Fate::Requeue
+                }
+            }
+            (_, Some(EndWhy::StartupTimeout | EndWhy::Undelivered)) => Fate::Requeue,
+            (End::Exited(..), None) if launch_pending && failed_exit => Fate::Requeue,
+            (End::Exited(exit, detail), None) if failed_exit => {
+                self.set_error(format!("the last turn failed ({exit}): {detail}"));
+                Fate::Done
+            }
+            _ => Fate::Done,
+        };
+        match fate {
+            Fate::Done => {}
+            Fate::Requeue => self.requeue(&turn),
+            Fate::Fail(error) => {
+                self.emit(Event::PromptFailed {
+                    prompt: id,
+                    error: error.clone(),
+                });
+                self.set_error(error);
+            }
+        }
+    }
+}

@@ -1,0 +1,933 @@
+//! Property tests of the session machine over random timed input sequences,
+//! restarts included (a restart is a kill -9: the last persisted record goes
+//! through `Session::restore`, and the old run's processes live on until a
+//! `KillSurvivor` ends them).
+//!
+//! A small world answers the machine's effects the way the runtime would:
+//! it grants permits it was asked for, spawns processes, hands prompts over,
+//! lets harnesses name their sessions and exit, kills survivors. Which
+//! answer comes next, and when, is random; so are raw inputs that do not
+//! apply (late timeouts, wrong turns, commands in any state).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use room_machines::copy::{CopyMark, Observation};
+use room_machines::launch::{self, Phase};
+use room_machines::session::{
+    retry_difference, Config, Effect, Event, Exit, Input, Options, Outcome, Process, PromptId,
+    Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq,
+};
+use room_machines::Millis;
+
+type Check = Result<(), TestCaseError>;
+
+fn config() -> Config {
+    Config {
+        launch: launch::Config {
+            copy_wait: 5_000,
+            mark_max_age: 5_000,
+            poll: 250,
+        },
+        startup_timeout: 2_000,
+        kill_grace: 500,
+    }
+}
+
+/// What happens next.
+#[derive(Debug, Clone)]
+enum Act {
+    /// Time passes; every deadline on the way fires on time.
+    Wait(Millis),
+    /// An app command or the service's stop.
+    App(Input),
+    /// The status file is read (the answer to `Observe`, or a watch event).
+    Observe(Observation),
+    /// A queued permit ask is granted.
+    Grant,
+    /// The asked-for spawn succeeds or fails.
+    Spawn(bool),
+    /// The current turn's harness names its session.
+    Name,
+    /// The current turn's process exits.
+    End(Exit),
+    /// Handing the prompt over failed.
+    Undeliver,
+    /// The restore's `KillSurvivor` is done.
+    SurvivorGone,
+    /// kill -9 and a restart.
+    Restart,
+    /// Any input at all, applicable or not.
+    Raw(Input),
+}
+
+fn observation() -> impl Strategy<Value = Observation> {
+    prop_oneof![
+        Just(Observation::missing()),
+        (0..10_000u64).prop_map(|a| Observation::marked(CopyMark::Copying, a)),
+        Just(Observation::marked(CopyMark::Ready, 0)),
+        Just(Observation::marked(CopyMark::Failed("disk full".into()), 0)),
+    ]
+}
+
+fn exit() -> impl Strategy<Value = Exit> {
+    prop_oneof![
+        3 => Just(Exit::Code(0)),
+        1 => Just(Exit::Code(1)),
+        1 => Just(Exit::Signal(15)),
+    ]
+}
+
+fn mode() -> impl Strategy<Value = RelaunchMode> {
+    prop_oneof![
+        Just(RelaunchMode::Resume),
+        Just(RelaunchMode::Wake),
+        Just(RelaunchMode::Restart),
+    ]
+}
+
+fn app() -> impl Strategy<Value = Input> {
+    prop_oneof![
+        4 => "[a-z]{1,3}".prop_map(Input::Message),
+        2 => Just(Input::Stop),
+        1 => Just(Input::Interrupt),
+        2 => Just(Input::Resume),
+        1 => Just(Input::Close),
+        1 => mode().prop_map(Input::Relaunch),
+        1 => Just(Input::ServiceStop),
+    ]
+}
+
+fn raw() -> impl Strategy<Value = Input> {
+    let seq = 0..5u64;
+    let process = (1..5u32).prop_map(|p| Process {
+        pid: p,
+        pgid: p,
+        start_time: 1,
+    });
+    prop_oneof![
+        Just(Input::Timeout),
+        Just(Input::Launch(launch::Input::PermitGranted)),
+        Just(Input::Launch(launch::Input::Changed)),
+        Just(Input::Launch(launch::Input::Stop)),
+        Just(Input::Launch(launch::Input::HarnessStarted {
+            native_id: None
+        })),
+        (seq.clone(), process).prop_map(|(seq, process)| Input::TurnSpawned { seq, process }),
+        seq.clone().prop_map(|seq| Input::SpawnFailed {
+            seq,
+            reason: "raw".into()
+        }),
+        seq.clone().prop_map(|seq| Input::NativeId {
+            seq,
+            native_id: "raw".into()
+        }),
+        (seq.clone(), exit()).prop_map(|(seq, exit)| Input::TurnEnded {
+            seq,
+            exit,
+            detail: String::new()
+        }),
+        seq.clone().prop_map(|seq| Input::PromptUndelivered {
+            seq,
+            error: "raw".into()
+        }),
+        seq.prop_map(|seq| Input::SurvivorGone { seq }),
+    ]
+}
+
+fn act() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        6 => prop_oneof![0..300u64, 0..3_000u64].prop_map(Act::Wait),
+        6 => app().prop_map(Act::App),
+        3 => observation().prop_map(Act::Observe),
+        3 => Just(Act::Grant),
+        4 => prop_oneof![5 => Just(true), 1 => Just(false)].prop_map(Act::Spawn),
+        3 => Just(Act::Name),
+        3 => exit().prop_map(Act::End),
+        1 => Just(Act::Undeliver),
+        2 => Just(Act::SurvivorGone),
+        2 => Just(Act::Restart),
+        2 => raw().prop_map(Act::Raw),
+    ]
+}
+
+/// A process of this session in the world.
+#[derive(Debug, Clone)]
+struct Proc {
+    seq: TurnSeq,
+    run: u32,
+    prompt: PromptId,
+    delivered: bool,
+}
+
+/// What happened to one accepted prompt.
+#[derive(Debug, Default)]
+struct Ledger {
+    /// Each time it was handed to a harness: the turn, and whether that
+    /// harness then named its session.
+    deliveries: Vec<(TurnSeq, bool)>,
+    done: bool,
+    failed: bool,
+}
+
+/// The world around one session, and what the properties need to remember.
+struct World {
+    opts: Options,
+    s: Session,
+    now: Millis,
+    /// Which run of the service (a restart begins the next).
+    run: u32,
+    persisted: Record,
+    // This run's outstanding requests and permit count.
+    asked: bool,
+    granted: u32,
+    released: u32,
+    /// Since when this run holds a permit.
+    held_since: Option<Millis>,
+    spawn: Option<TurnSeq>,
+    survivor: Option<TurnSeq>,
+    /// A restored start that had not started: its next launch must wait.
+    must_wait_from: Option<Millis>,
+    // Across runs.
+    procs: Vec<Proc>,
+    closed: bool,
+    ledger: BTreeMap<PromptId, Ledger>,
+    terms: Vec<(TurnSeq, Millis, u32)>,
+    kills: Vec<(TurnSeq, Millis, u32)>,
+    ends: Vec<(TurnSeq, Millis, u32)>,
+    /// Every step, for the failure report.
+    trace: Vec<String>,
+    /// What the run reached (applied inputs, effects, events), for the
+    /// coverage test.
+    seen: BTreeSet<String>,
+}
+
+/// The record as a restart would see it: a turn that was asked for but
+/// never spawned is its prompt at the head of the queue.
+fn durable(r: &Record) -> Record {
+    let mut r = r.clone();
+    if r.turn.as_ref().is_some_and(|t| t.process.is_none()) {
+        let t = r.turn.take().unwrap();
+        r.queue.push_front(t.prompt);
+    }
+    r.next_turn = 0;
+    r
+}
+
+fn live_launch(s: &Session) -> bool {
+    s.launch().is_some_and(|l| {
+        matches!(
+            l.state().phase,
+            Phase::Checking | Phase::Waiting(_) | Phase::AwaitingPermit | Phase::Starting
+        )
+    })
+}
+
+impl World {
+    fn new(promised: bool, first: Option<String>) -> Result<World, TestCaseError> {
+        let opts = Options {
+            harness: "claude".into(),
+            promised,
+            plan_only: false,
+        };
+        let s = Session::new(config(), opts.clone(), first, 0);
+        let mut w = World {
+            opts,
+            s,
+            now: 0,
+            run: 0,
+            persisted: Record::new(),
+            asked: false,
+            granted: 0,
+            released: 0,
+            held_since: None,
+            spawn: None,
+            survivor: None,
+            must_wait_from: None,
+            procs: Vec::new(),
+            closed: false,
+            ledger: BTreeMap::new(),
+            terms: Vec::new(),
+            kills: Vec::new(),
+            ends: Vec::new(),
+            trace: Vec::new(),
+            seen: BTreeSet::new(),
+        };
+        let effects: Vec<Effect> = std::iter::from_fn(|| w.s.poll_effect()).collect();
+        w.trace.push(format!("new: {effects:?}"));
+        w.apply(None, &effects)?;
+        w.invariants()?;
+        Ok(w)
+    }
+
+    fn current_proc(&self) -> Option<&Proc> {
+        let seq = self.s.record().turn.as_ref()?.seq;
+        self.procs
+            .iter()
+            .find(|p| p.seq == seq && p.run == self.run)
+    }
+
+    fn act(&mut self, act: Act) -> Check {
+        match act {
+            Act::Wait(dt) => return self.wait(dt),
+            Act::App(input) | Act::Raw(input) => self.feed(input)?,
+            Act::Observe(o) => self.feed(Input::Launch(launch::Input::Observed(o)))?,
+            Act::Grant if self.asked => self.feed(Input::Launch(launch::Input::PermitGranted))?,
+            Act::Spawn(ok) => {
+                if let Some(seq) = self.spawn {
+                    self.feed(if ok {
+                        Input::TurnSpawned {
+                            seq,
+                            process: Process {
+                                pid: 1000 + seq as u32,
+                                pgid: 1000 + seq as u32,
+                                start_time: self.run as u64,
+                            },
+                        }
+                    } else {
+                        Input::SpawnFailed {
+                            seq,
+                            reason: "E2BIG".into(),
+                        }
+                    })?;
+                }
+            }
+            Act::Name => {
+                if let Some(p) = self.current_proc().filter(|p| p.delivered) {
+                    let seq = p.seq;
+                    self.feed(Input::NativeId {
+                        seq,
+                        native_id: "n1".into(),
+                    })?;
+                }
+            }
+            Act::End(exit) => {
+                if let Some(seq) = self.current_proc().map(|p| p.seq) {
+                    self.feed(Input::TurnEnded {
+                        seq,
+                        exit,
+                        detail: "tail".into(),
+                    })?;
+                }
+            }
+            Act::Undeliver => {
+                if let Some(seq) = self.current_proc().filter(|p| p.delivered).map(|p| p.seq) {
+                    self.feed(Input::PromptUndelivered {
+                        seq,
+                        error: "ENOSPC".into(),
+                    })?;
+                }
+            }
+            Act::SurvivorGone => {
+                if let Some(seq) = self.survivor {
+                    self.feed(Input::SurvivorGone { seq })?;
+                }
+            }
+            Act::Restart => self.restart()?,
+            Act::Grant => {}
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self, dt: Millis) -> Check {
+        let target = self.now + dt;
+        for _ in 0..10_000 {
+            match self.s.poll_timeout() {
+                Some((at, _)) if at <= target => {
+                    self.now = self.now.max(at);
+                    self.feed(Input::Timeout)?;
+                }
+                _ => {
+                    self.now = target;
+                    self.kill_follows_term()?;
+                    return self.permit_within_startup_timeout();
+                }
+            }
+        }
+        Err(TestCaseError::fail(
+            "a due deadline that a Timeout does not clear",
+        ))
+    }
+
+    /// kill -9, then the service starts again from the persisted record.
+    fn restart(&mut self) -> Check {
+        let recorded = self
+            .persisted
+            .turn
+            .as_ref()
+            .filter(|t| t.process.is_some())
+            .map(|t| t.seq);
+        // A process that had its prompt is always on record.
+        for p in &self.procs {
+            prop_assert!(
+                !p.delivered || Some(p.seq) == recorded,
+                "an unrecorded turn has its prompt: {p:?}, record {:?}",
+                self.persisted
+            );
+        }
+        // One without its prompt and off the record reads EOF and exits.
+        self.procs.retain(|p| Some(p.seq) == recorded);
+        self.run += 1;
+        self.now += 1;
+        self.asked = false;
+        self.granted = 0;
+        self.released = 0;
+        self.held_since = None;
+        self.spawn = None;
+        self.survivor = None;
+        self.must_wait_from = (self.persisted.stage == Stage::Starting).then_some(self.now);
+        self.s = Session::restore(
+            config(),
+            self.opts.clone(),
+            self.persisted.clone(),
+            self.now,
+        );
+        let effects: Vec<Effect> = std::iter::from_fn(|| self.s.poll_effect()).collect();
+        self.trace
+            .push(format!("restart at {}: {effects:?}", self.now));
+        if recorded.is_some() {
+            prop_assert!(
+                matches!(effects.as_slice(), [Effect::KillSurvivor { .. }]),
+                "a recorded turn is killed before anything else: {effects:?}"
+            );
+        }
+        self.apply(None, &effects)?;
+        self.invariants()
+    }
+
+    /// Hands `input` to the machine and checks what came out.
+    fn feed(&mut self, input: Input) -> Check {
+        let before = self.s.state().clone();
+        let launch_before = self.s.launch().map(|l| l.state().clone());
+        let outcome = self.s.handle(self.now, input.clone());
+        let effects: Vec<Effect> = std::iter::from_fn(|| self.s.poll_effect()).collect();
+        self.trace
+            .push(format!("{} {input:?} -> {outcome:?} {effects:?}", self.now));
+        if outcome != Outcome::Applied {
+            prop_assert!(effects.is_empty(), "{outcome:?} emitted {effects:?}");
+            prop_assert_eq!(&before, self.s.state(), "{:?} changed the state", outcome);
+            prop_assert_eq!(
+                launch_before.as_ref(),
+                self.s.launch().map(|l| l.state()),
+                "{:?} changed the launch",
+                outcome
+            );
+            return Ok(());
+        }
+        // Stop, interrupt, close, service stop and restart signal a running turn.
+        let ends_turn = matches!(
+            input,
+            Input::Stop
+                | Input::Interrupt
+                | Input::Close
+                | Input::ServiceStop
+                | Input::Relaunch(RelaunchMode::Restart)
+        );
+        if let Some(t) = before.record.turn.as_ref() {
+            if ends_turn && t.process.is_some() && t.ending.is_none() && !before.survivor {
+                prop_assert!(
+                    effects.contains(&Effect::Signal {
+                        seq: t.seq,
+                        signal: Signal::Term
+                    }),
+                    "{input:?} left turn {} running",
+                    t.seq
+                );
+            }
+        }
+        self.seen.insert(format!("applied {}", name(&input)));
+        self.world_follows(&input, &before)?;
+        self.apply(Some(&input), &effects)?;
+        self.invariants()?;
+        self.kill_follows_term()?;
+        self.permit_within_startup_timeout()
+    }
+
+    /// What an applied input did to the world.
+    fn world_follows(&mut self, input: &Input, before: &room_machines::session::State) -> Check {
+        match input {
+            Input::Launch(launch::Input::PermitGranted) => {
+                self.asked = false;
+                self.granted += 1;
+                self.held_since = Some(self.now);
+            }
+            Input::TurnSpawned { seq, .. } => {
+                self.spawn = None;
+                let prompt = before.record.turn.as_ref().unwrap().prompt.id;
+                self.procs.push(Proc {
+                    seq: *seq,
+                    run: self.run,
+                    prompt,
+                    delivered: false,
+                });
+            }
+            Input::SpawnFailed { .. } => self.spawn = None,
+            Input::TurnEnded { seq, .. } => {
+                self.procs.retain(|p| !(p.seq == *seq && p.run == self.run));
+                self.ends.push((*seq, self.now, self.run));
+            }
+            Input::SurvivorGone { seq } => {
+                self.procs.retain(|p| p.seq != *seq);
+                self.survivor = None;
+                self.ends.push((*seq, self.now, self.run));
+            }
+            Input::NativeId { seq, .. } => {
+                let p = self
+                    .procs
+                    .iter()
+                    .find(|p| p.seq == *seq && p.run == self.run);
+                if let Some(p) = p.filter(|p| p.delivered) {
+                    let l = self.ledger.get_mut(&p.prompt).unwrap();
+                    l.deliveries.last_mut().unwrap().1 = true;
+                }
+            }
+            Input::PromptUndelivered { seq, .. } => {
+                let run = self.run;
+                if let Some(p) = self
+                    .procs
+                    .iter_mut()
+                    .find(|p| p.seq == *seq && p.run == run)
+                {
+                    p.delivered = false;
+                    // It never reached the harness.
+                    self.ledger.get_mut(&p.prompt).unwrap().deliveries.pop();
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Carries out the effects of one step, checking each.
+    fn apply(&mut self, input: Option<&Input>, effects: &[Effect]) -> Check {
+        let persists = effects.iter().filter(|e| **e == Effect::Persist).count();
+        prop_assert!(persists <= 1, "two Persists in one step: {effects:?}");
+        if persists == 1 {
+            prop_assert_eq!(&effects[0], &Effect::Persist, "Persist is not first");
+            self.persisted = self.s.record().clone();
+        }
+        let mut ended_now = Vec::new();
+        let mut settled_now = BTreeSet::new();
+        for e in effects {
+            self.seen.insert(name(e));
+            if let Effect::Emit(Event::Error { message }) = e {
+                for phrase in ERRORS.iter().filter(|p| message.contains(*p)) {
+                    self.seen.insert(format!("error: {phrase}"));
+                }
+            }
+            match e {
+                Effect::Persist => {}
+                Effect::Launch(le) => {
+                    if let Some(from) = self.must_wait_from.take() {
+                        prop_assert_eq!(
+                            le,
+                            &launch::Effect::Observe,
+                            "a restored waiting start did not wait again"
+                        );
+                        let _ = from;
+                    }
+                    match le {
+                        launch::Effect::AskPermit => {
+                            prop_assert!(!self.closed, "a closed session asked for a permit");
+                            if self.s.record().stage == Stage::Starting {
+                                prop_assert!(
+                                    matches!(
+                                        input,
+                                        Some(Input::Launch(launch::Input::Observed(_)))
+                                            | Some(Input::Timeout)
+                                    ),
+                                    "a first launch asked for a permit before its wait ended ({input:?})"
+                                );
+                            }
+                            self.asked = true;
+                        }
+                        launch::Effect::ReleasePermit => {
+                            self.released += 1;
+                            self.held_since = None;
+                            prop_assert!(
+                                self.released <= self.granted,
+                                "released {} permits, granted {}",
+                                self.released,
+                                self.granted
+                            );
+                        }
+                        launch::Effect::WaitFor { until, .. } => {
+                            let began = self.s.launch().unwrap().state().began;
+                            prop_assert_eq!(*until, began + config().launch.copy_wait);
+                        }
+                        _ => {}
+                    }
+                }
+                Effect::SpawnTurn { seq, .. } => {
+                    let r = self.s.record();
+                    prop_assert!(
+                        !self.closed && r.stage != Stage::Closed,
+                        "a closed session spawned"
+                    );
+                    prop_assert!(!r.paused, "a paused queue started a turn");
+                    prop_assert!(
+                        self.procs.is_empty() && self.spawn.is_none(),
+                        "a second turn: live {:?}, spawning {:?}",
+                        self.procs,
+                        self.spawn
+                    );
+                    if r.stage == Stage::Starting {
+                        prop_assert!(
+                            matches!(input, Some(Input::Launch(launch::Input::PermitGranted))),
+                            "a first turn without its permit ({input:?})"
+                        );
+                    }
+                    self.spawn = Some(*seq);
+                }
+                Effect::DeliverPrompt { seq } => {
+                    prop_assert!(!self.closed, "a closed session delivered a prompt");
+                    prop_assert_eq!(&effects[0], &Effect::Persist);
+                    let recorded = self.persisted.turn.as_ref().filter(|t| t.seq == *seq);
+                    prop_assert!(
+                        recorded.is_some_and(|t| t.process.is_some()),
+                        "delivered to an unrecorded turn"
+                    );
+                    let run = self.run;
+                    let p = self
+                        .procs
+                        .iter_mut()
+                        .find(|p| p.seq == *seq && p.run == run)
+                        .expect("delivered to a live process");
+                    p.delivered = true;
+                    let l = self.ledger.get_mut(&p.prompt).unwrap();
+                    prop_assert!(
+                        !l.done && !l.failed,
+                        "prompt {} delivered after it was settled",
+                        p.prompt
+                    );
+                    prop_assert!(
+                        !l.deliveries.iter().any(|(_, reported)| *reported),
+                        "prompt {} runs twice: {:?}",
+                        p.prompt,
+                        l.deliveries
+                    );
+                    l.deliveries.push((*seq, false));
+                }
+                Effect::Signal { seq, signal } => {
+                    let at = (*seq, self.now, self.run);
+                    match signal {
+                        Signal::Term => self.terms.push(at),
+                        Signal::Kill => self.kills.push(at),
+                    }
+                }
+                Effect::KillSurvivor { seq, .. } => self.survivor = Some(*seq),
+                Effect::Emit(Event::PromptQueued { prompt }) => {
+                    prop_assert!(self.ledger.insert(*prompt, Ledger::default()).is_none());
+                }
+                Effect::Emit(Event::PromptFailed { prompt, .. }) => {
+                    self.ledger.get_mut(prompt).unwrap().failed = true;
+                    settled_now.insert(*prompt);
+                }
+                Effect::Emit(Event::PromptRequeued { prompt, .. }) => {
+                    let l = &self.ledger[prompt];
+                    prop_assert!(
+                        !l.deliveries.iter().any(|(_, reported)| *reported),
+                        "prompt {prompt} queued again after its harness reported in"
+                    );
+                    settled_now.insert(*prompt);
+                }
+                Effect::Emit(Event::TurnEnded { prompt, .. }) => ended_now.push(*prompt),
+                Effect::Emit(_) => {}
+            }
+        }
+        for prompt in ended_now {
+            if !settled_now.contains(&prompt) {
+                let l = self.ledger.get_mut(&prompt).unwrap();
+                prop_assert!(
+                    !l.deliveries.is_empty(),
+                    "prompt {prompt} counted as run but never delivered"
+                );
+                l.done = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// What holds after every step.
+    fn invariants(&mut self) -> Check {
+        let r = self.s.record().clone();
+        if r.stage == Stage::Closed {
+            self.closed = true;
+        }
+        prop_assert!(!self.closed || r.stage == Stage::Closed, "closed, then not");
+        // Every change of the record was persisted.
+        prop_assert_eq!(
+            durable(&r),
+            durable(&self.persisted),
+            "a change was not persisted"
+        );
+        // At most one turn, across runs.
+        prop_assert!(
+            self.procs.len() + self.spawn.is_some() as usize <= 1,
+            "{:?}",
+            self.procs
+        );
+        // Every accepted prompt is queued, the turn's, run once or failed.
+        let mut whereabouts: BTreeMap<PromptId, usize> = BTreeMap::new();
+        for p in &r.queue {
+            *whereabouts.entry(p.id).or_default() += 1;
+        }
+        if let Some(t) = &r.turn {
+            *whereabouts.entry(t.prompt.id).or_default() += 1;
+        }
+        for (id, l) in &self.ledger {
+            let places = whereabouts.remove(id).unwrap_or(0) + l.done as usize + l.failed as usize;
+            prop_assert_eq!(
+                places,
+                1,
+                "prompt {} is in {} places: {:?} {:?}",
+                id,
+                places,
+                l,
+                r
+            );
+        }
+        prop_assert!(whereabouts.is_empty(), "unknown prompts {:?}", whereabouts);
+        Ok(())
+    }
+
+    /// A turn that got SIGTERM gets SIGKILL within the grace unless it ended.
+    fn kill_follows_term(&self) -> Check {
+        let grace = config().kill_grace;
+        for &(seq, at, run) in &self.terms {
+            if run != self.run || self.now < at + grace {
+                continue;
+            }
+            let within = |list: &[(TurnSeq, Millis, u32)]| {
+                list.iter()
+                    .any(|&(s, t, r)| s == seq && r == run && t >= at && t <= at + grace)
+            };
+            prop_assert!(
+                within(&self.kills) || within(&self.ends),
+                "turn {seq} got SIGTERM at {at} and neither ended nor got SIGKILL by {}",
+                at + grace
+            );
+        }
+        Ok(())
+    }
+
+    /// A permit is never held past the startup timeout: a harness that
+    /// does not name its session in time gives it back.
+    fn permit_within_startup_timeout(&self) -> Check {
+        if let Some(since) = self.held_since {
+            let limit = since + config().startup_timeout;
+            prop_assert!(
+                self.now <= limit,
+                "a permit granted at {since} is still held at {} (limit {limit})",
+                self.now
+            );
+        }
+        Ok(())
+    }
+
+    /// At the end of a run: every granted permit came back, except the one
+    /// a launch's first turn holds while its harness is starting.
+    fn permits_settled(&self) -> Check {
+        let starting = live_launch(&self.s)
+            && self.s.shown() == room_machines::session::Shown::Pending
+            && self
+                .s
+                .record()
+                .turn
+                .as_ref()
+                .is_some_and(|t| t.launch && !t.reported);
+        let held = self.granted - self.released;
+        prop_assert!(
+            held == 0 || (held == 1 && starting),
+            "{} permits granted, {} given back; launch {:?}, record {:?}",
+            self.granted,
+            self.released,
+            self.s.launch().map(|l| l.state()),
+            self.s.record()
+        );
+        Ok(())
+    }
+}
+
+/// The kinds of error a session reports, by a phrase of each.
+const ERRORS: [&str; 9] = [
+    "did not start within",
+    "was cut by a service stop before",
+    "was cut by a service stop; ",
+    "was cut by room-core ending without stopping it",
+    "could not be run",
+    "could not be started",
+    "could not be handed",
+    "before it named its session",
+    "the last turn failed",
+];
+
+/// A value's variant as Debug prints it, with the launch's or event's own
+/// variant for the wrappers: `Signal { seq: 2, signal: Kill }` is
+/// `Signal Kill`, `Emit(TurnEnded { .. })` is `Emit TurnEnded`.
+fn name(v: &impl std::fmt::Debug) -> String {
+    let text = format!("{v:?}");
+    let mut words = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().next().is_some_and(char::is_uppercase));
+    let first = words.next().unwrap_or_default().to_string();
+    match first.as_str() {
+        "Emit" | "Launch" | "Signal" | "Relaunch" => {
+            format!("{first} {}", words.next().unwrap_or_default())
+        }
+        _ => first,
+    }
+}
+
+fn run(promised: bool, first: Option<String>, acts: Vec<Act>) -> Result<World, TestCaseError> {
+    let mut w = World::new(promised, first)?;
+    for act in acts {
+        let r = w.act(act);
+        if let Err(e) = r {
+            return Err(TestCaseError::fail(format!(
+                "{e}\ntrace:\n{}",
+                w.trace.join("\n")
+            )));
+        }
+    }
+    w.permits_settled()
+        .map_err(|e| TestCaseError::fail(format!("{e}\ntrace:\n{}", w.trace.join("\n"))))?;
+    Ok(w)
+}
+
+fn acts() -> impl Strategy<Value = Vec<Act>> {
+    prop::collection::vec(act(), 0..80)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Every property at once over one random life: a paused queue never
+    /// starts a turn; at most one turn, across restarts; a closed session
+    /// starts nothing; every prompt is run once, failed, or still queued;
+    /// a restored waiting start waits again; every granted permit comes
+    /// back once; no first turn before the wait ended and the permit came;
+    /// a Kill follows a Term within the grace unless the turn ended; every
+    /// change is persisted, and Persist comes first.
+    #[test]
+    fn a_session_keeps_its_rules_through_any_sequence_of_inputs_and_restarts(
+        promised in any::<bool>(),
+        first in prop::option::of("[a-z]{1,3}"),
+        acts in acts(),
+    ) {
+        run(promised, first, acts)?;
+    }
+}
+
+/// The random lives above reach every situation the rules are about; a
+/// change to the generators that stops reaching one fails here, not silently.
+#[test]
+fn the_random_lives_reach_every_situation() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = (any::<bool>(), prop::option::of("[a-z]{1,3}"), acts());
+    let mut seen = BTreeSet::new();
+    for _ in 0..500 {
+        let (promised, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
+        seen.extend(run(promised, first, acts).unwrap().seen);
+    }
+    let want = [
+        "applied TurnSpawned",
+        "applied NativeId",
+        "applied TurnEnded",
+        "applied SpawnFailed",
+        "applied PromptUndelivered",
+        "applied SurvivorGone",
+        "applied Timeout",
+        "applied Stop",
+        "applied Interrupt",
+        "applied Close",
+        "applied Resume",
+        "applied Relaunch Resume",
+        "applied Relaunch Wake",
+        "applied Relaunch Restart",
+        "applied ServiceStop",
+        "Launch AskPermit",
+        "Launch ReleasePermit",
+        "Launch WaitFor",
+        "Launch WaitEnded",
+        "Launch Closed",
+        "Launch Ended",
+        "SpawnTurn",
+        "DeliverPrompt",
+        "Signal Term",
+        "Signal Kill",
+        "KillSurvivor",
+        "Emit PromptRequeued",
+        "Emit PromptFailed",
+        "Emit TurnEnded",
+    ];
+    let errors = ERRORS.iter().map(|p| format!("error: {p}"));
+    let missing: Vec<String> = want
+        .iter()
+        .map(|w| w.to_string())
+        .chain(errors)
+        .filter(|w| !seen.contains(w))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "never reached: {missing:?}\nreached: {seen:?}"
+    );
+}
+
+/// workspace, folder, harness, kind, parent, shared_sandbox, prompt.
+type Fields = (String, String, u8, u8, Option<String>, bool, Option<String>);
+
+fn fields() -> impl Strategy<Value = Fields> {
+    (
+        "[ab]",
+        "/[ab]",
+        0..2u8,
+        0..2u8,
+        prop::option::of("[ab]"),
+        any::<bool>(),
+        prop::option::of("[ab]"),
+    )
+}
+
+fn view(f: &Fields, project_copy: bool, plan_only: bool) -> StartFields<'_, u8, u8> {
+    StartFields {
+        workspace: f.0.as_str(),
+        folder: std::path::Path::new(f.1.as_str()),
+        harness: &f.2,
+        kind: &f.3,
+        parent: f.4.as_deref(),
+        shared_sandbox: f.5,
+        prompt: f.6.as_deref(),
+        project_copy,
+        plan_only,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// A retry that differs only in project_copy or plan_only is the same
+    /// start; otherwise the first differing field is named.
+    #[test]
+    fn a_retry_differing_only_in_project_copy_or_plan_only_returns_the_same_session(
+        a in fields(), b in fields(), flags in any::<[bool; 4]>(),
+    ) {
+        let was = view(&a, flags[0], flags[1]);
+        // The same start with only project_copy and plan_only changed.
+        prop_assert_eq!(retry_difference(&was, &view(&a, flags[2], flags[3])), None);
+        // Any other start: the first field that differs, in order.
+        let differs = [
+            a.0 != b.0, a.1 != b.1, a.2 != b.2, a.3 != b.3,
+            a.4 != b.4, a.5 != b.5, a.6 != b.6,
+        ];
+        let want = room_machines::session::retry::COMPARED
+            .iter()
+            .zip(differs)
+            .find(|(_, d)| *d)
+            .map(|(f, _)| *f);
+        prop_assert_eq!(retry_difference(&was, &view(&b, flags[2], flags[3])), want);
+    }
+}

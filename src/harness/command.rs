@@ -1,0 +1,353 @@
+//! One turn's command: what to run, with which arguments, environment,
+//! folder, stdin and account. `TurnSpec` is plain data so any spawner can
+//! take it: `TurnSpec::command` makes a `std::process::Command`, and a
+//! spawner of its own (fork/exec, a cgroup) reads the same fields.
+//!
+//! The prompt is never an argument: both CLIs read it from stdin (claude
+//! `-p` with no prompt argument, codex's prompt `-`), so no prompt, however
+//! it begins, can be taken for an option.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, Stdio};
+
+use super::account::{self, Account};
+use super::{Harness, Programs};
+use crate::config::Config;
+
+/// The variable that tells room-cli where Core's agent socket is.
+pub const SOCKET_VAR: &str = "ROOM_CORE_SOCKET";
+
+/// Everything needed to start one turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnSpec {
+    /// The program, an absolute path when it was found on `PATH`.
+    pub program: PathBuf,
+    /// The arguments, without the program.
+    pub args: Vec<String>,
+    /// The whole environment (nothing else is inherited).
+    pub env: Vec<(OsString, OsString)>,
+    /// The working folder: the session's folder.
+    pub cwd: PathBuf,
+    /// The bytes to write to stdin, which is then closed: the prompt.
+    pub stdin: Vec<u8>,
+    /// The account to run as; `None`: the service's own.
+    pub account: Option<Account>,
+}
+
+/// What one turn is.
+#[derive(Debug, Clone, Copy)]
+pub struct Turn<'a> {
+    /// Which CLI.
+    pub harness: Harness,
+    /// The prompt.
+    pub prompt: &'a str,
+    /// The native session to resume, if any.
+    pub native_id: Option<&'a str>,
+    /// A read-only turn.
+    pub plan_only: bool,
+    /// The session's folder.
+    pub folder: &'a Path,
+}
+
+/// Builds a turn's spec from the config. Fails when the agent account
+/// cannot be looked up or the native ID could be read as an option.
+pub fn build(config: &Config, programs: &Programs, turn: &Turn) -> Result<TurnSpec, String> {
+    if let Some(id) = turn.native_id {
+        // IDs come from the CLI's own first event (UUIDs); one that starts
+        // with `-` would be parsed as an option, so it is not passed at all.
+        if id.is_empty() || id.starts_with('-') {
+            return Err(format!("the native session ID {id:?} cannot be resumed"));
+        }
+    }
+    let account = account::for_agent(config.agent_uid)?;
+    let env = environment(
+        std::env::vars_os(),
+        &config.agent_socket_path(),
+        account.as_ref(),
+        &secrets(config),
+    );
+    let program = absolute(programs.of(turn.harness), &env);
+    Ok(TurnSpec {
+        program,
+        args: turn
+            .harness
+            .argv(turn.native_id, &config.modes(turn.plan_only)),
+        env,
+        cwd: turn.folder.to_path_buf(),
+        stdin: turn.prompt.as_bytes().to_vec(),
+        account,
+    })
+}
+
+/// The service's secrets: the API token (from the config or its token
+/// file) and the website token. None of them may reach a harness.
+fn secrets(config: &Config) -> Vec<String> {
+    let file = std::fs::read_to_string(config.state_dir.join("token")).ok();
+    [config.token.clone(), config.website_token.clone(), file]
+        .into_iter()
+        .flatten()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// A harness's environment: the service's own, without any variable that
+/// holds a secret, with `ROOM_CORE_SOCKET` set to the agent socket, and,
+/// when the turn runs as another account, that account's HOME, USER and
+/// LOGNAME.
+pub fn environment(
+    inherited: impl IntoIterator<Item = (OsString, OsString)>,
+    socket: &Path,
+    account: Option<&Account>,
+    secrets: &[String],
+) -> Vec<(OsString, OsString)> {
+    let mut set: Vec<(OsString, OsString)> = vec![(SOCKET_VAR.into(), socket.into())];
+    if let Some(a) = account {
+        set.push(("HOME".into(), a.home.clone().into()));
+        set.push(("USER".into(), a.name.clone().into()));
+        set.push(("LOGNAME".into(), a.name.clone().into()));
+    }
+    let mut env: Vec<(OsString, OsString)> = inherited
+        .into_iter()
+        .filter(|(k, _)| !set.iter().any(|(s, _)| s == k))
+        .filter(|(k, v)| {
+            let leaks = secrets.iter().any(|s| holds(v, s));
+            if leaks {
+                log::warn!(
+                    "{} holds one of the service's tokens; it is kept from the harness",
+                    k.to_string_lossy()
+                );
+            }
+            !leaks
+        })
+        .collect();
+    env.extend(set);
+    env
+}
+
+/// Whether `value` contains `secret`. A secret under 8 bytes only counts
+/// when it is the whole value, so a short token cannot knock out every
+/// variable that happens to contain its letters.
+fn holds(value: &OsStr, secret: &str) -> bool {
+    let (v, s) = (value.as_bytes(), secret.as_bytes());
+    if s.len() < 8 {
+        return v == s;
+    }
+    v.windows(s.len()).any(|w| w == s)
+}
+
+/// `program` as an absolute path when it is a bare name found on the
+/// environment's `PATH`. std spawns with posix_spawn only when the program
+/// is a path or `PATH` is left alone, and the spec sets the whole
+/// environment, `PATH` included.
+fn absolute(program: &Path, env: &[(OsString, OsString)]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if program.components().count() != 1 || program.is_absolute() {
+        return program.to_path_buf();
+    }
+    let Some((_, path)) = env.iter().find(|(k, _)| k == "PATH") else {
+        return program.to_path_buf();
+    };
+    std::env::split_paths(path)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| program.to_path_buf())
+}
+
+impl TurnSpec {
+    /// A `std::process::Command` for this spec, stdin piped (stdout, stderr
+    /// and the process group are the caller's). Without an account it sets
+    /// nothing that makes std fork (no `pre_exec`, no uid), so std uses
+    /// posix_spawn: a fork of the whole service costs about a millisecond
+    /// per spawn on this kind of virtual machine, vfork nothing. With an
+    /// account the child sets its groups, gid and uid before exec.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.cwd)
+            .stdin(Stdio::piped());
+        if let Some(a) = &self.account {
+            use std::os::unix::process::CommandExt;
+            let groups = a.gids();
+            let gid = nix::unistd::Gid::from_raw(a.gid);
+            let uid = nix::unistd::Uid::from_raw(a.uid);
+            // SAFETY: between fork and exec this only makes three system
+            // calls (setgroups, setgid, setuid) on data made before the
+            // fork; nothing allocates or takes a lock. Groups first: once
+            // the uid is dropped, the groups can no longer be changed.
+            unsafe {
+                cmd.pre_exec(move || {
+                    nix::unistd::setgroups(&groups)?;
+                    nix::unistd::setgid(gid)?;
+                    nix::unistd::setuid(uid)?;
+                    Ok(())
+                });
+            }
+        }
+        cmd
+    }
+
+    /// The message for a failed spawn: the program, and the account when it
+    /// is not the service's own.
+    pub fn spawn_error(&self, e: &std::io::Error) -> String {
+        match &self.account {
+            Some(a) => format!(
+                "cannot run {} as uid {} ({}): {e}",
+                self.program.display(),
+                a.uid,
+                a.name
+            ),
+            None => format!("cannot run {}: {e}", self.program.display()),
+        }
+    }
+}
+
+/// Writes `bytes` to a turn's stdin on a thread of its own, then closes it,
+/// so a prompt larger than the pipe never blocks the caller. A harness that
+/// exits before reading it all only ends the write (EPIPE).
+pub fn feed_stdin(mut stdin: ChildStdin, bytes: Vec<u8>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("turn-stdin".into())
+        .spawn(move || {
+            if let Err(e) = stdin.write_all(&bytes) {
+                log::debug!("turn stdin: {e}");
+            }
+            // Dropping `stdin` closes it: the CLI sees the end of its prompt.
+        })
+        .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    fn agent() -> Account {
+        Account {
+            name: "room-agent".into(),
+            uid: 1001,
+            gid: 1001,
+            groups: vec![1001, 27],
+            home: "/home/room-agent".into(),
+        }
+    }
+
+    #[test]
+    fn the_environment_names_the_socket_and_keeps_secrets_out() {
+        let inherited = vars(&[
+            ("PATH", "/usr/bin"),
+            ("ROOM_CORE_SOCKET", "/somewhere/else.sock"),
+            ("COPY_OF_TOKEN", "the-api-token-123"),
+            ("WITH_WEBSITE_TOKEN", "Bearer web-secret-456 trailing"),
+            ("HOME", "/root"),
+        ]);
+        let secrets = ["the-api-token-123".to_string(), "web-secret-456".into()];
+        let env = environment(inherited, Path::new("/run/agent.sock"), None, &secrets);
+        assert_eq!(
+            env,
+            vars(&[
+                ("PATH", "/usr/bin"),
+                ("HOME", "/root"),
+                ("ROOM_CORE_SOCKET", "/run/agent.sock"),
+            ])
+        );
+    }
+
+    #[test]
+    fn another_account_gets_its_home_and_names() {
+        let inherited = vars(&[("HOME", "/root"), ("USER", "root"), ("LANG", "C.UTF-8")]);
+        let env = environment(inherited, Path::new("/s"), Some(&agent()), &[]);
+        assert_eq!(
+            env,
+            vars(&[
+                ("LANG", "C.UTF-8"),
+                ("ROOM_CORE_SOCKET", "/s"),
+                ("HOME", "/home/room-agent"),
+                ("USER", "room-agent"),
+                ("LOGNAME", "room-agent"),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_short_secret_only_removes_a_variable_that_is_exactly_it() {
+        let inherited = vars(&[("A", "abc"), ("B", "xabcx")]);
+        let env = environment(inherited, Path::new("/s"), None, &["abc".into()]);
+        assert_eq!(env, vars(&[("B", "xabcx"), ("ROOM_CORE_SOCKET", "/s")]));
+    }
+
+    #[test]
+    fn the_prompt_is_stdin_and_never_an_argument() {
+        let config = Config {
+            token: Some("tok-never-in-env".into()),
+            ..Config::default()
+        };
+        let programs = Programs {
+            claude: "/opt/claude".into(),
+            codex: "/opt/codex".into(),
+        };
+        for harness in [Harness::Claude, Harness::Codex] {
+            for prompt in ["-x", "--help", "--", "two\nlines", ""] {
+                let turn = Turn {
+                    harness,
+                    prompt,
+                    native_id: Some("abc"),
+                    plan_only: false,
+                    folder: Path::new("/work/s1"),
+                };
+                let spec = build(&config, &programs, &turn).unwrap();
+                assert_eq!(spec.stdin, prompt.as_bytes());
+                assert!(!spec.args.iter().any(|a| a == prompt), "{:?}", spec.args);
+                assert_eq!(spec.cwd, Path::new("/work/s1"));
+                assert_eq!(spec.program, programs.of(harness));
+                assert_eq!(spec.account, None);
+                assert!(spec
+                    .env
+                    .contains(&(SOCKET_VAR.into(), config.agent_socket_path().into())));
+            }
+        }
+    }
+
+    #[test]
+    fn a_native_id_that_looks_like_an_option_is_not_resumed() {
+        let programs = Programs {
+            claude: "claude".into(),
+            codex: "codex".into(),
+        };
+        let turn = Turn {
+            harness: Harness::Codex,
+            prompt: "hi",
+            native_id: Some("--dangerously-bypass-approvals-and-sandbox"),
+            plan_only: false,
+            folder: Path::new("/w"),
+        };
+        let e = build(&Config::default(), &programs, &turn).unwrap_err();
+        assert!(e.contains("cannot be resumed"), "{e}");
+    }
+
+    #[test]
+    fn a_bare_program_is_found_on_the_environments_path() {
+        let env = vars(&[("PATH", "/nonexistent:/bin:/usr/bin")]);
+        let sh = absolute(Path::new("sh"), &env);
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
+        assert_eq!(
+            absolute(Path::new("no-such-program-x"), &env),
+            Path::new("no-such-program-x")
+        );
+        assert_eq!(absolute(Path::new("./x"), &env), Path::new("./x"));
+    }
+}

@@ -1,0 +1,310 @@
+//! A turn's output, read in bounded memory whatever the harness writes.
+//!
+//! - stdout: line by line ([`LineReader`]); a line longer than the cap
+//!   (1 MiB) is dropped and one that is not UTF-8 is skipped, each reported,
+//!   and reading goes on after it.
+//! - stderr: drained to its end ([`drain_tail`]) so the harness never blocks
+//!   on a full pipe nor gets EPIPE, keeping only the last few KiB for an
+//!   error message.
+
+use std::io::{self, ErrorKind, Read};
+use std::thread::JoinHandle;
+
+/// The longest stdout line kept, newline excluded.
+pub const LINE_CAP: usize = 1 << 20;
+/// The bytes of stderr kept (its end).
+pub const STDERR_TAIL: usize = 4096;
+/// The size of one read.
+const CHUNK: usize = 64 * 1024;
+
+/// One line of output, or what was skipped in its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// A UTF-8 line, without its newline.
+    Text(String),
+    /// A line over the cap, dropped; its length in bytes.
+    TooLong(u64),
+    /// A line that is not UTF-8, skipped; its length in bytes.
+    NotUtf8(usize),
+}
+
+/// Reads lines of at most `cap` bytes; memory stays under `cap` plus one
+/// read (64 KiB) whatever the input.
+pub struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Where the unread part of `buf` starts.
+    start: usize,
+    /// How far from `start` has been searched for a newline already.
+    searched: usize,
+    /// Bytes of an over-long line dropped so far (its end not yet seen).
+    dropping: Option<u64>,
+    eof: bool,
+    cap: usize,
+    peak: usize,
+}
+
+impl<R: Read> LineReader<R> {
+    /// A reader with the 1 MiB cap.
+    pub fn new(inner: R) -> LineReader<R> {
+        LineReader::with_cap(inner, LINE_CAP)
+    }
+
+    /// A reader with another cap.
+    pub fn with_cap(inner: R, cap: usize) -> LineReader<R> {
+        LineReader {
+            inner,
+            buf: Vec::new(),
+            start: 0,
+            searched: 0,
+            dropping: None,
+            eof: false,
+            cap,
+            peak: 0,
+        }
+    }
+
+    /// The most memory its buffer has held, in bytes.
+    pub fn peak_buffer(&self) -> usize {
+        self.peak
+    }
+
+    /// The next line; `None` at the end. A last line without a newline
+    /// counts as a line.
+    pub fn next_line(&mut self) -> io::Result<Option<Line>> {
+        loop {
+            let pending = &self.buf[self.start..];
+            if let Some(i) = pending[self.searched..].iter().position(|b| *b == b'\n') {
+                let end = self.searched + i;
+                let line = self.take(end, end + 1);
+                return Ok(Some(line));
+            }
+            self.searched = pending.len();
+            if pending.len() > self.cap {
+                // Over the cap: forget what is held and skip to its end.
+                *self.dropping.get_or_insert(0) += pending.len() as u64;
+                self.buf.clear();
+                self.start = 0;
+                self.searched = 0;
+            }
+            if self.eof {
+                if self.start == self.buf.len() && self.dropping.is_none() {
+                    return Ok(None);
+                }
+                let end = self.buf.len() - self.start;
+                return Ok(Some(self.take(end, end)));
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Ends the current line at `end` (relative to `start`) and moves past
+    /// `next`.
+    fn take(&mut self, end: usize, next: usize) -> Line {
+        let bytes = &self.buf[self.start..self.start + end];
+        let line = match self.dropping.take() {
+            Some(dropped) => Line::TooLong(dropped + bytes.len() as u64),
+            None if bytes.len() > self.cap => Line::TooLong(bytes.len() as u64),
+            None => match std::str::from_utf8(bytes) {
+                Ok(s) => Line::Text(s.to_string()),
+                Err(_) => Line::NotUtf8(bytes.len()),
+            },
+        };
+        self.start += next;
+        self.searched = 0;
+        line
+    }
+
+    /// Reads one chunk, first moving the unread part to the front.
+    fn fill(&mut self) -> io::Result<()> {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let len = self.buf.len();
+        // Exactly one chunk more: a doubling Vec could hold twice the cap.
+        self.buf.reserve_exact(CHUNK);
+        self.buf.resize(len + CHUNK, 0);
+        self.peak = self.peak.max(self.buf.capacity());
+        let n = loop {
+            match self.inner.read(&mut self.buf[len..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.buf.truncate(len);
+                    return Err(e);
+                }
+            }
+        };
+        self.buf.truncate(len + n);
+        if n == 0 {
+            self.eof = true;
+        }
+        Ok(())
+    }
+
+    /// The text lines, each skipped line logged as a warning naming `what`
+    /// (e.g. the session); ends at the end of input or at a read error
+    /// (logged).
+    pub fn text_lines(mut self, what: String) -> impl Iterator<Item = String> {
+        std::iter::from_fn(move || loop {
+            match self.next_line() {
+                Ok(Some(Line::Text(s))) => return Some(s),
+                Ok(Some(Line::TooLong(n))) => {
+                    log::warn!(
+                        "{what}: dropped a stdout line of {n} bytes (the cap is {} bytes)",
+                        self.cap
+                    );
+                }
+                Ok(Some(Line::NotUtf8(n))) => {
+                    log::warn!("{what}: skipped a stdout line of {n} bytes that is not UTF-8");
+                }
+                Ok(None) => return None,
+                Err(e) => {
+                    log::warn!("{what}: cannot read stdout: {e}");
+                    return None;
+                }
+            }
+        })
+    }
+}
+
+/// The end of a stream read to its end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tail {
+    /// Its last bytes (at most the `keep` asked for).
+    pub bytes: Vec<u8>,
+    /// How many bytes the stream held in all.
+    pub total: u64,
+}
+
+impl Tail {
+    /// The kept bytes as text (invalid UTF-8 replaced), trimmed.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).trim().to_string()
+    }
+}
+
+/// Reads `r` to its end, keeping its last `keep` bytes; memory stays under
+/// twice `keep` plus one read. A read error ends it with what was read.
+pub fn drain_tail(mut r: impl Read, keep: usize) -> Tail {
+    let mut tail = Tail::default();
+    let mut chunk = vec![0u8; CHUNK];
+    loop {
+        let n = match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        tail.total += n as u64;
+        let from = n.saturating_sub(keep);
+        tail.bytes.extend_from_slice(&chunk[from..n]);
+        if tail.bytes.len() > 2 * keep {
+            let cut = tail.bytes.len() - keep;
+            tail.bytes.drain(..cut);
+        }
+    }
+    if tail.bytes.len() > keep {
+        let cut = tail.bytes.len() - keep;
+        tail.bytes.drain(..cut);
+    }
+    tail
+}
+
+/// [`drain_tail`] on a thread of its own (named `what`), keeping
+/// [`STDERR_TAIL`] bytes.
+pub fn spawn_tail(r: impl Read + Send + 'static, what: String) -> io::Result<JoinHandle<Tail>> {
+    std::thread::Builder::new()
+        .name(what)
+        .spawn(move || drain_tail(r, STDERR_TAIL))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], cap: usize) -> Vec<Line> {
+        let mut r = LineReader::with_cap(input, cap);
+        std::iter::from_fn(|| r.next_line().unwrap()).collect()
+    }
+
+    fn text(s: &str) -> Line {
+        Line::Text(s.into())
+    }
+
+    #[test]
+    fn lines_split_at_newlines_and_a_last_line_needs_none() {
+        assert_eq!(
+            lines(b"a\nbc\n\nd", 10),
+            vec![text("a"), text("bc"), text(""), text("d")]
+        );
+        assert_eq!(lines(b"", 10), vec![]);
+        assert_eq!(lines(b"x\n", 10), vec![text("x")]);
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_dropped_and_reading_goes_on() {
+        let mut input = b"ok\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 300_000));
+        input.extend(b"\nafter\n12345\n123456\n");
+        assert_eq!(
+            lines(&input, 5),
+            vec![
+                text("ok"),
+                Line::TooLong(300_000),
+                text("after"),
+                text("12345"),
+                Line::TooLong(6)
+            ]
+        );
+        // Unterminated at the end.
+        assert_eq!(lines(&[b'y'; 200_000], 5), vec![Line::TooLong(200_000)]);
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_skipped() {
+        assert_eq!(
+            lines(b"a\n\xff\xfe\nb\n", 10),
+            vec![text("a"), Line::NotUtf8(2), text("b")]
+        );
+        let r = LineReader::with_cap(&b"a\n\xff\nb\n"[..], 10);
+        assert_eq!(r.text_lines("t".into()).collect::<Vec<_>>(), vec!["a", "b"]);
+    }
+
+    /// A reader that hands out one byte at a time: lines cross reads.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let Some((first, rest)) = self.0.split_first() else {
+                return Ok(0);
+            };
+            buf[0] = *first;
+            self.0 = rest;
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn lines_that_cross_reads_are_whole() {
+        let mut r = LineReader::with_cap(Trickle(b"one\ntwo\nxxxxxxx\nz"), 5);
+        let got: Vec<Line> = std::iter::from_fn(|| r.next_line().unwrap()).collect();
+        assert_eq!(
+            got,
+            vec![text("one"), text("two"), Line::TooLong(7), text("z")]
+        );
+    }
+
+    #[test]
+    fn the_tail_keeps_the_end() {
+        let input: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let t = drain_tail(&input[..], 1000);
+        assert_eq!(t.total, 100_000);
+        assert_eq!(t.bytes, &input[99_000..]);
+        let t = drain_tail(&b"short\n"[..], 1000);
+        assert_eq!(t.text(), "short");
+        let t = drain_tail(Trickle(b"abcdef"), 4);
+        assert_eq!(t.bytes, b"cdef");
+    }
+}

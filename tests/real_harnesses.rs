@@ -1,0 +1,519 @@
+//! Conformance: room-core running the real `claude` and `codex` (from npm),
+//! each pointed at the loopback fake model server, which records what the
+//! model was asked. The fakes make the other tests fast; these decide
+//! whether a feature works with the CLIs room-core exists for.
+//!
+//! Outside CI a check whose CLI (or root, or the `room-agent` account) is
+//! absent prints why and returns; with `ROOM_CORE_CI=1` it fails. The last
+//! two tests need no real CLI and always run.
+
+mod common;
+#[path = "common/fake_website.rs"]
+#[allow(dead_code)]
+mod fake_website;
+mod real_support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{land_project, mark, start_body, wait_until, Service, TOKEN};
+use fake_website::FakeWebsite;
+use real_support::{agent_account, asked, seen, tool_result, Real, TURN};
+use serde_json::{json, Value};
+
+/// What the seed-000 project puts in front of each CLI's model: its
+/// instructions marker and the skills it lists.
+fn project_signs(harness: &str) -> &'static [&'static str] {
+    match harness {
+        "claude" => &[
+            "CLAUDE_MD_MARKER_7731",
+            "probe-claude-real",
+            "probe-agents-linked",
+        ],
+        _ => &["AGENTS_MD_MARKER_4412", "probe-agents-real"],
+    }
+}
+
+/// The fake model's plain answer (fixtures/fake_model_server.py).
+const PLAIN_TEXT: &str = "FAKE_MODEL_REPLY";
+
+fn id_of(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+// ------------------------------------------------------------ seed 000
+
+/// With `project_copy`, the harness starts once the files have landed (the
+/// app's order: missing, copying, files, ready) and its first model
+/// request carries the project's instructions and skills.
+fn a_promised_copy_reaches_the_first_request(test: &str, harness: &str) {
+    let Some(real) = Real::start(test, harness, json!({}), vec![]) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let s = real
+        .svc
+        .start_session(start_body(&folder, harness, json!({"project_copy": true})));
+    let id = id_of(&s);
+    let waiting_on = |m: &str| {
+        real.svc
+            .await_session(&id, &format!("waiting on {m}"), |v| {
+                v["waiting_for"]["mark"] == m
+            })
+    };
+    waiting_on("missing");
+    mark(&folder, "copying");
+    waiting_on("copying");
+    land_project(&folder);
+    assert_eq!(real.model.requests(), Vec::<Value>::new(), "no turn yet");
+    mark(&folder, "ready");
+
+    let requests = real.model.await_answers(harness, 1);
+    let v = real.await_idle(&id);
+    assert!(
+        v["native_id"].as_str().is_some_and(|n| !n.is_empty()),
+        "{v}"
+    );
+    let first = seen(&requests[0]);
+    for sign in project_signs(harness) {
+        assert!(
+            first.contains(sign),
+            "{harness}'s first request lacks {sign}"
+        );
+    }
+}
+
+#[test]
+fn claude_with_a_promised_copy_sees_claude_md_and_both_skills() {
+    a_promised_copy_reaches_the_first_request(
+        "claude_with_a_promised_copy_sees_claude_md_and_both_skills",
+        "claude",
+    );
+}
+
+#[test]
+fn codex_with_a_promised_copy_sees_agents_md_and_its_skill() {
+    a_promised_copy_reaches_the_first_request(
+        "codex_with_a_promised_copy_sees_agents_md_and_its_skill",
+        "codex",
+    );
+}
+
+/// The control, seed 000's bug: no `project_copy`, the files land 2 s
+/// after the start (and after the harness has asked its model), and the
+/// first request carries none of them.
+fn files_that_land_late_are_missed(test: &str, harness: &str) {
+    let Some(real) = Real::start(test, harness, json!({}), vec![]) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let started = Instant::now();
+    let s = real
+        .svc
+        .start_session(start_body(&folder, harness, json!({})));
+    wait_until("the first turn's request", TURN, || {
+        (!real.model.turn_requests(harness).is_empty()).then_some(())
+    });
+    if let Some(rest) = Duration::from_secs(2).checked_sub(started.elapsed()) {
+        std::thread::sleep(rest);
+    }
+    land_project(&folder);
+    let requests = real.model.await_answers(harness, 1);
+    real.await_idle(&id_of(&s));
+    let first = seen(&requests[0]);
+    for sign in project_signs(harness) {
+        assert!(
+            !first.contains(sign),
+            "{harness}'s first request has {sign}, from files that landed after it started"
+        );
+    }
+}
+
+#[test]
+fn claude_without_a_copy_misses_files_that_land_late() {
+    files_that_land_late_are_missed(
+        "claude_without_a_copy_misses_files_that_land_late",
+        "claude",
+    );
+}
+
+#[test]
+fn codex_without_a_copy_misses_files_that_land_late() {
+    files_that_land_late_are_missed("codex_without_a_copy_misses_files_that_land_late", "codex");
+}
+
+// --------------------------------------------------------------- resume
+
+/// The first event names the native session, and a second message
+/// resumes it: the model sees the first exchange.
+fn a_second_message_resumes_the_conversation(test: &str, harness: &str) {
+    let Some(real) = Real::start(test, harness, json!({}), vec![]) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let s = real.svc.start_session(start_body(
+        &folder,
+        harness,
+        json!({"prompt": "FIRST_PROMPT_5521"}),
+    ));
+    let id = id_of(&s);
+    real.model.await_answers(harness, 1);
+    let first = real.await_idle(&id);
+    let native_id = first["native_id"]
+        .as_str()
+        .expect("a native ID")
+        .to_string();
+
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "SECOND_PROMPT_7710"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let requests = real.model.await_answers(harness, 2);
+    let second = real.await_idle(&id);
+    assert_eq!(second["native_id"], json!(native_id), "the same session");
+    let last = requests.last().unwrap();
+    assert_eq!(asked(harness, last), "SECOND_PROMPT_7710");
+    let history = seen(last);
+    assert!(
+        history.contains("FIRST_PROMPT_5521"),
+        "{harness} resumed without the first prompt"
+    );
+    assert!(
+        history.contains(PLAIN_TEXT),
+        "{harness} resumed without the first answer"
+    );
+}
+
+#[test]
+fn claude_resumes_its_session_on_the_next_message() {
+    a_second_message_resumes_the_conversation(
+        "claude_resumes_its_session_on_the_next_message",
+        "claude",
+    );
+}
+
+#[test]
+fn codex_resumes_its_session_on_the_next_message() {
+    a_second_message_resumes_the_conversation(
+        "codex_resumes_its_session_on_the_next_message",
+        "codex",
+    );
+}
+
+// ------------------------------------------------------- write, plan_only
+
+/// A normal turn writes the file the model asks for; a `plan_only` turn's
+/// write is refused by the CLI and the file stays absent.
+fn normal_turns_write_and_plan_only_turns_do_not(test: &str, harness: &str) {
+    let Some(real) = Real::start(test, harness, json!({}), vec![]) else {
+        return;
+    };
+    let edit = real.svc.folder("edit");
+    let plan = real.svc.folder("plan");
+    let made = edit.join("made.txt");
+    let planned = plan.join("planned.txt");
+    let normal = real.svc.start_session(start_body(
+        &edit,
+        harness,
+        json!({"prompt": format!("TOOL_WRITE {} made-by-{harness}", made.display())}),
+    ));
+    let plan_only = real.svc.start_session(start_body(
+        &plan,
+        harness,
+        json!({
+            "plan_only": true,
+            "prompt": format!("TOOL_WRITE {} planned", planned.display()),
+        }),
+    ));
+    let requests = real.model.await_answers(harness, 2);
+    real.await_idle(&id_of(&normal));
+    real.await_idle(&id_of(&plan_only));
+
+    assert_eq!(
+        std::fs::read_to_string(&made).ok().as_deref(),
+        Some(format!("made-by-{harness}\n").as_str()),
+        "the normal turn wrote the file"
+    );
+    assert!(
+        !planned.exists(),
+        "the plan_only turn wrote {}",
+        planned.display()
+    );
+    // The plan_only turn did ask for the write and got the CLI's refusal.
+    let refusal = requests
+        .iter()
+        .filter(|r| seen(r).contains("planned.txt"))
+        .find_map(tool_result)
+        .expect("the plan_only turn's tool call came back with a result");
+    let why = match harness {
+        "claude" => "while in plan mode",
+        _ => "Read-only file system",
+    };
+    assert!(
+        refusal.contains(why),
+        "{harness} answered the write with {refusal:?}"
+    );
+}
+
+#[test]
+fn claude_writes_in_a_normal_turn_and_not_in_a_plan_only_turn() {
+    normal_turns_write_and_plan_only_turns_do_not(
+        "claude_writes_in_a_normal_turn_and_not_in_a_plan_only_turn",
+        "claude",
+    );
+}
+
+#[test]
+fn codex_writes_in_a_normal_turn_and_not_in_a_plan_only_turn() {
+    normal_turns_write_and_plan_only_turns_do_not(
+        "codex_writes_in_a_normal_turn_and_not_in_a_plan_only_turn",
+        "codex",
+    );
+}
+
+// -------------------------------------------------------------- prompts
+
+/// Prompts that look like options, a bare `--`, several lines, 200 KiB.
+fn awkward_prompts() -> Vec<String> {
+    let line = format!("{}\n", "0123456789abcdef".repeat(64));
+    vec![
+        "-x".into(),
+        "--help".into(),
+        "--".into(),
+        "line one\n  line two\n\nline four\n".into(),
+        line.repeat(200),
+    ]
+}
+
+/// Each awkward prompt reaches the model as its text, in order, in one
+/// resumed session.
+fn awkward_prompts_reach_the_model(test: &str, harness: &str) {
+    let Some(real) = Real::start(test, harness, json!({}), vec![]) else {
+        return;
+    };
+    let prompts = awkward_prompts();
+    let folder = real.svc.folder("code");
+    let s = real
+        .svc
+        .start_session(start_body(&folder, harness, json!({"prompt": prompts[0]})));
+    let id = id_of(&s);
+    for p in &prompts[1..] {
+        let (status, v) = real
+            .svc
+            .post(&format!("/v1/sessions/{id}/messages"), json!({"prompt": p}));
+        assert_eq!(status, 200, "{v}");
+    }
+    let requests = real.model.await_answers(harness, prompts.len());
+    let v = real.await_idle(&id);
+    assert!(v["native_id"].is_string(), "{v}");
+    assert_eq!(v["error"], Value::Null, "{v}");
+    let got: Vec<String> = requests.iter().map(|r| asked(harness, r)).collect();
+    assert_eq!(got.len(), prompts.len());
+    for (g, p) in got.iter().zip(&prompts) {
+        assert!(
+            g == p,
+            "{harness} was asked {:?}… instead of {:?}…",
+            &g[..g.len().min(40)],
+            &p[..p.len().min(40)]
+        );
+    }
+}
+
+#[test]
+fn claude_gets_awkward_prompts_as_text() {
+    awkward_prompts_reach_the_model("claude_gets_awkward_prompts_as_text", "claude");
+}
+
+#[test]
+fn codex_gets_awkward_prompts_as_text() {
+    awkward_prompts_reach_the_model("codex_gets_awkward_prompts_as_text", "codex");
+}
+
+// --------------------------------------------------- the agent account
+
+/// The website token the service signs in with; no harness may see it.
+const WEBSITE_TOKEN: &str = "website-token-for-core-only";
+
+/// Hands `path` and everything under it to `uid`:`gid`.
+fn chown_tree(path: &Path, uid: u32, gid: u32) {
+    let (u, g) = (
+        Some(nix::unistd::Uid::from_raw(uid)),
+        Some(nix::unistd::Gid::from_raw(gid)),
+    );
+    nix::unistd::chown(path, u, g).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for e in std::fs::read_dir(path).unwrap() {
+            chown_tree(&e.unwrap().path(), uid, gid);
+        }
+    }
+}
+
+/// A harness runs as the agent account (its HOME, USER and groups), with
+/// ROOM_CORE_SOCKET and without the service's tokens; its tool command's
+/// room-cli reaches Core, which forwards as the harness's session.
+fn a_tool_reaches_core_as_its_session(test: &str, harness: &str) {
+    let Some(agent) = agent_account(test) else {
+        return;
+    };
+    let web = FakeWebsite::start();
+    // The agent socket outside the state dir, where the agent can reach it.
+    let sock_dir = common::temp_root();
+    std::fs::set_permissions(&sock_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let socket = sock_dir.join("agent.sock");
+    let config = json!({
+        "agent_uid": agent.uid.as_raw(),
+        "agent_socket": socket,
+        "website_url": web.url,
+        "website_token": WEBSITE_TOKEN,
+    });
+    // Copies of both tokens in the service's environment: Core keeps them
+    // from its harnesses.
+    let env = vec![
+        ("COPY_OF_THE_API_ONE".to_string(), TOKEN.to_string()),
+        ("COPY_OF_THE_WEBSITE_ONE".into(), WEBSITE_TOKEN.into()),
+    ];
+    let Some(real) = Real::start(test, harness, config, env) else {
+        return;
+    };
+    let (uid, gid) = (agent.uid.as_raw(), agent.gid.as_raw());
+    // The CLIs' homes and the session's folder are the agent's, as the app
+    // would make them; room-cli is copied where the agent can run it.
+    chown_tree(&real.dir, uid, gid);
+    let bin = real.dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let cli = bin.join("room-cli");
+    std::fs::copy(env!("CARGO_BIN_EXE_room-cli"), &cli).unwrap();
+    let folder = real.svc.folder("code");
+    std::fs::create_dir_all(&folder).unwrap();
+    chown_tree(&folder, uid, gid);
+
+    let f = folder.display();
+    let tool = format!(
+        "TOOL_RUN id -un > {f}/id.txt; id -G > {f}/groups.txt; env > {f}/env.txt; \
+         {} thread list > {f}/cli.txt 2>&1; echo \"exit=$?\" >> {f}/cli.txt",
+        cli.display()
+    );
+    let s = real
+        .svc
+        .start_session(start_body(&folder, harness, json!({"prompt": tool})));
+    let id = id_of(&s);
+    real.model.await_answers(harness, 1);
+    real.await_idle(&id);
+
+    let read = |name: &str| {
+        std::fs::read_to_string(folder.join(name)).unwrap_or_else(|e| {
+            panic!(
+                "{name}: {e}; the model saw {:?}",
+                real.model
+                    .turn_requests(harness)
+                    .last()
+                    .and_then(tool_result)
+            )
+        })
+    };
+    assert_eq!(read("id.txt"), format!("{}\n", real_support::AGENT));
+    let groups: Vec<u32> = read("groups.txt")
+        .split_whitespace()
+        .map(|g| g.parse().unwrap())
+        .collect();
+    assert!(
+        groups.contains(&gid) && !groups.contains(&0),
+        "groups {groups:?}"
+    );
+    let env = read("env.txt");
+    let has = |line: String| env.lines().any(|l| l == line);
+    assert!(
+        has(format!("ROOM_CORE_SOCKET={}", socket.display())),
+        "{env}"
+    );
+    assert!(has(format!("HOME={}", agent.dir.display())), "{env}");
+    assert!(has(format!("USER={}", real_support::AGENT)), "{env}");
+    assert!(has(format!("LOGNAME={}", real_support::AGENT)), "{env}");
+    assert!(!env.contains(TOKEN), "the API token reached the harness");
+    assert!(
+        !env.contains(WEBSITE_TOKEN),
+        "the website token reached the harness"
+    );
+
+    let out = read("cli.txt");
+    assert!(
+        out.contains("{\"ok\":true}") && out.ends_with("exit=0\n"),
+        "room-cli said {out:?}"
+    );
+    let calls = web.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].1["session"], json!(id), "{calls:?}");
+}
+
+#[test]
+fn claude_tool_runs_room_cli_as_its_session_under_the_agent_account() {
+    a_tool_reaches_core_as_its_session(
+        "claude_tool_runs_room_cli_as_its_session_under_the_agent_account",
+        "claude",
+    );
+}
+
+#[test]
+fn codex_tool_runs_room_cli_as_its_session_under_the_agent_account() {
+    a_tool_reaches_core_as_its_session(
+        "codex_tool_runs_room_cli_as_its_session_under_the_agent_account",
+        "codex",
+    );
+}
+
+// ------------------------------------------- with the fakes: always run
+
+#[test]
+fn blank_prompts_are_refused_at_the_api() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let refusal = json!({
+        "error": "The prompt must not be empty or only whitespace.",
+        "code": "invalid_field",
+    });
+    for blank in ["", " \n\t"] {
+        let (status, v) = svc.post(
+            "/v1/sessions",
+            start_body(&folder, "claude", json!({"prompt": blank})),
+        );
+        assert_eq!((status, &v), (422, &refusal));
+    }
+    let s = svc.start_session(start_body(&folder, "codex", json!({})));
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{}/messages", id_of(&s)),
+        json!({"prompt": ""}),
+    );
+    assert_eq!((status, v), (422, refusal));
+}
+
+#[test]
+fn awkward_prompts_reach_the_fake_harnesses_on_stdin() {
+    let svc = Service::start(json!({}));
+    for harness in ["claude", "codex"] {
+        let prompts = awkward_prompts();
+        let folder = svc.folder(harness);
+        let s = svc.start_session(start_body(&folder, harness, json!({"prompt": prompts[0]})));
+        for p in &prompts[1..] {
+            svc.post(
+                &format!("/v1/sessions/{}/messages", id_of(&s)),
+                json!({"prompt": p}),
+            );
+        }
+        let last = svc.await_record(&folder, prompts.len(), Duration::from_secs(20));
+        let records = svc.records_in(&folder);
+        let got: Vec<&str> = records
+            .iter()
+            .map(|r| r["prompt"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, prompts.iter().map(String::as_str).collect::<Vec<_>>());
+        let argv = last["argv"].as_array().unwrap();
+        assert!(
+            !argv
+                .iter()
+                .any(|a| prompts.contains(&a.as_str().unwrap().to_string())),
+            "{argv:?}"
+        );
+    }
+}
