@@ -2,11 +2,14 @@
 //! what one read of it says (content and mtime, as a launch `Observation`).
 
 use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use nix::libc;
 use room_machines::copy::MAX_MARK_BYTES;
-use room_machines::Observation;
+use room_machines::{MarkError, Observation};
 
 /// The suffix the app appends to a session folder's path for its status file.
 pub const STATUS_SUFFIX: &str = ".cloudroom-files";
@@ -21,38 +24,108 @@ pub fn status_file(folder: &Path) -> PathBuf {
 
 /// What one read of a status file found: its bytes (up to one past
 /// `MAX_MARK_BYTES`) and mtime, or `None` when there is no file.
-pub type Raw = Option<(Vec<u8>, SystemTime)>;
+pub type Raw = Option<(Content, SystemTime)>;
 
-/// Reads the status file once. A missing file is `Ok(None)`; any other
-/// failure is an error (logged by the caller's `observation`).
+/// What lies at the status path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// A regular file's first bytes (at most one past `MAX_MARK_BYTES`).
+    Bytes(Vec<u8>),
+    /// Not a regular file (a FIFO, a folder, a device, a socket): never
+    /// opened for reading, so it cannot block or feed a read forever; named
+    /// here for the log.
+    NotAFile(&'static str),
+}
+
+/// Reads the status file once, without blocking whatever lies there. A
+/// missing file is `Ok(None)`; any other failure is an error (logged by the
+/// caller's `observation`).
+///
+/// The path is opened with `O_PATH` first, which opens nothing (no FIFO
+/// rendezvous, no device driver: a symlink to `/dev/watchdog` must not arm
+/// it), and checked with `fstat` on that descriptor; only a regular file is
+/// then opened for reading, through `/proc/self/fd`, so the file read is the
+/// one checked even if the path is swapped meanwhile. At most one byte past
+/// `MAX_MARK_BYTES` is read.
 pub fn read_raw(path: &Path) -> std::io::Result<Raw> {
-    let mut file = match std::fs::File::open(path) {
+    let handle = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let mtime = file
-        .metadata()
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|_| SystemTime::now());
+    let meta = handle.metadata()?;
+    let mtime = meta.modified().unwrap_or_else(|_| SystemTime::now());
+    if !meta.file_type().is_file() {
+        return Ok(Some((not_a_file(path, &meta.file_type()), mtime)));
+    }
+    let open = |p: &Path| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(p)
+    };
+    let file = match open(Path::new(&format!("/proc/self/fd/{}", handle.as_raw_fd()))) {
+        Ok(f) => f,
+        // No /proc: open the path itself, still without blocking, and check
+        // again what was opened.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let f = open(path)?;
+            let t = f.metadata()?.file_type();
+            if !t.is_file() {
+                return Ok(Some((not_a_file(path, &t), mtime)));
+            }
+            f
+        }
+        Err(e) => return Err(e),
+    };
     // Read one byte past the limit so an oversized file is reported as such.
     let mut bytes = Vec::new();
-    (&mut file)
-        .take(MAX_MARK_BYTES as u64 + 1)
+    file.take(MAX_MARK_BYTES as u64 + 1)
         .read_to_end(&mut bytes)?;
-    Ok(Some((bytes, mtime)))
+    Ok(Some((Content::Bytes(bytes), mtime)))
+}
+
+/// What lies at `path` when it is not a regular file (said at debug level:
+/// the launch reports the malformed mark itself, once).
+fn not_a_file(path: &Path, t: &std::fs::FileType) -> Content {
+    let what = if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    log::debug!("{} is {what}; treated as missing", path.display());
+    Content::NotAFile(what)
 }
 
 /// The launch's view of a read: the mark, and its age now (`now - mtime`,
-/// 0 for an mtime in the future).
+/// 0 for an mtime in the future). Something other than a regular file is a
+/// malformed mark (reported once by the launch, treated as missing), as
+/// `NotText`: it holds no text.
 pub fn observation(raw: &Raw) -> Observation {
     match raw {
         None => Observation::missing(),
-        Some((bytes, mtime)) => {
+        Some((content, mtime)) => {
             let age = SystemTime::now()
                 .duration_since(*mtime)
                 .map_or(0, |d| d.as_millis() as u64);
-            Observation::from_file(bytes, age)
+            match content {
+                Content::Bytes(bytes) => Observation::from_file(bytes, age),
+                Content::NotAFile(_) => Observation {
+                    mark: None,
+                    age: Some(age),
+                    malformed: Some(MarkError::NotText),
+                },
+            }
         }
     }
 }
@@ -97,6 +170,43 @@ mod tests {
         let o = observe(&folder);
         assert_eq!(o.mark, Some(CopyMark::Ready));
         assert!(o.age.unwrap() < 60_000);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn what_is_not_a_regular_file_is_a_malformed_mark_read_without_blocking() {
+        let dir = std::env::temp_dir().join(format!("rc-files-odd-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let not_a_mark = |name: &str, what: &'static str| {
+            let raw = read_raw(&status_file(&dir.join(name))).unwrap();
+            assert_eq!(raw.as_ref().map(|r| &r.0), Some(&Content::NotAFile(what)));
+            let o = observation(&raw);
+            assert_eq!((o.mark, o.malformed), (None, Some(MarkError::NotText)));
+        };
+        // A FIFO with no writer would block a plain open(2) forever.
+        nix::unistd::mkfifo(
+            &status_file(&dir.join("fifo")),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        not_a_mark("fifo", "a FIFO");
+        std::fs::create_dir(status_file(&dir.join("folder"))).unwrap();
+        not_a_mark("folder", "a folder");
+        // A symlink to /dev/zero would feed a read forever.
+        std::os::unix::fs::symlink("/dev/zero", status_file(&dir.join("zero"))).unwrap();
+        not_a_mark("zero", "a device");
+        // A 10 MB file: only the cap (plus one byte) is read.
+        let big = status_file(&dir.join("big"));
+        std::fs::write(&big, vec![b'x'; 10_000_000]).unwrap();
+        match read_raw(&big).unwrap() {
+            Some((Content::Bytes(b), _)) => assert_eq!(b.len(), MAX_MARK_BYTES + 1),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            observe(&dir.join("big")).malformed,
+            Some(MarkError::TooLong(MAX_MARK_BYTES + 1))
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

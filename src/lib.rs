@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod backoff;
 pub mod config;
 pub mod demo;
 pub mod error;

@@ -1,8 +1,11 @@
-//! Starts the service's parts, waits for SIGTERM or SIGINT, and stops them.
+//! Starts the service's parts, waits for a stop signal (SIGTERM, SIGINT,
+//! SIGHUP or SIGQUIT), and stops them, within about a second whatever the
+//! clients do.
 
 use std::os::fd::{AsRawFd, IntoRawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
@@ -25,7 +28,22 @@ static STOP_PIPE: AtomicI32 = AtomicI32::new(-1);
 /// The stop signal that arrived last.
 static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-/// SIGTERM and SIGINT: note the signal and wake `run` through the pipe.
+/// The signals that stop the service cleanly. SIGHUP (the terminal went
+/// away) and SIGQUIT would otherwise end it on the spot, leaving its turns
+/// running and its socket file behind.
+const STOP_SIGNALS: [Signal; 4] = [
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+];
+
+/// If a stop has not finished this long after the signal (something the
+/// service waits on hangs), the socket file is removed and the process exits
+/// anyway. The stop itself is bounded well below it (about a second).
+const STOP_BACKSTOP: Duration = Duration::from_secs(10);
+
+/// A stop signal: note it and wake `run` through the pipe.
 /// Only async-signal-safe calls (an atomic store, `write`); errno is kept.
 extern "C" fn on_stop(signal: nix::libc::c_int) {
     let saved = Errno::last_raw();
@@ -38,7 +56,32 @@ extern "C" fn on_stop(signal: nix::libc::c_int) {
     Errno::set_raw(saved);
 }
 
-/// Runs the service until SIGTERM or SIGINT.
+/// Raises the soft descriptor limit to the hard one: the front ends hold a
+/// descriptor per connection, and running out is what a crowd of idle
+/// connections aims at. A failure is logged; the limit stays as it was.
+fn raise_nofile() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
+    let (soft, hard) = match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok(limits) => limits,
+        Err(e) => return log::warn!("cannot read the descriptor limit: {e}"),
+    };
+    // An unlimited hard limit still stops at the kernel's nr_open.
+    let target = match hard {
+        RLIM_INFINITY => std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(soft),
+        hard => hard,
+    };
+    if soft < target {
+        match setrlimit(Resource::RLIMIT_NOFILE, target, hard) {
+            Ok(()) => log::debug!("descriptor limit raised from {soft} to {target}"),
+            Err(e) => log::warn!("cannot raise the descriptor limit from {soft} to {target}: {e}"),
+        }
+    }
+}
+
+/// Runs the service until a stop signal.
 pub fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     // The stop signals are caught by a handler that writes to a pipe (the
     // self-pipe trick), not blocked and waited for: a blocked mask is
@@ -55,11 +98,11 @@ pub fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
         SaFlags::SA_RESTART,
         SigSet::empty(),
     );
-    // SAFETY: the handler only makes async-signal-safe calls.
-    unsafe {
-        sigaction(Signal::SIGTERM, &action)?;
-        sigaction(Signal::SIGINT, &action)?;
+    for signal in STOP_SIGNALS {
+        // SAFETY: the handler only makes async-signal-safe calls.
+        unsafe { sigaction(signal, &action)? };
     }
+    raise_nofile();
 
     std::fs::create_dir_all(&config.state_dir)?;
     let shared = Shared {
@@ -79,7 +122,22 @@ pub fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     }
     let signal = Signal::try_from(STOP_SIGNAL.load(Ordering::SeqCst));
     log::info!("{signal:?}: stopping");
-    api.stop();
-    agent.stop();
+    let socket = shared.config.agent_socket_path();
+    std::thread::Builder::new()
+        .name("stop-backstop".into())
+        .spawn(move || {
+            std::thread::sleep(STOP_BACKSTOP);
+            log::error!("the stop did not finish in {STOP_BACKSTOP:?}; exiting anyway");
+            let _ = std::fs::remove_file(&socket);
+            std::process::exit(1);
+        })?;
+    // Both front ends stop side by side, each bounded: the agent socket
+    // stops accepting, removes its file and gives its callers a moment; the
+    // HTTP API gives requests in hand a moment, then ends every wait and turn.
+    std::thread::scope(|scope| {
+        scope.spawn(|| agent.stop());
+        api.stop();
+    });
+    log::info!("stopped");
     Ok(())
 }

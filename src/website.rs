@@ -6,9 +6,17 @@ use std::time::Duration;
 
 use room_machines::Request;
 
-/// How long one website call may take. A top-level spawn may wake a sandbox,
+/// How long one website call may take, all of it (connect, send, answer),
+/// counted for each call on its own. A top-level spawn may wake a sandbox,
 /// which takes a while; Core finishes the call even if room-cli is gone.
+/// The call holds only its own agent-socket connection meanwhile.
 pub const TIMEOUT: Duration = Duration::from_secs(180);
+
+/// How long connecting to the website may take (within [`TIMEOUT`]).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest website answer read (what room-cli prints).
+pub const MAX_ANSWER: u64 = 4 << 20;
 
 /// What room-cli prints and exits with; the agent socket's answer.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -80,6 +88,7 @@ impl Website {
             token: token.filter(|t| !t.is_empty()),
             agent: ureq::AgentBuilder::new()
                 .timeout(TIMEOUT)
+                .timeout_connect(CONNECT_TIMEOUT)
                 .redirects(0)
                 .build(),
         }
@@ -105,7 +114,7 @@ impl Website {
         match call.send_string(&body) {
             Ok(resp) => {
                 let status = resp.status();
-                match resp.into_string() {
+                match read_answer(resp) {
                     Ok(text) => interpret(status, &text),
                     Err(e) => Answer::fail(
                         1,
@@ -114,7 +123,7 @@ impl Website {
                 }
             }
             Err(ureq::Error::Status(status, resp)) => {
-                let text = resp.into_string().unwrap_or_default();
+                let text = read_answer(resp).unwrap_or_default();
                 interpret(status, &text)
             }
             Err(ureq::Error::Transport(t)) => Answer::fail(
@@ -123,6 +132,23 @@ impl Website {
             ),
         }
     }
+}
+
+/// The answer's body, at most `MAX_ANSWER` bytes (ureq's `TIMEOUT` bounds
+/// the time); a longer one is an error, not a cut JSON.
+fn read_answer(resp: ureq::Response) -> std::io::Result<String> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(resp.into_reader(), MAX_ANSWER + 1),
+        &mut bytes,
+    )?;
+    if bytes.len() as u64 > MAX_ANSWER {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {} MiB",
+            MAX_ANSWER >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("it is not UTF-8"))
 }
 
 /// room-cli's answer for the website's HTTP `status` and body `text`: the

@@ -6,8 +6,17 @@
 //! caller's ancestry is read from `/proc`, the caller machine classifies it,
 //! the policy decides, and this module only forwards to the website or prints
 //! the refusal.
+//!
+//! No caller can delay another: the acceptor only checks the peer and hands
+//! the connection to a worker of its own (an idle one, else a new thread; at
+//! most `MAX_CONNECTIONS` at once, beyond which a caller is told Core is
+//! busy), each request has one deadline for the whole of it, and website
+//! calls (at most `MAX_WEBSITE_CALLS` at once, each with its own timeout)
+//! hold only their own connection.
 
-use std::io::{BufReader, Read, Write};
+mod conn;
+mod gate;
+
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -15,24 +24,43 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use room_machines::{classify, decide, Command, Decision, Parsed};
 use serde::Deserialize;
 
+pub use conn::{ANSWER_DEADLINE, MAX_REQUEST, REQUEST_DEADLINE};
+pub use gate::{Gate, Pass};
+
+use crate::backoff::Failures;
 use crate::procfs::Procfs;
 use crate::runtime::harness_pids::HarnessPids;
 use crate::service::Shared;
 use crate::website::{Answer, Website};
 
-/// Connection workers; a website call holds one for its duration.
-pub const WORKERS: usize = 4;
-/// The largest request read (room-cli's argv and cwd).
-pub const MAX_REQUEST: u64 = 1 << 20;
-/// How long a peer may take to send its request (or to take its answer).
-pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most connections served at once (each on its own thread); past it a
+/// caller is answered [`busy`] at once.
+pub const MAX_CONNECTIONS: usize = 256;
+/// The most website calls at once; past it a forwarded command is answered
+/// [`busy`] at once. Calls hold connections for up to the website's timeout,
+/// so this leaves most connections to calls that need no website.
+pub const MAX_WEBSITE_CALLS: usize = 64;
+/// On stop, connections in hand get this long to answer; the rest are left
+/// to end with the process.
+pub const STOP_GRACE: Duration = Duration::from_millis(300);
+/// How long an idle connection worker waits for the next connection before
+/// it ends (spawning a thread costs more than the rest of a refusal).
+pub const WORKER_IDLE: Duration = Duration::from_secs(10);
 /// What a peer of another account is told; nothing of its request is read.
 pub const WRONG_ACCOUNT: &str = "room-cli: this socket serves the agent account only.";
+
+/// What a caller is told when every place of `what` is taken.
+pub fn busy(what: &str, cap: usize) -> Answer {
+    Answer::fail(
+        1,
+        format!("room-cli: Core is busy ({cap} {what} at once); try again in a moment."),
+    )
+}
 
 /// One room-cli request.
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
@@ -55,6 +83,8 @@ pub struct Context {
     pub procfs: Procfs,
     /// Where forwarded commands go.
     pub website: Website,
+    /// Places for website calls (`MAX_WEBSITE_CALLS`).
+    pub website_calls: Gate,
 }
 
 impl Context {
@@ -68,6 +98,7 @@ impl Context {
             harness_pids: shared.harness_pids.clone(),
             procfs: Procfs::default(),
             website: Website::new(config.website_base(), config.website_token.clone()),
+            website_calls: Gate::new(MAX_WEBSITE_CALLS),
         }
     }
 
@@ -96,6 +127,9 @@ impl Context {
         );
         match decision {
             Decision::Forward(scope) => {
+                let Some(_call) = self.website_calls.enter() else {
+                    return busy("website calls", self.website_calls.cap());
+                };
                 let request = room_machines::website_request(&cmd, &scope, || {
                     uuid::Uuid::new_v4().to_string()
                 });
@@ -112,19 +146,20 @@ impl Context {
         }
     }
 
-    /// Serves one connection: peer check, request, answer.
-    pub fn serve(&self, stream: UnixStream) {
-        // A peer that never reads its answer does not hold a worker forever.
-        let _ = stream.set_write_timeout(Some(READ_TIMEOUT));
-        let creds =
-            match nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
-            {
-                Ok(c) => c,
-                Err(e) => {
-                    log::warn!("agent socket: no peer credentials: {e}");
-                    return;
-                }
-            };
+    /// The peer's pid when it runs as the agent account; otherwise it is
+    /// answered `WRONG_ACCOUNT` (without waiting on it) and `None`. Nothing
+    /// is read from the peer here.
+    fn admit(&self, stream: &UnixStream) -> Option<u32> {
+        let creds = match nix::sys::socket::getsockopt(
+            stream,
+            nix::sys::socket::sockopt::PeerCredentials,
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                log::warn!("agent socket: no peer credentials: {e}");
+                return None;
+            }
+        };
         if creds.uid() != self.agent_uid {
             log::warn!(
                 "agent socket: refused pid {} of uid {} (serves uid {})",
@@ -132,35 +167,21 @@ impl Context {
                 creds.uid(),
                 self.agent_uid
             );
-            write_answer(&stream, &Answer::fail(1, WRONG_ACCOUNT));
-            return;
+            conn::answer_now(stream, &Answer::fail(1, WRONG_ACCOUNT));
+            return None;
         }
-        let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
-        let answer = match read_request(&stream) {
-            Ok(req) => self.respond(creds.pid() as u32, &req.argv),
+        Some(creds.pid() as u32)
+    }
+
+    /// Serves one admitted connection on its own thread: request (one
+    /// deadline for all of it), answer.
+    fn serve(&self, stream: &UnixStream, pid: u32, accepted: Instant) {
+        let answer = match conn::read_request(stream, accepted + REQUEST_DEADLINE) {
+            Ok(req) => self.respond(pid, &req.argv),
             Err(e) => Answer::fail(2, format!("room-cli: Core could not read the request: {e}")),
         };
-        write_answer(&stream, &answer);
+        conn::write_answer(stream, &answer);
     }
-}
-
-fn read_request(stream: &UnixStream) -> Result<AgentRequest, String> {
-    let reader = BufReader::new(stream.take(MAX_REQUEST));
-    match serde_json::Deserializer::from_reader(reader)
-        .into_iter::<AgentRequest>()
-        .next()
-    {
-        Some(Ok(req)) => Ok(req),
-        Some(Err(e)) => Err(e.to_string()),
-        None => Err("it is empty".into()),
-    }
-}
-
-fn write_answer(mut stream: &UnixStream, answer: &Answer) {
-    let mut bytes = serde_json::to_vec(answer).unwrap_or_default();
-    bytes.push(b'\n');
-    // The caller may be gone; Core has done the work either way.
-    let _ = stream.write_all(&bytes).and_then(|()| stream.flush());
 }
 
 /// The running agent socket.
@@ -169,7 +190,7 @@ pub struct Server {
     stopping: Arc<AtomicBool>,
     listener: UnixListener,
     acceptor: Option<JoinHandle<()>>,
-    workers: Vec<JoinHandle<()>>,
+    connections: Gate,
 }
 
 /// Binds `path` (replacing a stale socket file), mode 0600; when the agent
@@ -215,51 +236,101 @@ pub fn start(shared: &Shared) -> std::io::Result<Server> {
 pub fn start_with(path: PathBuf, context: Context) -> std::io::Result<Server> {
     let listener = bind(&path, context.agent_uid)?;
     let stopping = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = crossbeam_channel::bounded::<UnixStream>(64);
-    let context = Arc::new(context);
-    let workers = (0..WORKERS)
-        .map(|i| {
-            let rx = rx.clone();
-            let context = context.clone();
-            std::thread::Builder::new()
-                .name(format!("agent-{i}"))
-                .spawn(move || {
-                    for stream in rx {
-                        context.serve(stream);
-                    }
-                })
-        })
-        .collect::<std::io::Result<Vec<_>>>()?;
+    let connections = Gate::new(MAX_CONNECTIONS);
     let accepting = listener.try_clone()?;
-    let flag = stopping.clone();
-    let acceptor = std::thread::Builder::new()
-        .name("agent-accept".into())
-        .spawn(move || {
-            for stream in accepting.incoming() {
-                if flag.load(Ordering::SeqCst) {
-                    break;
-                }
-                match stream {
-                    Ok(s) => {
-                        if tx.send(s).is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        log::warn!("agent socket: accept failed: {e}");
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                }
-            }
-        })?;
+    let acceptor = {
+        let (stopping, connections) = (stopping.clone(), connections.clone());
+        let context = Arc::new(context);
+        std::thread::Builder::new()
+            .name("agent-accept".into())
+            .spawn(move || accept(&accepting, &context, &connections, &stopping))?
+    };
     log::info!("agent socket on {}", path.display());
     Ok(Server {
         path,
         stopping,
         listener,
         acceptor: Some(acceptor),
-        workers,
+        connections,
     })
+}
+
+/// The acceptor: checks each peer and hands it to a worker of its own. It
+/// never reads from a peer nor waits on one; a failed accept (out of
+/// descriptors) pauses it, with backoff, and never ends it.
+fn accept(
+    listener: &UnixListener,
+    context: &Arc<Context>,
+    connections: &Gate,
+    stopping: &AtomicBool,
+) {
+    let mut failures = Failures::new("agent socket");
+    // A rendezvous channel: a send succeeds only into a worker that waits.
+    let (handoff, handoffs) = crossbeam_channel::bounded::<Job>(0);
+    for stream in listener.incoming() {
+        if stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        let stream = match stream {
+            Ok(s) => {
+                failures.recovered();
+                s
+            }
+            Err(e) => {
+                std::thread::sleep(failures.failed(&e));
+                continue;
+            }
+        };
+        let accepted = Instant::now();
+        let Some(pid) = context.admit(&stream) else {
+            continue;
+        };
+        let Some(pass) = connections.enter() else {
+            conn::answer_now(&stream, &busy("connections", connections.cap()));
+            continue;
+        };
+        let job = Job {
+            stream,
+            pid,
+            accepted,
+            _pass: pass,
+        };
+        // An idle worker takes it if one waits; else a new worker does.
+        if let Err(e) = handoff.try_send(job) {
+            let (job, context, handoffs) = (e.into_inner(), context.clone(), handoffs.clone());
+            let spawned = std::thread::Builder::new()
+                .name("agent-conn".into())
+                .spawn(move || work(job, &context, &handoffs));
+            if let Err(e) = spawned {
+                log::warn!("agent socket: no thread for a connection: {e}");
+            }
+        }
+    }
+}
+
+/// An admitted connection and its place under the cap.
+struct Job {
+    stream: UnixStream,
+    pid: u32,
+    accepted: Instant,
+    _pass: Pass,
+}
+
+/// A worker serves connections one after another; it waits `WORKER_IDLE`
+/// for the next and then ends (or when the acceptor is gone). Workers are
+/// never more than the connections served at once, so `MAX_CONNECTIONS`
+/// bounds them too, and a caller never waits for one: the acceptor starts
+/// a new worker when none is idle.
+fn work(first: Job, context: &Context, handoffs: &crossbeam_channel::Receiver<Job>) {
+    let mut job = first;
+    loop {
+        context.serve(&job.stream, job.pid, job.accepted);
+        drop(job);
+        match handoffs.recv_timeout(WORKER_IDLE) {
+            Ok(next) => job = next,
+            Err(_) => return,
+        }
+    }
 }
 
 impl Server {
@@ -268,8 +339,9 @@ impl Server {
         &self.path
     }
 
-    /// Stops accepting, lets the workers finish their connections, and removes
-    /// the socket file.
+    /// Stops accepting, gives the connections in hand `STOP_GRACE` to answer
+    /// (the rest, e.g. a stalled peer or a slow website call, end with the
+    /// process), and removes the socket file.
     pub fn stop(mut self) {
         self.stopping.store(true, Ordering::SeqCst);
         // On Linux, shutting a listening socket down wakes a blocked accept.
@@ -278,9 +350,12 @@ impl Server {
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
         let _ = std::fs::remove_file(&self.path);
+        if !self.connections.wait_empty(STOP_GRACE) {
+            log::info!(
+                "agent socket: {} connections still open at stop",
+                self.connections.held()
+            );
+        }
     }
 }

@@ -32,16 +32,13 @@ pub fn token(config: &Config) -> std::io::Result<String> {
     Ok(t)
 }
 
-/// Whether the request carries the token (compared in constant time).
-pub fn allowed(request: &tiny_http::Request, token: &str) -> bool {
-    let Some(h) = request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Authorization"))
-    else {
+/// Whether the request's headers carry the token (compared in constant
+/// time). It is checked before anything of the body is read.
+pub fn allowed(headers: &hyper::HeaderMap, token: &str) -> bool {
+    let Some(value) = headers.get(hyper::header::AUTHORIZATION) else {
         return false;
     };
-    let Some(given) = h.value.as_str().strip_prefix("Bearer ") else {
+    let Some(given) = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")) else {
         return false;
     };
     let (a, b) = (given.trim().as_bytes(), token.as_bytes());

@@ -1,20 +1,30 @@
-//! The HTTP API for the app (tiny_http), on loopback with a bearer token.
-//! Routes are in `routes`, bodies in `bodies`; docs/api.md describes both.
+//! The HTTP API for the app, on loopback with a bearer token: hyper's HTTP/1
+//! server on a small tokio runtime of its own, confined to this module. One
+//! thread runs the connections (reading heads and bodies under the limits in
+//! `limits`); the runtime's work runs on a bounded blocking pool
+//! (`http_workers` threads). Routes are in `routes`, bodies in `bodies`;
+//! docs/api.md describes both and every limit.
 
 mod auth;
 pub mod bodies;
+pub mod limits;
+mod listen;
+mod request;
 mod routes;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+
+use tokio::sync::watch;
 
 use crate::runtime::Runtime;
 use crate::service::Shared;
 
 /// The running HTTP API and the sessions behind it.
 pub struct Server {
-    http: Arc<tiny_http::Server>,
-    workers: Vec<JoinHandle<()>>,
+    stop: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
     runtime: Arc<Runtime>,
 }
 
@@ -24,49 +34,68 @@ pub fn start(shared: &Shared) -> std::io::Result<Server> {
     let config = shared.config.clone();
     let token = auth::token(&config)?;
     let runtime = Runtime::start(config.clone(), shared.harness_pids.clone())?;
-    let http = tiny_http::Server::http(config.listen.as_str())
-        .map(Arc::new)
-        .map_err(|e| std::io::Error::other(format!("cannot listen on {}: {e}", config.listen)))?;
-    let addr = http
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| std::io::Error::other("not an IP listener"))?;
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(config.http_workers)
+        .thread_name("http-worker")
+        .build()?;
+    let cannot = |e: std::io::Error| {
+        std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.listen))
+    };
+    let listener = {
+        let _entered = tokio.enter();
+        bind(&config.listen).map_err(cannot)?
+    };
+    let addr = listener.local_addr()?;
     crate::store::write_atomic(
         &config.state_dir.join("listen"),
         format!("{addr}\n").as_bytes(),
     )?;
-    log::info!("HTTP API on http://{addr}");
-    let mut workers = Vec::new();
-    for n in 0..config.http_workers {
-        let http = http.clone();
-        let runtime = runtime.clone();
-        let token = token.clone();
-        workers.push(
-            std::thread::Builder::new()
-                .name(format!("http-{n}"))
-                .spawn(move || {
-                    while let Ok(request) = http.recv() {
-                        routes::serve(&runtime, &token, request);
-                    }
-                })?,
-        );
-    }
+    let cap = limits::connection_cap();
+    log::info!("HTTP API on http://{addr} (at most {cap} connections)");
+    let front = Arc::new(request::Front {
+        runtime: runtime.clone(),
+        token,
+    });
+    let (stop, stopped) = watch::channel(false);
+    let thread = std::thread::Builder::new()
+        .name("http".into())
+        .spawn(move || {
+            tokio.block_on(listen::serve(listener, front, cap, stopped));
+            // Requests still on the blocking pool are not waited for long.
+            tokio.shutdown_timeout(limits::STOP_RUNTIME);
+        })?;
     Ok(Server {
-        http,
-        workers,
+        stop,
+        thread: Some(thread),
         runtime,
     })
 }
 
+/// Binds the listening socket (SO_REUSEADDR, as std does; backlog `BACKLOG`).
+fn bind(listen: &str) -> std::io::Result<tokio::net::TcpListener> {
+    let addr: SocketAddr = listen
+        .parse()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(limits::BACKLOG)
+}
+
 impl Server {
-    /// Stops serving and ends every wait; waiting starts stay persisted and
-    /// wait again next run.
-    pub fn stop(self) {
-        for _ in &self.workers {
-            self.http.unblock();
-        }
-        for w in self.workers {
-            let _ = w.join();
+    /// Stops serving within about a second whatever the clients do (requests
+    /// in hand get `STOP_GRACE`, stalled connections are dropped), then ends
+    /// every wait and turn; waiting starts stay persisted and wait again next
+    /// run.
+    pub fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
         self.runtime.shutdown();
     }

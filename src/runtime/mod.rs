@@ -43,6 +43,10 @@ pub enum Event {
     Input(String, Input),
     /// Deadlines that fell due together: feed each session a `Timeout`.
     Timeouts(Vec<SessionHandle>),
+    /// A launch's first pass (its first status-file read), run here rather
+    /// than on the thread that began it (an HTTP request, the restore at
+    /// start-up); `done` hears when it has run.
+    Begin(SessionHandle, Option<Sender<()>>),
 }
 
 /// Everything the driver needs; shared by the API, the pool and turn threads.
@@ -112,6 +116,17 @@ impl Runtime {
                         let Some(rt) = rt.upgrade() else { return };
                         match ev {
                             Event::Input(id, input) => rt.feed(&id, input),
+                            Event::Begin(s, done) => {
+                                if let Some(s) = s.upgrade() {
+                                    let mut s = crate::sessions::lock(&s);
+                                    if s.launch.is_some() {
+                                        rt.drive(&mut s, None);
+                                    }
+                                }
+                                if let Some(done) = done {
+                                    let _ = done.send(());
+                                }
+                            }
                             Event::Timeouts(due) => {
                                 for s in due.iter().filter_map(Weak::upgrade) {
                                     let mut s = crate::sessions::lock(&s);

@@ -5,7 +5,7 @@ use room_machines::{Input, Launch, Plan};
 use serde_json::{json, Value};
 
 use super::clock::unix_ms;
-use super::Runtime;
+use super::{Event, Runtime};
 use crate::error::Refusal;
 use crate::files;
 use crate::sessions::{lock, new_id, view, Record, Session, SessionState, Start};
@@ -21,6 +21,10 @@ pub enum RelaunchMode {
     /// Kill the running turn first, then as `resume`.
     Restart,
 }
+
+/// The longest `POST /v1/sessions` waits for its launch's first pass on the
+/// event pool before answering (pending, what holds it not known yet).
+const FIRST_PASS_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl Runtime {
     fn launch_config(&self) -> room_machines::LaunchConfig {
@@ -57,7 +61,9 @@ impl Runtime {
             let mut s = lock(&s);
             if s.rec.waiting_start && s.rec.state != SessionState::Closed {
                 log::info!("{}: restored start waits again", s.rec.id);
-                self.begin_launch(&mut s, false);
+                // Its first read runs on the pool: whatever lies at a status
+                // path cannot hold up the start-up.
+                let _ = self.begin_launch(&mut s, false);
             } else {
                 self.pump(&mut s);
             }
@@ -65,7 +71,14 @@ impl Runtime {
         Ok(())
     }
 
-    fn begin_launch(&self, s: &mut Session, relaunch: bool) {
+    /// Begins a launch. A relaunch (no status read) runs its first pass
+    /// here; a start's first pass, which reads the status file, runs on the
+    /// event pool, and the returned receiver hears when it has.
+    fn begin_launch(
+        &self,
+        s: &mut Session,
+        relaunch: bool,
+    ) -> Option<crossbeam_channel::Receiver<()>> {
         let plan = Plan {
             promised: s.rec.start.project_copy && !relaunch,
             relaunch,
@@ -91,7 +104,18 @@ impl Runtime {
             .then(|| room_machines::timeline::Run::new(plan, now));
         s.launch = Some(Launch::new(self.launch_config(), plan, now));
         s.armed = None;
-        self.drive(s, None);
+        if relaunch {
+            self.drive(s, None);
+            return None;
+        }
+        let (done, first_pass) = crossbeam_channel::bounded(1);
+        if let Err(e) = self.events.send(Event::Begin(s.me.clone(), Some(done))) {
+            // The pool is gone (the service is stopping): run it here.
+            log::debug!("{}: no event pool ({e}); first pass inline", s.rec.id);
+            self.drive(s, None);
+            return None;
+        }
+        Some(first_pass)
     }
 
     /// `POST /v1/sessions`: starts a session, or returns the one a retry
@@ -157,8 +181,16 @@ impl Runtime {
             rec.start.folder.display(),
             rec.start.project_copy
         );
-        self.begin_launch(&mut guard, false);
-        Ok((self.render(&guard), true))
+        let first_pass = self.begin_launch(&mut guard, false);
+        drop(guard);
+        // The answer shows the first read's outcome (what holds the start)
+        // when the pool runs it promptly, as it does unless it is busy; it
+        // never waits longer than FIRST_PASS_WAIT for it.
+        if let Some(first_pass) = first_pass {
+            let _ = first_pass.recv_timeout(FIRST_PASS_WAIT);
+        }
+        let view = self.render(&lock(&s));
+        Ok((view, true))
     }
 
     fn render(&self, s: &Session) -> Value {
@@ -275,7 +307,7 @@ impl Runtime {
                 s.rec.paused = false;
             }
             s.rec.error = None;
-            self.begin_launch(s, true);
+            let _ = self.begin_launch(s, true);
             Ok(self.render(s))
         })
     }

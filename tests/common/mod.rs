@@ -261,6 +261,11 @@ impl Service {
         })
     }
 
+    /// The running service's pid (None once stopped).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The service's log so far (for failure messages).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.root.join("service.log")).unwrap_or_default()

@@ -1,0 +1,152 @@
+//! One request, on the front end's async thread: the token, the declared
+//! size, then the body (bounded in bytes and time), and only then the hand-off
+//! to the blocking pool where the runtime answers it. Nothing here blocks and
+//! nothing is allocated from a size the client declared.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body, Bytes, Incoming};
+use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
+use hyper::{Request, Response, StatusCode};
+use serde_json::json;
+
+use super::auth;
+use super::limits::{BODY_TIMEOUT, LINGER_BYTES, LINGER_TIME, MAX_BODY};
+use super::routes::{self, Reply};
+use crate::error::Refusal;
+use crate::runtime::Runtime;
+
+/// What every request needs.
+pub struct Front {
+    /// The sessions.
+    pub runtime: Arc<Runtime>,
+    /// The bearer token.
+    pub token: String,
+}
+
+/// How a body read ended short.
+enum Short {
+    /// More than `MAX_BODY` arrived (a chunked body, counted as it came).
+    TooLarge,
+    /// The connection broke or the body was malformed.
+    Broken(hyper::Error),
+}
+
+/// Whether the connection closes after the answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum After {
+    KeepAlive,
+    Close,
+}
+
+fn too_large() -> Reply {
+    Refusal::new(413, "too_large", "The body is larger than 1 MiB.").into()
+}
+
+/// Serves one request (hyper's service function).
+pub async fn serve(
+    front: Arc<Front>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    if !auth::allowed(request.headers(), &front.token) {
+        // The service reads none of the body: the request is dropped with
+        // it (hyper discards what it had buffered) and the connection closes
+        // after the answer.
+        return Ok(respond(Reply::unauthorized(), After::Close));
+    }
+    let (parts, mut body) = request.into_parts();
+    // The declared length (Content-Length), before anything is read.
+    if body.size_hint().lower() > MAX_BODY as u64 {
+        tokio::spawn(linger(body));
+        return Ok(respond(too_large(), After::Close));
+    }
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, read_body(&mut body)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(Short::TooLarge)) => {
+            tokio::spawn(linger(body));
+            return Ok(respond(too_large(), After::Close));
+        }
+        Ok(Err(Short::Broken(e))) => {
+            let r = Refusal::new(400, "bad_body", format!("Cannot read the body: {e}."));
+            return Ok(respond(r.into(), After::Close));
+        }
+        Err(_) => {
+            let r = Refusal::new(
+                408,
+                "body_timeout",
+                format!(
+                    "The body did not arrive within {} s.",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            );
+            return Ok(respond(r.into(), After::Close));
+        }
+    };
+    drop(body);
+    let runtime = front.runtime.clone();
+    let path = parts.uri.path().to_string();
+    let method = parts.method;
+    // The runtime takes per-session locks and may fsync: it runs on the
+    // blocking pool (`http_workers` threads), never on this thread. The
+    // queue in front of the pool is bounded by the connection cap, since a
+    // connection has at most one request in hand.
+    let reply = tokio::task::spawn_blocking(move || {
+        routes::answer(&runtime, &method, &path, &bytes)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        log::error!("a request failed inside the service: {e}");
+        Reply::json(
+            500,
+            json!({"error": "The service failed to answer this request.", "code": "internal"}),
+        )
+    });
+    Ok(respond(reply, After::KeepAlive))
+}
+
+/// Reads the whole body, counting bytes as they arrive: past `MAX_BODY`
+/// it stops, whatever was declared.
+async fn read_body(body: &mut Incoming) -> Result<Vec<u8>, Short> {
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(Short::Broken)?;
+        if let Some(data) = frame.data_ref() {
+            if bytes.len() + data.len() > MAX_BODY {
+                return Err(Short::TooLarge);
+            }
+            bytes.extend_from_slice(data);
+        }
+    }
+    Ok(bytes)
+}
+
+/// Reads and drops what a refused body still sends, up to `LINGER_BYTES`
+/// within `LINGER_TIME`, then lets the connection close. A client that is
+/// still writing its body then reads its 413, where a close with unread
+/// bytes would reset the connection and lose the answer.
+async fn linger(mut body: Incoming) {
+    let drain = async {
+        let mut seen = 0;
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, Bytes::len);
+            if seen > LINGER_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER_TIME, drain).await;
+}
+
+fn respond(reply: Reply, after: After) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(reply.body)));
+    *response.status_mut() =
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(reply.content_type));
+    if after == After::Close {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
