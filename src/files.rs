@@ -43,22 +43,21 @@ pub fn read_raw(path: &Path) -> std::io::Result<Raw> {
     Ok(Some((bytes, mtime)))
 }
 
-/// The launch's view of a read: the mark, and its age now (`now - mtime`,
-/// 0 for an mtime in the future).
+/// The launch's view of a read: the mark, and its age now (`now - mtime`).
+/// An mtime in the future has age 0 and says how far ahead it lies, so the
+/// launch can tell clock trouble from a fresh copy.
 pub fn observation(raw: &Raw) -> Observation {
     match raw {
         None => Observation::missing(),
-        Some((bytes, mtime)) => {
-            let age = SystemTime::now()
-                .duration_since(*mtime)
-                .map_or(0, |d| d.as_millis() as u64);
-            Observation::from_file(bytes, age)
-        }
+        Some((bytes, mtime)) => match SystemTime::now().duration_since(*mtime) {
+            Ok(age) => Observation::from_file(bytes, age.as_millis() as u64),
+            Err(e) => Observation::from_file(bytes, 0).dated_ahead(e.duration().as_millis() as u64),
+        },
     }
 }
 
 /// Reads the status file once. A missing or unreadable file is a missing
-/// mark; the age is `now - mtime` (0 for an mtime in the future).
+/// mark; the age is as [`observation`] gives it.
 pub fn observe(folder: &Path) -> Observation {
     let path = status_file(folder);
     match read_raw(&path) {

@@ -70,12 +70,6 @@ impl Runtime {
             promised: s.rec.start.project_copy && !relaunch,
             relaunch,
         };
-        // Watch before the first read, so a mark written in between is seen.
-        if !relaunch {
-            if let Some(w) = &self.watch {
-                w.add(&s.rec.id, &s.rec.start.folder);
-            }
-        }
         // A relaunch keeps its state on record (the view shows it pending
         // while the launch runs), so a crash mid-relaunch restores it idle.
         if !relaunch {
