@@ -125,6 +125,7 @@ impl Runtime {
                     _ => log::info!("{id}: copy wait over after {waited} ms: {why:?}"),
                 }
                 self.metrics.copy_wait.observe_ms(waited);
+                s.rec.copy = Some(why);
             }
             Effect::AskPermit => {
                 if self.permits.ask(&id) {

@@ -126,6 +126,7 @@ impl Runtime {
             error: None,
             created_ms: unix_ms(),
             in_flight: None,
+            copy: None,
         };
         // Persist before the launch begins: a kill -9 from here on restores
         // the start and it waits again. A start that cannot be recorded is
