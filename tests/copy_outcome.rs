@@ -36,7 +36,10 @@ fn a_failed_copys_reason_shows_in_the_session_view() {
     let id = s["id"].as_str().unwrap();
     svc.await_record(&early, 1, AT_ONCE);
     let v = started(&svc, id);
-    assert_eq!(v["copy"], json!({"outcome": "failed", "reason": "disk full"}));
+    assert_eq!(
+        v["copy"],
+        json!({"outcome": "failed", "reason": "disk full"})
+    );
     assert_eq!(v["error"], Value::Null);
     assert!(
         svc.log()
@@ -78,7 +81,9 @@ fn a_bare_failed_mark_starts_the_harness_at_once_with_no_reason() {
     svc.await_record(&folder, 1, AT_ONCE);
     let v = started(&svc, s["id"].as_str().unwrap());
     assert_eq!(v["copy"], json!({"outcome": "failed", "reason": null}));
-    assert!(svc.log().contains("the project copy failed (no reason given)"));
+    assert!(svc
+        .log()
+        .contains("the project copy failed (no reason given)"));
 }
 
 #[test]
@@ -93,7 +98,10 @@ fn a_copying_mark_dated_over_a_minute_ahead_holds_no_unpromised_start() {
     let s = svc.start_session(start_body(&future, "codex", json!({})));
     svc.await_record(&future, 1, AT_ONCE);
     let v = started(&svc, s["id"].as_str().unwrap());
-    assert_eq!(v["copy"], json!({"outcome": "mark_in_future", "reason": null}));
+    assert_eq!(
+        v["copy"],
+        json!({"outcome": "mark_in_future", "reason": null})
+    );
 
     // Promised: held as by any copying mark, and reported once.
     let held = svc.folder("held");
