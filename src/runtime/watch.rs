@@ -26,8 +26,7 @@
 //! sends an event on a watch already in place, which the thread takes in
 //! after the lock is released.
 
-use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::OsStr;
 use std::path::Path;
 #[cfg(test)]
 use std::path::PathBuf;
@@ -58,26 +57,56 @@ enum Kind {
     File,
 }
 
+/// A session's ID.
+type Id = Arc<str>;
+/// A name in a watched directory, shared by the links and tables that use it.
+type Name = Arc<OsStr>;
+
 /// One watched directory and the name the session cares about in it.
 #[derive(Debug, Clone)]
 struct Link {
     wd: WatchDescriptor,
-    name: OsString,
+    name: Name,
     kind: Kind,
 }
 
-/// A session's ID, shared by every link of its chain.
-type Id = Arc<str>;
-
+/// Who looks through which watch. Kept small per session (10,000 waiting
+/// starts are a case the bench measures): a status file's sessions are
+/// found by its directory and name; the sessions behind a folder name, which
+/// near `/` is every session, are found by a scan when that rare event
+/// comes, so only a count is kept for them.
 #[derive(Default)]
 struct Table {
-    /// Watched directory → name → the sessions that look through it (a
-    /// directory near `/` can be on the path of every waiting start).
-    dirs: HashMap<WatchDescriptor, HashMap<OsString, FxHashMap<Id, Kind>>>,
     /// Session → its chain, from `/` down.
     sessions: FxHashMap<Id, Vec<Link>>,
+    /// (directory, status file name) → the sessions waiting on that file.
+    files: FxHashMap<(WatchDescriptor, Name), Vec<Id>>,
+    /// (directory, folder name) → how many chains pass through it.
+    folders: FxHashMap<(WatchDescriptor, Name), usize>,
+    /// Directory → how many links use its watch.
+    watches: FxHashMap<WatchDescriptor, usize>,
     /// The inotify read failed: nothing can be watched any more.
     broken: bool,
+}
+
+impl Table {
+    /// The table's own copy of `name` in `wd`, if a link already uses it.
+    fn shared(&self, wd: WatchDescriptor, name: &Name, kind: Kind) -> Option<Name> {
+        let key = (wd, name.clone());
+        match kind {
+            Kind::Folder => self.folders.get_key_value(&key).map(|(k, _)| k.1.clone()),
+            Kind::File => self.files.get_key_value(&key).map(|(k, _)| k.1.clone()),
+        }
+    }
+
+    /// The sessions with a link matching `hit`.
+    fn looking(&self, hit: impl Fn(&Link) -> bool) -> Vec<Id> {
+        self.sessions
+            .iter()
+            .filter(|(_, links)| links.iter().any(&hit))
+            .map(|(s, _)| s.clone())
+            .collect()
+    }
 }
 
 /// A change to the path through a directory: a name on it appearing or going.
@@ -152,34 +181,40 @@ impl Watch {
             return true;
         }
         let file = status_file(folder);
-        match self.arm(&mut t, &file) {
-            Ok(links) => {
-                let id: Id = session.into();
-                for l in &links {
-                    t.dirs
-                        .entry(l.wd)
-                        .or_default()
-                        .entry(l.name.clone())
-                        .or_default()
-                        .insert(id.clone(), l.kind);
-                }
-                t.sessions.insert(id, links);
-                true
-            }
+        let links = match self.arm(&t, &file) {
+            Ok(links) => links,
             Err(e) => {
                 log::warn!(
                     "{session}: cannot watch {}: {e}; polling it instead",
                     file.display()
                 );
-                false
+                return false;
             }
-        }
+        };
+        let id: Id = session.into();
+        let links: Vec<Link> = links
+            .into_iter()
+            .map(|mut l| {
+                if let Some(name) = t.shared(l.wd, &l.name, l.kind) {
+                    l.name = name;
+                }
+                *t.watches.entry(l.wd).or_default() += 1;
+                let key = (l.wd, l.name.clone());
+                match l.kind {
+                    Kind::Folder => *t.folders.entry(key).or_default() += 1,
+                    Kind::File => t.files.entry(key).or_default().push(id.clone()),
+                }
+                l
+            })
+            .collect();
+        t.sessions.insert(id, links);
+        true
     }
 
     /// The chain for `file`: a watch on each existing directory from `/`
     /// down to its parent. A directory that is missing (or not a directory)
     /// ends the chain at the one above it, which is watched for its name.
-    fn arm(&self, t: &mut Table, file: &Path) -> Result<Vec<Link>, Errno> {
+    fn arm(&self, t: &Table, file: &Path) -> Result<Vec<Link>, Errno> {
         let (Some(parent), Some(file_name)) = (file.parent(), file.file_name()) else {
             return Err(Errno::EINVAL);
         };
@@ -197,7 +232,7 @@ impl Watch {
             match self.inotify.add_watch(*dir, mask(kind)) {
                 Ok(wd) => links.push(Link {
                     wd,
-                    name: name.to_os_string(),
+                    name: name.into(),
                     kind,
                 }),
                 // Not there (yet): the link above watches for its name.
@@ -205,7 +240,7 @@ impl Watch {
                 Err(e) => {
                     // Give back the watches only this chain asked for.
                     for l in links {
-                        if !t.dirs.contains_key(&l.wd) {
+                        if !t.watches.contains_key(&l.wd) {
                             let _ = self.inotify.rm_watch(l.wd);
                         }
                     }
@@ -217,7 +252,7 @@ impl Watch {
     }
 
     /// Stops watching for `session`; a directory's watch goes with the last
-    /// session that looked through it.
+    /// link that used it.
     pub fn remove(&self, session: &str) {
         let mut t = self.table();
         self.drop_session(&mut t, session);
@@ -228,23 +263,36 @@ impl Watch {
             return;
         };
         for l in links {
-            let Some(names) = t.dirs.get_mut(&l.wd) else {
-                continue;
-            };
-            if let Some(list) = names.get_mut(&l.name) {
-                list.remove(session);
-                if list.is_empty() {
-                    names.remove(&l.name);
+            let key = (l.wd, l.name);
+            match l.kind {
+                Kind::Folder => {
+                    if let Some(n) = t.folders.get_mut(&key) {
+                        *n -= 1;
+                        if *n == 0 {
+                            t.folders.remove(&key);
+                        }
+                    }
+                }
+                Kind::File => {
+                    if let Some(list) = t.files.get_mut(&key) {
+                        list.retain(|s| &**s != session);
+                        if list.is_empty() {
+                            t.files.remove(&key);
+                        }
+                    }
                 }
             }
-            if names.is_empty() {
-                t.dirs.remove(&l.wd);
-                let _ = self.inotify.rm_watch(l.wd);
+            if let Some(n) = t.watches.get_mut(&l.wd) {
+                *n -= 1;
+                if *n == 0 {
+                    t.watches.remove(&l.wd);
+                    let _ = self.inotify.rm_watch(l.wd);
+                }
             }
         }
     }
 
-    /// Every session currently watched (for tests and the bench's checks).
+    /// How many sessions are watched now.
     pub fn watched(&self) -> usize {
         self.table().sessions.len()
     }
@@ -278,33 +326,32 @@ impl Watch {
                         lost.extend(t.sessions.keys().cloned());
                         continue;
                     }
-                    let Some(names) = t.dirs.get(&ev.wd) else {
+                    if !t.watches.contains_key(&ev.wd) {
+                        // A watch given back; its last events may still come.
                         continue;
-                    };
+                    }
                     if ev.mask.intersects(gone()) {
                         // Every session looking through this directory.
-                        for list in names.values() {
-                            lost.extend(list.keys().cloned());
-                        }
+                        lost.extend(t.looking(|l| l.wd == ev.wd));
                         if ev.mask.contains(AddWatchFlags::IN_IGNORED) {
-                            // The kernel dropped the watch; nothing to remove.
-                            t.dirs.remove(&ev.wd);
+                            // The kernel dropped the watch: nothing to give back.
+                            t.watches.remove(&ev.wd);
                         }
                         continue;
                     }
-                    let Some(list) = ev.name.as_ref().and_then(|n| names.get(n)) else {
+                    let Some(name) = ev.name else {
                         continue;
                     };
-                    for (s, kind) in list.iter() {
-                        match kind {
-                            Kind::File if ev.mask.intersects(file_changes()) => {
-                                changed.push(s.clone())
-                            }
-                            Kind::Folder if ev.mask.intersects(path_changes()) => {
-                                lost.push(s.clone())
-                            }
-                            _ => {}
+                    let key = (ev.wd, Name::from(name.as_os_str()));
+                    if ev.mask.intersects(file_changes()) {
+                        if let Some(list) = t.files.get(&key) {
+                            changed.extend(list.iter().cloned());
                         }
+                    }
+                    if ev.mask.intersects(path_changes()) && t.folders.contains_key(&key) {
+                        lost.extend(t.looking(|l| {
+                            l.kind == Kind::Folder && l.wd == key.0 && l.name == key.1
+                        }));
                     }
                 }
                 lost.sort();
@@ -384,9 +431,7 @@ mod tests {
         assert!(w.add("s1", &a));
         assert!(w.add("s2", &b));
         // One watch per directory, shared.
-        let t = w.table();
-        assert_eq!(t.dirs.len(), chain_dirs(&status_file(&a)).len());
-        drop(t);
+        assert_eq!(w.table().watches.len(), chain_dirs(&status_file(&a)).len());
         std::fs::write(status_file(&a), "copying\n").unwrap();
         assert_eq!(next(&rx, "s1"), Input::Changed);
         quiet(&rx);
@@ -398,7 +443,7 @@ mod tests {
         assert_eq!(next(&rx, "s1"), Input::Changed);
         w.remove("s1");
         w.remove("s2");
-        assert!(w.table().dirs.is_empty());
+        assert!(w.table().watches.is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -411,6 +456,10 @@ mod tests {
         assert!(w.add("s1", &folder));
         let last = w.table().sessions["s1"].last().cloned().unwrap();
         assert_eq!((last.name.to_str(), last.kind), (Some("x"), Kind::Folder));
+        assert_eq!(
+            w.table().watches.len(),
+            chain_dirs(&status_file(&folder)).len()
+        );
         // The first missing folder appears: the chain is stale, so the
         // session hears that its watch is lost and adds it again.
         std::fs::create_dir(dir.join("x")).unwrap();
@@ -440,7 +489,8 @@ mod tests {
         assert_eq!(next(&rx, "s1"), Input::Watched(false));
         assert_eq!(next(&rx, "s2"), Input::Watched(false));
         assert_eq!(w.watched(), 0);
-        assert!(w.table().dirs.is_empty());
+        assert!(w.table().watches.is_empty());
+        assert!(w.table().folders.is_empty() && w.table().files.is_empty());
         // Adding again watches the new path; a write in the moved folder
         // wakes no one.
         assert!(w.add("s1", &folder));
