@@ -346,7 +346,8 @@ proptest! {
             prop_assert!(too_old_by > 0 && too_old_by <= SLACK as i64, "let go {too_old_by} ms after the mark turned too old");
             let delivered = changes.iter().filter(|c| **c <= now).count();
             prop_assert_eq!(reads, 1 + delivered + fired, "reads besides changes and deadlines");
-            prop_assert_eq!(fired, 1);
+            // One deadline read at most (none when a change came first).
+            prop_assert!(fired <= 1, "{fired} deadline reads");
         }
     }
 }
