@@ -293,7 +293,8 @@ impl Watch {
     }
 
     /// How many sessions are watched now.
-    pub fn watched(&self) -> usize {
+    #[cfg(test)]
+    fn watched(&self) -> usize {
         self.table().sessions.len()
     }
 
