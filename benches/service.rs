@@ -546,6 +546,36 @@ fn with(mut a: Value, b: Value) -> Value {
     a
 }
 
+/// `<folder>.cloudroom-files`.
+fn status_path(folder: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.cloudroom-files", folder.display()))
+}
+
+impl Service {
+    /// Starts a promised copy into `folder` (its harness stamps as `name`,
+    /// the folder's own name) and returns its ID once it waits.
+    fn start_promised(&self, name: &str, folder: &Path) -> String {
+        let v = self.start_session(&json!({
+            "workspace": format!("ws-{name}"),
+            "folder": folder,
+            "harness": "codex",
+            "project_copy": true,
+            "prompt": "go",
+        }));
+        assert!(!v["waiting_for"].is_null(), "{v}");
+        v["id"].as_str().unwrap().to_string()
+    }
+
+    /// When (realtime µs) the harness stamped as `name` ran; returns once
+    /// session `id` has finished (its turn ended, its record written), so
+    /// the next wake is measured on its own.
+    fn harness_ran(&self, name: &str, id: &str) -> u64 {
+        let stamp = await_file(&self.stamps.join(name), Duration::from_secs(5));
+        self.await_state(id, "idle");
+        stamp.trim().parse().unwrap()
+    }
+}
+
 /// How long run `n` waits before its change lands: at a varying phase of
 /// the 250 ms poll when polling; a short varying pause with the watch.
 fn pause(watch: bool, n: usize) -> u64 {
@@ -562,15 +592,8 @@ fn pause(watch: bool, n: usize) -> u64 {
 /// the harness's stamp, and how long the write itself took (ms).
 fn wake_once(svc: &Service, name: &str, pause: u64) -> (f64, f64) {
     let folder = svc.folder(name);
-    let v = svc.start_session(&json!({
-        "workspace": format!("ws-{name}"),
-        "folder": folder,
-        "harness": "codex",
-        "project_copy": true,
-        "prompt": "go",
-    }));
-    assert!(!v["waiting_for"].is_null(), "{v}");
-    let status = PathBuf::from(format!("{}.cloudroom-files", folder.display()));
+    let id = svc.start_promised(name, &folder);
+    let status = status_path(&folder);
     std::fs::write(&status, "copying\n").unwrap();
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("AGENTS.md"), "landed\n").unwrap();
@@ -578,11 +601,7 @@ fn wake_once(svc: &Service, name: &str, pause: u64) -> (f64, f64) {
     let before = realtime_us();
     std::fs::write(&status, "ready\n").unwrap();
     let closed = realtime_us();
-    let stamp = await_file(&svc.stamps.join(name), Duration::from_secs(5));
-    let started: u64 = stamp.trim().parse().unwrap();
-    // Let this start finish (its turn ends, its record is written) before
-    // the next one is measured.
-    svc.await_state(v["id"].as_str().unwrap(), "idle");
+    let started = svc.harness_ran(name, &id);
     (
         started.saturating_sub(closed) as f64 / 1000.0,
         closed.saturating_sub(before) as f64 / 1000.0,
@@ -597,28 +616,18 @@ fn grandparent_once(svc: &Service, name: &str, pause: u64) -> f64 {
     let g = svc.folder(&format!("{name}-g"));
     let folder = g.join("sandbox").join(name);
     std::fs::create_dir_all(&folder).unwrap();
-    let status = |f: &Path| PathBuf::from(format!("{}.cloudroom-files", f.display()));
-    std::fs::write(status(&folder), "copying\n").unwrap();
-    let v = svc.start_session(&json!({
-        "workspace": format!("ws-{name}"),
-        "folder": folder,
-        "harness": "codex",
-        "project_copy": true,
-        "prompt": "go",
-    }));
-    assert_eq!(v["waiting_for"]["mark"], "copying", "{v}");
+    std::fs::write(status_path(&folder), "copying\n").unwrap();
+    let id = svc.start_promised(name, &folder);
     let staged = svc.folder(&format!("{name}-g.new"));
     let staged_folder = staged.join("sandbox").join(name);
     std::fs::create_dir_all(&staged_folder).unwrap();
     std::fs::write(staged_folder.join("AGENTS.md"), "landed\n").unwrap();
-    std::fs::write(status(&staged_folder), "ready\n").unwrap();
+    std::fs::write(status_path(&staged_folder), "ready\n").unwrap();
     std::thread::sleep(Duration::from_millis(pause));
     std::fs::rename(&g, svc.folder(&format!("{name}-g.old"))).unwrap();
     std::fs::rename(&staged, &g).unwrap();
     let renamed = realtime_us();
-    let stamp = await_file(&svc.stamps.join(name), Duration::from_secs(5));
-    let started: u64 = stamp.trim().parse().unwrap();
-    svc.await_state(v["id"].as_str().unwrap(), "idle");
+    let started = svc.harness_ran(name, &id);
     started.saturating_sub(renamed) as f64 / 1000.0
 }
 

@@ -26,16 +26,22 @@ fn started(svc: &Service, id: &str) -> Value {
     svc.await_session(id, "the launch to end", |v| v["state"] != "pending")
 }
 
+/// Starts a session in `folder` whose harness must run at once; returns its
+/// view once the launch is over.
+fn start_at_once(svc: &Service, folder: &std::path::Path, extra: Value) -> Value {
+    let s = svc.start_session(start_body(folder, "codex", extra));
+    svc.await_record(folder, 1, AT_ONCE);
+    started(svc, s["id"].as_str().unwrap())
+}
+
 #[test]
 fn a_failed_copys_reason_shows_in_the_session_view() {
     let svc = Service::start(json!({}));
     // Failed before the start: the first read ends the check.
     let early = svc.folder("early");
     mark(&early, "failed: disk full\n");
-    let s = svc.start_session(start_body(&early, "codex", json!({"project_copy": true})));
-    let id = s["id"].as_str().unwrap();
-    svc.await_record(&early, 1, AT_ONCE);
-    let v = started(&svc, id);
+    let v = start_at_once(&svc, &early, json!({"project_copy": true}));
+    let id = v["id"].as_str().unwrap();
     assert_eq!(
         v["copy"],
         json!({"outcome": "failed", "reason": "disk full"})
@@ -66,8 +72,7 @@ fn a_failed_copys_reason_shows_in_the_session_view() {
     mark(&landed, "ready\n");
     let blank = svc.folder("blank");
     for (folder, outcome) in [(&landed, "landed"), (&blank, "no_copy")] {
-        let s = svc.start_session(start_body(folder, "codex", json!({})));
-        let v = started(&svc, s["id"].as_str().unwrap());
+        let v = start_at_once(&svc, folder, json!({}));
         assert_eq!(v["copy"], json!({"outcome": outcome, "reason": null}));
     }
 }
@@ -77,9 +82,7 @@ fn a_bare_failed_mark_starts_the_harness_at_once_with_no_reason() {
     let svc = Service::start(json!({}));
     let folder = svc.folder("code");
     mark(&folder, "failed\n");
-    let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
-    svc.await_record(&folder, 1, AT_ONCE);
-    let v = started(&svc, s["id"].as_str().unwrap());
+    let v = start_at_once(&svc, &folder, json!({"project_copy": true}));
     assert_eq!(v["copy"], json!({"outcome": "failed", "reason": null}));
     assert!(svc
         .log()
@@ -95,9 +98,7 @@ fn a_copying_mark_dated_over_a_minute_ahead_holds_no_unpromised_start() {
     date_ahead(&future, Duration::from_secs(10 * 60));
 
     // Unpromised: clock trouble, not a fresh copy; the harness starts.
-    let s = svc.start_session(start_body(&future, "codex", json!({})));
-    svc.await_record(&future, 1, AT_ONCE);
-    let v = started(&svc, s["id"].as_str().unwrap());
+    let v = start_at_once(&svc, &future, json!({}));
     assert_eq!(
         v["copy"],
         json!({"outcome": "mark_in_future", "reason": null})

@@ -46,35 +46,30 @@ fn started_within_a_second(svc: &Service, folder: &Path, ready_ms: u64) -> Value
     record
 }
 
-#[test]
-fn a_parent_renamed_into_place_starts_the_harness_within_a_second_of_ready() {
+/// A start into `<top>/<below>`, where `<top>` does not exist yet, waits
+/// on a missing mark; the copy fills `<top>.tmp/<below>`, marks it ready and
+/// renames `<top>.tmp` into place.
+fn renamed_into_place(top: &str, below: &str) {
     let svc = service();
-    // The start's parent folder does not exist yet.
-    let parent = svc.folder("sandbox");
-    let folder = parent.join("code");
+    let folder = svc.folder(top).join(below);
     std::fs::create_dir_all(svc.folder("")).unwrap();
     waiting_start(&svc, &folder, "missing");
-    // The copy fills a folder beside it and renames it into place.
-    let staged = svc.folder("sandbox.tmp");
-    stage_ready(&staged.join("code"));
-    std::fs::rename(&staged, &parent).unwrap();
+    let staged = svc.folder(&format!("{top}.tmp"));
+    stage_ready(&staged.join(below));
+    std::fs::rename(&staged, svc.folder(top)).unwrap();
     let ready_ms = unix_ms();
     started_within_a_second(&svc, &folder, ready_ms);
 }
 
 #[test]
+fn a_parent_renamed_into_place_starts_the_harness_within_a_second_of_ready() {
+    renamed_into_place("sandbox", "code");
+}
+
+#[test]
 fn a_grandparent_renamed_into_place_starts_the_harness_within_a_second_of_ready() {
-    let svc = service();
     // Neither the grandparent nor the parent exists yet.
-    let grandparent = svc.folder("project");
-    let folder = grandparent.join("sandbox/code");
-    std::fs::create_dir_all(svc.folder("")).unwrap();
-    waiting_start(&svc, &folder, "missing");
-    let staged = svc.folder("project.tmp");
-    stage_ready(&staged.join("sandbox/code"));
-    std::fs::rename(&staged, &grandparent).unwrap();
-    let ready_ms = unix_ms();
-    started_within_a_second(&svc, &folder, ready_ms);
+    renamed_into_place("project", "sandbox/code");
 }
 
 #[test]
