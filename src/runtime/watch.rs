@@ -28,8 +28,6 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-#[cfg(test)]
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::Sender;
@@ -402,24 +400,24 @@ impl Watch {
     }
 }
 
-/// The directories a status file's chain would watch, `/` first (for tests).
-#[cfg(test)]
-fn chain_dirs(file: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = file
-        .parent()
-        .into_iter()
-        .flat_map(Path::ancestors)
-        .filter(|d| d.is_dir())
-        .map(Path::to_path_buf)
-        .collect();
-    dirs.reverse();
-    dirs
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
     use std::time::{Duration, Instant};
+
+    /// The directories a status file's chain would watch, `/` first (for tests).
+    fn chain_dirs(file: &Path) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = file
+            .parent()
+            .into_iter()
+            .flat_map(Path::ancestors)
+            .filter(|d| d.is_dir())
+            .map(Path::to_path_buf)
+            .collect();
+        dirs.reverse();
+        dirs
+    }
 
     fn temp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("rc-watch-{name}-{}", std::process::id()));
