@@ -127,6 +127,9 @@ fn path_changes() -> AddWatchFlags {
 /// A change to the status file worth a read. A write is seen when its writer
 /// closes the file (or renames it into place, or touches it), not at the
 /// truncation that precedes it (`IN_MODIFY`), which would read an empty file.
+/// A change of the mtime alone (`touch -m`) is also `IN_MODIFY` and so not
+/// seen: a mark made younger that way is read at its age deadline anyway;
+/// one backdated that way counts from then.
 fn file_changes() -> AddWatchFlags {
     path_changes() | AddWatchFlags::IN_CLOSE_WRITE | AddWatchFlags::IN_ATTRIB
 }
@@ -522,6 +525,54 @@ mod tests {
         assert!(w.add("s1", &folder));
         std::fs::write(status_file(&dir.join("g.old/p/code")), "ready\n").unwrap();
         quiet(&rx, "s1");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_queue_overflow_reports_every_watch_lost() {
+        let dir = temp("overflow");
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(status_file(&a), "copying\n").unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let w = Watch::start(tx).unwrap();
+        assert!(w.add("s1", &a));
+        assert!(w.add("s2", &b));
+        let queue: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(16_384);
+        {
+            // Hold the table: the thread stops after its first batch while
+            // the kernel's queue fills past its limit.
+            let _held = w.table();
+            let file = std::fs::File::options()
+                .write(true)
+                .open(status_file(&a))
+                .unwrap();
+            let now = std::time::SystemTime::now();
+            let times = std::fs::FileTimes::new()
+                .set_accessed(now)
+                .set_modified(now);
+            for _ in 0..queue {
+                // A touch of both times (IN_ATTRIB) and a close after
+                // opening to write (IN_CLOSE_WRITE): alternating, so the
+                // kernel merges none of them.
+                file.set_times(times).unwrap();
+                drop(
+                    std::fs::File::options()
+                        .write(true)
+                        .open(status_file(&a))
+                        .unwrap(),
+                );
+            }
+        }
+        // s2's file never changed: only the overflow can reach it.
+        assert_eq!(next(&rx, "s2"), Input::Watched(false));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while w.watched() > 0 {
+            assert!(Instant::now() < deadline, "sessions still watched");
+            std::thread::sleep(Duration::from_millis(5));
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
