@@ -820,10 +820,11 @@ fn waiting(table: &mut Table) {
                     "{}, {count} starts waiting",
                     if watch { "inotify watch" } else { "250 ms polling" }
                 ),
-                format!("{exact:.3}% of a core"),
+                format!("{exact:.4}% of a core"),
                 "-".into(),
                 format!(
-                    "scheduler's run time over a {secs:.0} s window (utime+stime: {ticks:.2}%){target}; RSS {:.1} MiB ({:.1} MiB before the starts; target < 50 MiB); {} inotify watches",
+                    "scheduler's run time over a {secs:.0} s window: {:.2} ms of CPU (utime+stime: {ticks:.2}%){target}; RSS {:.1} MiB ({:.1} MiB before the starts; target < 50 MiB); {} inotify watches",
+                    exact_secs * 1000.0,
                     rss as f64 / 1024.0,
                     idle_rss as f64 / 1024.0,
                     svc.inotify_watches()
