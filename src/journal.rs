@@ -45,6 +45,27 @@ impl NewEvent {
         }
     }
 
+    /// One of room-core's own events, a `#[serde(tag = "kind", content =
+    /// "data")]` enum such as the session machine's `Event`: its `kind` and
+    /// `data` become the line's (`null` data for a variant without fields).
+    pub fn tagged(event: &impl serde::Serialize) -> NewEvent {
+        #[derive(serde::Deserialize)]
+        struct Tagged {
+            kind: String,
+            data: Option<Box<RawValue>>,
+        }
+        // Through the text, not a `Value`, so the data's fields keep their
+        // order.
+        let text = serde_json::to_string(event).unwrap_or_default();
+        match serde_json::from_str::<Tagged>(&text) {
+            Ok(t) => NewEvent {
+                kind: t.kind,
+                data: t.data.unwrap_or_else(null),
+            },
+            Err(_) => NewEvent::new("unknown", &()),
+        }
+    }
+
     /// A harness's own event, kept byte for byte as it printed it. `None`
     /// when the line is not one JSON value.
     pub fn harness(line: &str) -> Option<NewEvent> {

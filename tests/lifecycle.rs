@@ -16,8 +16,11 @@ fn a_stuck_copy_starts_the_harness_at_its_limit() {
     let t0 = Instant::now();
     let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
     let id = s["id"].as_str().unwrap();
-    let until = s["waiting_for"]["until_ms"].as_u64().unwrap();
-    let since = s["waiting_for"]["since_ms"].as_u64().unwrap();
+    // The 201 shows what the machine knows at once; the first read of the
+    // status file follows on the event pool.
+    let v = svc.await_session(id, "the wait", |v| !v["waiting_for"].is_null());
+    let until = v["waiting_for"]["until_ms"].as_u64().unwrap();
+    let since = v["waiting_for"]["since_ms"].as_u64().unwrap();
     assert_eq!(until - since, 2500);
     let record = svc.await_record(&folder, 1, Duration::from_secs(5));
     let waited = t0.elapsed();
@@ -74,8 +77,9 @@ fn a_harness_that_cannot_run_fails_the_session() {
     });
     assert_eq!(
         v["error"],
-        "cannot run /nonexistent/codex: No such file or directory (os error 2)"
+        "codex could not be started: cannot run /nonexistent/codex: No such file or directory (os error 2); its prompt stays queued for a relaunch"
     );
+    assert_eq!(v["queue"]["length"], 1, "{v}");
     // The permit came back: another start still runs.
     let other = svc.folder("other");
     svc.start_session(start_body(&other, "claude", json!({})));

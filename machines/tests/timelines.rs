@@ -43,7 +43,9 @@ fn every_recorded_timeline_replays() {
 fn every_seed_test_has_a_timeline() {
     let all = load_all();
     for (_, t) in &all {
-        let (Timeline::Launch { about, .. } | Timeline::Caller { about, .. }) = t;
+        let (Timeline::Launch { about, .. }
+        | Timeline::Session { about, .. }
+        | Timeline::Caller { about, .. }) = t;
         assert!(!about.is_empty(), "{} says what it shows", t.test());
     }
     for seed_test in [
