@@ -8,7 +8,7 @@
 //! the temp files a crash left between a write and its rename.
 
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -26,11 +26,16 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (and creates) `<state_dir>/sessions`, after [`secure`] has
-    /// repaired the state dir.
+    /// Opens (and creates) `<state_dir>/sessions` and the journals'
+    /// `<state_dir>/events`, after [`secure`] has repaired the state dir.
     pub fn open(state_dir: &Path) -> std::io::Result<Store> {
         let dir = state_dir.join("sessions");
-        std::fs::create_dir_all(&dir)?;
+        for d in [&dir, &crate::journal::dir(state_dir)] {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(d)?;
+        }
         secure(state_dir);
         Ok(Store { dir })
     }

@@ -165,14 +165,27 @@ fn a_first_turn_cut_off_before_its_harness_reported_in_keeps_its_prompt() {
     });
     assert_eq!(svc.session(&id)["state"], "pending");
     svc.kill9();
-    let pid = nix::unistd::Pid::from_raw(held.trim().parse().unwrap());
-    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    let held: u32 = held.trim().parse().unwrap();
+    assert!(alive(held), "the held harness outlives the killed service");
     std::fs::remove_file(root.join("hold")).unwrap();
 
     svc.start_again();
+    // The restore kills it first, and its prompt, which it never began,
+    // runs again in a new first turn.
     let record = svc.await_record(&folder, 1, Duration::from_secs(5));
+    assert!(!alive(held), "the held harness survived the restore");
     assert_eq!(record["prompt"], "first");
-    svc.await_session(&id, "the start", |v| v["state"] != "pending");
+    let v = svc.await_session(&id, "the start", |v| v["state"] == "idle");
+    assert_eq!(v["native_id"], record["native_id"], "{v}");
+    let cut: Vec<serde_json::Value> = journal(&svc.state, &id)
+        .into_iter()
+        .filter(|e| e["kind"] == "error")
+        .map(|e| e["data"]["message"].clone())
+        .collect();
+    assert_eq!(
+        cut,
+        [json!("turn 1 was cut by room-core ending without stopping it before claude reported in; prompt 1 is queued again")]
+    );
     drop(svc);
     let _ = std::fs::remove_dir_all(&root);
 }
