@@ -398,12 +398,16 @@ impl Supervisor {
     /// caller keeps the grace itself (the session machine's kill grace) and
     /// sends SIGKILL when it is over. Returns the pids signalled.
     pub fn signal(&self, tree: &Tree, signal: Signal) -> Vec<u32> {
-        tree.signal_leader(signal);
         let table = match self.mode {
             Mode::ProcessGroups { .. } => process::snapshot(),
             Mode::Cgroup(_) => Vec::new(),
         };
-        self.signal_tree(&mut Ending::new(tree), &table, signal)
+        let pids = self.signal_tree(&mut Ending::new(tree), &table, signal);
+        if !pids.contains(&tree.pid) {
+            // The look missed the leader (a no-op if it has exited).
+            tree.signal_leader(signal);
+        }
+        pids
     }
 
     /// Sends `signal` to what of `e`'s tree has not had it; returns the pids
