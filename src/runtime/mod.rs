@@ -236,8 +236,13 @@ impl Runtime {
     /// session has a turn any more, each cut turn recorded, or at
     /// [`Runtime::turn_bound`]. One grace for all: the turns end side by side.
     pub fn shutdown(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        let all = self.all_sessions();
+        // Under the registry's lock: a start either is registered before
+        // (and gets `ServiceStop` below) or sees the stop and is refused.
+        let all: Vec<SessionRef> = {
+            let reg = self.registry();
+            self.stopping.store(true, Ordering::SeqCst);
+            reg.by_id.values().cloned().collect()
+        };
         for s in &all {
             self.drive(&mut lock(s), Input::ServiceStop);
         }

@@ -76,14 +76,15 @@ impl Runtime {
     /// read of the status file runs on the event pool and shows in the view
     /// a moment later.
     pub fn create(&self, start: Start) -> Result<(Value, bool), Refusal> {
+        let mut reg = self.registry();
         if self.is_stopping() {
+            // The stop began (it fed every registered session `ServiceStop`).
             return Err(Refusal::new(
                 503,
                 "service_stopping",
                 "room-core is stopping; start the session once it is back.",
             ));
         }
-        let mut reg = self.registry();
         if let Some(existing) = start
             .request_id
             .as_ref()
