@@ -8,11 +8,13 @@
 //! is never served. Sequence numbers start at 1 and have no gaps, which is
 //! what lets a stream resume after any `seq` with no gap and no duplicate.
 //!
-//! The file is opened lazily, on the first append or read, so a service with
-//! many sessions does not scan every journal at start.
+//! The file is scanned lazily, on the first append or read, so a service
+//! with many sessions does not scan every journal at start; it is opened for
+//! each append or read and closed after, so a journal holds no descriptor
+//! between them (a service may hold thousands of sessions).
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -117,10 +119,9 @@ pub struct Journal {
     inner: Mutex<Option<Open>>,
 }
 
-/// The open file and where each line starts.
+/// Where each line of the (scanned) file starts.
 #[derive(Debug)]
 struct Open {
-    file: File,
     /// `starts[i]` is the offset of the line of seq `i + 1`; one more entry
     /// holds the end of the file.
     starts: Vec<u64>,
@@ -200,14 +201,14 @@ impl Journal {
             out.push(event);
         }
         let end = open.end();
-        let written = open
-            .file
+        let file = writable(&self.path).map_err(|e| self.io(e))?;
+        let written = file
             .write_all_at(&bytes, end)
-            .and_then(|()| open.file.sync_data());
+            .and_then(|()| file.sync_data());
         if let Err(e) = written {
             // Nothing of a failed append may be served: cut the file back
             // to where it was (what reached the disk is dropped too).
-            let _ = open.file.set_len(end);
+            let _ = file.set_len(end);
             return Err(self.io(e));
         }
         let mut at = end;
@@ -235,8 +236,8 @@ impl Journal {
         }
         let (from, to) = (open.starts[first], open.starts[last]);
         let mut buf = vec![0u8; (to - from) as usize];
-        open.file
-            .read_exact_at(&mut buf, from)
+        File::open(&self.path)
+            .and_then(|f| f.read_exact_at(&mut buf, from))
             .map_err(|e| self.io(e))?;
         drop(guard);
         buf.split(|b| *b == b'\n')
@@ -249,20 +250,25 @@ impl Journal {
     }
 }
 
-/// Opens (creating, mode 0600) a journal file, drops a torn last line and
-/// indexes where each line starts.
-fn open_file(path: &Path) -> std::io::Result<Open> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut file = OpenOptions::new()
+/// The journal file for writing (created 0600).
+fn writable(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
         .custom_flags(nix::libc::O_CLOEXEC)
-        .open(path)?;
+        .open(path)
+}
+
+/// Scans a journal file (creating it), drops a torn last line and indexes
+/// where each line starts.
+fn open_file(path: &Path) -> std::io::Result<Open> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut file = writable(path)?;
     let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(0))?;
     file.read_to_end(&mut bytes)?;
@@ -289,14 +295,14 @@ fn open_file(path: &Path) -> std::io::Result<Open> {
         file.set_len(at as u64)?;
         file.sync_data()?;
     }
-    file.flush()?;
-    Ok(Open { file, starts })
+    Ok(Open { starts })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::io::Write;
 
     fn temp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("rc-journal-{name}-{}", std::process::id()));
