@@ -33,10 +33,7 @@ impl InProcess {
             website_url: Some(web.url.clone()),
             ..Config::default()
         };
-        let shared = Shared {
-            config: Arc::new(config),
-            harness_pids: HarnessPids::default(),
-        };
+        let shared = Shared::new(config);
         let server = room_core::agent::start(&shared).expect("agent socket");
         InProcess {
             shared,

@@ -73,9 +73,21 @@ impl NewEvent {
     /// "data")]` enum such as the session machine's `Event`: its `kind` and
     /// `data` become the line's (`null` data for a variant without fields).
     pub fn tagged(event: &impl serde::Serialize) -> NewEvent {
-        let value = serde_json::to_value(event).unwrap_or_default();
-        let kind = value["kind"].as_str().unwrap_or("unknown").to_string();
-        NewEvent::new(kind, &value["data"])
+        #[derive(serde::Deserialize)]
+        struct Tagged {
+            kind: String,
+            data: Option<Box<RawValue>>,
+        }
+        // Through the text, not a `Value`, so the data's fields keep their
+        // order.
+        let text = serde_json::to_string(event).unwrap_or_default();
+        match serde_json::from_str::<Tagged>(&text) {
+            Ok(t) => NewEvent {
+                kind: t.kind,
+                data: t.data.unwrap_or_else(null),
+            },
+            Err(_) => NewEvent::new("unknown", &()),
+        }
     }
 
     /// A harness's own event, kept byte for byte as it printed it. `None`
@@ -307,8 +319,12 @@ impl Journal {
         lock(&self.staged).push(event);
     }
 
-    /// Appends what was staged.
+    /// Appends what was staged; with nothing staged it returns at once
+    /// (it does not wait for an append in progress).
     pub fn flush(&self, at_ms: u64) -> Result<Vec<Event>, JournalError> {
+        if lock(&self.staged).is_empty() {
+            return Ok(Vec::new());
+        }
         self.append(Vec::new(), at_ms)
     }
 

@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 
 use room_machines::launch::{Effect, Phase, Reason};
+use room_machines::session::Event as SessionEvent;
 use room_machines::{Input, MarkError, Outcome};
 
 use super::Runtime;
@@ -67,6 +68,8 @@ impl Runtime {
         }
         self.rearm(s);
         self.settle(s);
+        // WRITE SIDE (follow.rs): the pass's events and state change.
+        self.journal_state(s);
     }
 
     fn effect(&self, s: &mut Session, effect: Effect, inputs: &mut VecDeque<Input>) {
@@ -95,12 +98,24 @@ impl Runtime {
                 "{id}: {} is not a status mark ({e}); treated as missing",
                 files::status_file(&s.rec.start.folder).display()
             ),
-            Effect::WaitFor { on, until } => log::info!(
-                "{id}: waiting for the project copy ({on:?}) up to {} ms",
-                until.saturating_sub(s.launch.as_ref().map_or(0, |l| l.state().began))
-            ),
+            Effect::WaitFor { on, until } => {
+                let limit_ms =
+                    until.saturating_sub(s.launch.as_ref().map_or(0, |l| l.state().began));
+                log::info!("{id}: waiting for the project copy ({on:?}) up to {limit_ms} ms");
+                // WRITE SIDE (follow.rs).
+                self.journal_event(s, SessionEvent::CopyWaitBegan { on, limit_ms });
+            }
             Effect::WaitEnded { why, waited } => {
                 log::info!("{id}: copy wait over after {waited} ms: {why:?}");
+                // WRITE SIDE (follow.rs): staged, so the spawn that may follow
+                // does not wait for the journal.
+                self.journal_event(
+                    s,
+                    SessionEvent::CopyWaitEnded {
+                        why,
+                        waited_ms: waited,
+                    },
+                );
                 self.metrics.copy_wait.observe_ms(waited);
                 self.unwatch(&id);
             }
@@ -184,6 +199,7 @@ impl Runtime {
             }
             Phase::Ended(Reason::HarnessFailed(msg)) => {
                 log::error!("{}: harness failed to start: {msg}", s.rec.id);
+                self.journal_error(s, &msg); // WRITE SIDE (follow.rs)
                 s.rec.state = SessionState::Failed;
                 s.rec.error = Some(msg);
                 s.rec.waiting_start = false;
@@ -207,5 +223,6 @@ impl Runtime {
         if let Err(e) = self.store.save(&s.rec.id, &s.rec) {
             log::error!("{}: cannot persist: {e}", s.rec.id);
         }
+        self.journal_state(s); // WRITE SIDE (follow.rs)
     }
 }
