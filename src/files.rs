@@ -107,31 +107,38 @@ fn not_a_file(path: &Path, t: &std::fs::FileType) -> Content {
     Content::NotAFile(what)
 }
 
-/// The launch's view of a read: the mark, and its age now (`now - mtime`,
-/// 0 for an mtime in the future). Something other than a regular file is a
-/// malformed mark (reported once by the launch, treated as missing), as
-/// `NotText`: it holds no text.
+/// The launch's view of a read: the mark, and its age now (`now - mtime`).
+/// An mtime in the future has age 0 and says how far ahead it lies, so the
+/// launch can tell clock trouble from a fresh copy. Something other than a
+/// regular file is a malformed mark (reported once by the launch, treated as
+/// missing), as `NotText`: it holds no text.
 pub fn observation(raw: &Raw) -> Observation {
     match raw {
         None => Observation::missing(),
         Some((content, mtime)) => {
-            let age = SystemTime::now()
-                .duration_since(*mtime)
-                .map_or(0, |d| d.as_millis() as u64);
-            match content {
+            let (age, ahead) = match SystemTime::now().duration_since(*mtime) {
+                Ok(age) => (age.as_millis() as u64, None),
+                Err(e) => (0, Some(e.duration().as_millis() as u64)),
+            };
+            let observed = match content {
                 Content::Bytes(bytes) => Observation::from_file(bytes, age),
                 Content::NotAFile(_) => Observation {
                     mark: None,
                     age: Some(age),
                     malformed: Some(MarkError::NotText),
+                    ..Observation::default()
                 },
+            };
+            match ahead {
+                Some(ms) => observed.dated_ahead(ms),
+                None => observed,
             }
         }
     }
 }
 
 /// Reads the status file once. A missing or unreadable file is a missing
-/// mark; the age is `now - mtime` (0 for an mtime in the future).
+/// mark; the age is as [`observation`] gives it.
 pub fn observe(folder: &Path) -> Observation {
     let path = status_file(folder);
     match read_raw(&path) {

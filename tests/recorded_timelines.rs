@@ -96,6 +96,7 @@ fn a_recorded_launch_across_a_restart_replays_through_the_machine() {
     let start = position(&|e| *e == Effect::StartHarness);
     let release = position(&|e| *e == Effect::ReleasePermit);
     assert!(wait_for < landed && landed < ask && ask < start && start < release);
-    // A new run begins with a new read (its clock is the new process's own).
-    assert_eq!(runs[1].effects, [Effect::Observe]);
+    // A new run begins with a new watch and read (its clock is the new
+    // process's own).
+    assert_eq!(runs[1].effects, [Effect::Watch, Effect::Observe]);
 }

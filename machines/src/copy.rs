@@ -17,7 +17,8 @@ pub enum CopyMark {
     Copying,
     /// `ready`: the files have landed.
     Ready,
-    /// `failed: <reason>`: the copy gave up; the reason is kept for the user.
+    /// `failed` or `failed: <reason>`: the copy gave up; the reason (empty
+    /// for a bare `failed`) is kept for the user.
     Failed(String),
 }
 
@@ -49,8 +50,10 @@ impl std::fmt::Display for MarkError {
 }
 
 impl CopyMark {
-    /// Parses a status file's bytes: `copying`, `ready` or `failed: <reason>`,
-    /// with surrounding whitespace (a trailing newline) ignored.
+    /// Parses a status file's bytes: `copying`, `ready`, `failed` or
+    /// `failed: <reason>`, with surrounding whitespace (a trailing newline)
+    /// ignored. The reason is the text after `failed` with a leading `:`
+    /// removed (seed 000), so a bare `failed` is a failed copy with no reason.
     pub fn parse(bytes: &[u8]) -> Result<CopyMark, MarkError> {
         if bytes.len() > MAX_MARK_BYTES {
             return Err(MarkError::TooLong(bytes.len()));
@@ -61,8 +64,11 @@ impl CopyMark {
             "" => Err(MarkError::Empty),
             "copying" => Ok(CopyMark::Copying),
             "ready" => Ok(CopyMark::Ready),
-            _ => match text.strip_prefix("failed:") {
-                Some(reason) => Ok(CopyMark::Failed(reason.trim().to_string())),
+            _ => match text.strip_prefix("failed") {
+                Some(rest) => {
+                    let reason = rest.strip_prefix(':').unwrap_or(rest);
+                    Ok(CopyMark::Failed(reason.trim().to_string()))
+                }
                 None => Err(MarkError::Unknown(text.chars().take(80).collect())),
             },
         }
@@ -82,6 +88,10 @@ pub struct Observation {
     /// Set when a file exists but is not a mark; it is then treated as missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub malformed: Option<MarkError>,
+    /// Set when the file's mtime lies ahead of the service's clock: by how
+    /// many milliseconds (`age` is then 0). The launch decides what that means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ahead: Option<Millis>,
 }
 
 impl Observation {
@@ -96,13 +106,23 @@ impl Observation {
             Ok(mark) => Observation {
                 mark: Some(mark),
                 age: Some(age),
-                malformed: None,
+                ..Observation::default()
             },
             Err(e) => Observation {
-                mark: None,
                 age: Some(age),
                 malformed: Some(e),
+                ..Observation::default()
             },
+        }
+    }
+
+    /// The same read of a file whose mtime lies `ms` ahead of the clock:
+    /// age 0, `ahead` set (left unset for 0).
+    pub fn dated_ahead(self, ms: Millis) -> Observation {
+        Observation {
+            age: self.age.map(|_| 0),
+            ahead: (ms > 0).then_some(ms),
+            ..self
         }
     }
 
@@ -111,7 +131,7 @@ impl Observation {
         Observation {
             mark: Some(mark),
             age: Some(age),
-            malformed: None,
+            ..Observation::default()
         }
     }
 }
@@ -132,6 +152,23 @@ mod tests {
         assert_eq!(
             CopyMark::parse(b"failed:"),
             Ok(CopyMark::Failed(String::new()))
+        );
+    }
+
+    #[test]
+    fn a_bare_failed_mark_is_a_failed_copy_with_no_reason() {
+        assert_eq!(
+            CopyMark::parse(b"failed"),
+            Ok(CopyMark::Failed(String::new()))
+        );
+        assert_eq!(
+            CopyMark::parse(b"failed\n"),
+            Ok(CopyMark::Failed(String::new()))
+        );
+        // The reason is what follows `failed`, a leading `:` removed.
+        assert_eq!(
+            CopyMark::parse(b"failed:disk full"),
+            Ok(CopyMark::Failed("disk full".into()))
         );
     }
 

@@ -5,6 +5,15 @@
 //! moment the launch began, and only then asks for a startup permit, so a
 //! waiting start holds no permit. A relaunch (resume, wake, restart of a
 //! session that already started) never waits.
+//!
+//! The machine decides every read of the status file. It asks the runtime to
+//! watch the file's path ([`Effect::Watch`]) and learns whether that worked
+//! ([`Input::Watched`]). Unwatched, it reads every [`Config::poll`]; watched,
+//! it reads on each change the watch reports ([`Input::Changed`]) and on its
+//! own deadlines only: an unpromised wait on a `copying` mark reads again at
+//! the moment the mark turns [`Config::mark_max_age`] old. A watch that is
+//! lost (`Watched(false)`) makes it read at once, poll again and ask for a
+//! new watch.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,9 +24,11 @@ use crate::Millis;
 pub const PROJECT_COPY_WAIT: Millis = 5 * 60 * 1000;
 /// `MARK_MAX_AGE`: a `copying` mark older than this holds no unpromised start.
 pub const MARK_MAX_AGE: Millis = 5 * 60 * 1000;
-/// `POLL`: how often the status file is read while waiting, as a fallback to
-/// the runtime's change notifications.
+/// `POLL`: how often the status file is read while waiting unwatched.
 pub const POLL: Millis = 250;
+/// A `copying` mark dated further ahead of the service's clock than this is
+/// clock trouble, not a fresh copy: it holds no unpromised start.
+pub const MARK_MAX_AHEAD: Millis = 60 * 1000;
 
 /// The launch's limits; the defaults are the constants above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,7 +37,7 @@ pub struct Config {
     pub copy_wait: Millis,
     /// Oldest `copying` mark that still holds an unpromised start.
     pub mark_max_age: Millis,
-    /// Interval between fallback reads of the status file.
+    /// Interval between reads of the status file while it is not watched.
     pub poll: Millis,
 }
 
@@ -53,10 +64,15 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Input {
-    /// The status file was read (answer to [`Effect::Observe`] or a watch event).
+    /// The status file was read (answer to [`Effect::Observe`]).
     Observed(Observation),
-    /// The watch saw the folder's parent change: worth reading the file again.
+    /// The watch saw something change on the status file's path.
     Changed,
+    /// Whether the status file's path is watched: `true` answers
+    /// [`Effect::Watch`]; `false` answers a watch that could not be made, or
+    /// says that a watch was lost (events dropped, a folder on the path
+    /// moved or deleted), after which a change may go unreported.
+    Watched(bool),
     /// A timer fired; the machine compares `now` with its own deadlines.
     Timeout,
     /// The app stopped the session.
@@ -80,13 +96,15 @@ pub enum Input {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Timer {
-    /// Read the status file again.
+    /// Read the status file again (only while it is not watched).
     Poll,
+    /// The `copying` mark holding an unpromised wait turns too old: read it.
+    MarkAge,
     /// The wait reaches [`Config::copy_wait`].
     CopyLimit,
 }
 
-/// Why a wait for the copy ended.
+/// Why a wait for the copy ended (also when it never held the launch).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitEnd {
@@ -94,10 +112,14 @@ pub enum WaitEnd {
     NoCopy,
     /// The mark says `ready`.
     Landed,
-    /// The mark says `failed: <reason>`; the harness starts anyway.
+    /// The mark says `failed` or `failed: <reason>` (the reason, maybe
+    /// empty); the harness starts anyway.
     CopyFailed(String),
     /// An unpromised start found a `copying` mark older than the mark age limit.
     MarkTooOld,
+    /// An unpromised start found a `copying` mark dated more than
+    /// [`MARK_MAX_AHEAD`] ahead of the service's clock.
+    MarkInFuture,
     /// The wait reached its limit; the harness starts as without a copy.
     Limit,
 }
@@ -126,10 +148,21 @@ pub enum Reason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
+    /// Watch the status file's path for changes and answer with
+    /// [`Input::Watched`] (no answer means no watch).
+    Watch,
+    /// Stop watching the status file's path.
+    Unwatch,
     /// Read `<folder>.cloudroom-files` now and answer with [`Input::Observed`].
     Observe,
     /// The status file exists but is not a mark; it is treated as missing.
     MalformedMark(MarkError),
+    /// A `copying` mark is dated `ahead` ms ahead of the service's clock
+    /// (over [`MARK_MAX_AHEAD`]): clock trouble, reported once per launch.
+    MarkInFuture {
+        /// How far ahead of the clock its mtime lies.
+        ahead: Millis,
+    },
     /// The launch holds for the copy, at most until `until`.
     WaitFor {
         /// What holds it now.
@@ -137,7 +170,9 @@ pub enum Effect {
         /// When the wait ends at the latest.
         until: Millis,
     },
-    /// The wait that [`Effect::WaitFor`] began is over after `waited` ms.
+    /// The check for the copy is over after `waited` ms (0 or a few when
+    /// the first read let the launch go): emitted once per fresh launch
+    /// that gets that far, whether or not a [`Effect::WaitFor`] came first.
     WaitEnded {
         /// Why it ended.
         why: WaitEnd,
@@ -214,11 +249,21 @@ pub struct State {
     pub permit: Permit,
     /// When the launch (and so its wait) began.
     pub began: Millis,
-    /// The next fallback read of the status file, while checking or waiting.
+    /// The status file's path is watched: changes are reported, so the
+    /// machine does not poll.
+    pub watched: bool,
+    /// A read was asked for ([`Effect::Observe`]) and not answered yet.
+    pub reading: bool,
+    /// The next poll of the status file, while checking or waiting unwatched.
     pub next_poll: Option<Millis>,
+    /// When the `copying` mark that holds an unpromised wait turns
+    /// `mark_max_age` old (from its last read), so it is read then.
+    pub mark_ages_at: Option<Millis>,
     /// The last malformed-mark report, so a file that stays malformed is
     /// reported once.
     pub malformed: Option<MarkError>,
+    /// A mark dated ahead of the clock was reported (once per launch).
+    pub ahead_reported: bool,
 }
 
 /// One session's launch.
@@ -230,6 +275,12 @@ pub struct Launch {
     effects: std::collections::VecDeque<Effect>,
 }
 
+/// Whether a `copying` mark is dated so far ahead of the clock that it is
+/// clock trouble rather than a fresh copy.
+fn far_ahead(observation: &Observation) -> bool {
+    observation.ahead.is_some_and(|a| a > MARK_MAX_AHEAD)
+}
+
 /// Whether `observation` holds a launch with `plan`: `Ok(what holds it)` or
 /// `Err(why the wait is over)`. This is the rule of seed 000.
 pub fn holds(plan: Plan, observation: &Observation, config: &Config) -> Result<WaitOn, WaitEnd> {
@@ -237,6 +288,7 @@ pub fn holds(plan: Plan, observation: &Observation, config: &Config) -> Result<W
         Some(CopyMark::Ready) => Err(WaitEnd::Landed),
         Some(CopyMark::Failed(reason)) => Err(WaitEnd::CopyFailed(reason.clone())),
         Some(CopyMark::Copying) if plan.promised => Ok(WaitOn::Copying),
+        Some(CopyMark::Copying) if far_ahead(observation) => Err(WaitEnd::MarkInFuture),
         Some(CopyMark::Copying) if observation.age.unwrap_or(0) <= config.mark_max_age => {
             Ok(WaitOn::Copying)
         }
@@ -247,8 +299,9 @@ pub fn holds(plan: Plan, observation: &Observation, config: &Config) -> Result<W
 }
 
 impl Launch {
-    /// Begins a launch at `now`. A fresh start asks for the status file
-    /// ([`Effect::Observe`]); a relaunch asks for a permit straight away.
+    /// Begins a launch at `now`. A fresh start asks for a watch on the
+    /// status file's path and for one read of it ([`Effect::Watch`],
+    /// [`Effect::Observe`]); a relaunch asks for a permit straight away.
     pub fn new(config: Config, plan: Plan, now: Millis) -> Launch {
         let mut launch = Launch {
             config,
@@ -257,14 +310,21 @@ impl Launch {
                 phase: Phase::Checking,
                 permit: Permit::None,
                 began: now,
+                watched: false,
+                reading: false,
                 next_poll: None,
+                mark_ages_at: None,
                 malformed: None,
+                ahead_reported: false,
             },
             effects: Default::default(),
         };
         if plan.relaunch {
             launch.ask_permit();
         } else {
+            // The watch first, so that the read comes after it: a change
+            // between the two is then reported, never lost.
+            launch.effects.push_back(Effect::Watch);
             launch.observe(now);
         }
         launch
@@ -298,6 +358,9 @@ impl Launch {
                 self.observe(now);
                 Outcome::Applied
             }
+            Input::Watched(w) if self.in_wait() && w != self.state.watched => {
+                self.handle_watched(now, w)
+            }
             Input::Timeout if self.in_wait() => self.handle_timeout(now),
             Input::Stop if self.is_pending() => {
                 self.effects.push_back(Effect::PauseQueue);
@@ -330,11 +393,17 @@ impl Launch {
     }
 
     fn handle_observed(&mut self, now: Millis, o: Observation) -> Outcome {
+        self.state.reading = false;
         if o.malformed != self.state.malformed {
             if let Some(e) = &o.malformed {
                 self.effects.push_back(Effect::MalformedMark(e.clone()));
             }
             self.state.malformed = o.malformed.clone();
+        }
+        if o.mark == Some(CopyMark::Copying) && far_ahead(&o) && !self.state.ahead_reported {
+            self.state.ahead_reported = true;
+            let ahead = o.ahead.unwrap_or(0);
+            self.effects.push_back(Effect::MarkInFuture { ahead });
         }
         let limit = self.state.began.saturating_add(self.config.copy_wait);
         match holds(self.plan, &o, &self.config) {
@@ -344,18 +413,55 @@ impl Launch {
                     self.effects.push_back(Effect::WaitFor { on, until: limit });
                 }
                 self.state.phase = Phase::Waiting(on);
+                self.state.mark_ages_at = self.mark_ages_at(now, &o);
             }
             Err(why) => self.end_wait(now, why),
         }
         Outcome::Applied
     }
 
+    /// When a `copying` mark that holds an unpromised start turns too old:
+    /// the first millisecond its age exceeds `mark_max_age`.
+    fn mark_ages_at(&self, now: Millis, o: &Observation) -> Option<Millis> {
+        if self.plan.promised || o.mark != Some(CopyMark::Copying) {
+            return None;
+        }
+        let left = self
+            .config
+            .mark_max_age
+            .saturating_sub(o.age.unwrap_or(0))
+            .saturating_add(o.ahead.unwrap_or(0));
+        Some(now.saturating_add(left).saturating_add(1))
+    }
+
+    fn handle_watched(&mut self, now: Millis, watched: bool) -> Outcome {
+        self.state.watched = watched;
+        if watched {
+            // Changes are reported from now on: no more polls. A read asked
+            // for before the watch existed may have missed one, so read
+            // again unless a read is under way (it comes after the watch).
+            self.state.next_poll = None;
+            if !self.state.reading {
+                self.observe(now);
+            }
+        } else {
+            // A change may have gone unreported: ask for a new watch, read
+            // at once and poll until a watch is back.
+            self.effects.push_back(Effect::Watch);
+            self.observe(now);
+        }
+        Outcome::Applied
+    }
+
     fn handle_timeout(&mut self, now: Millis) -> Outcome {
         let limit = self.state.began.saturating_add(self.config.copy_wait);
+        let due = |t: Option<Millis>| t.is_some_and(|t| now >= t);
         if now >= limit {
             self.end_wait(now, WaitEnd::Limit);
             Outcome::Applied
-        } else if self.state.next_poll.is_some_and(|t| now >= t) {
+        } else if due(self.state.next_poll) || due(self.state.mark_ages_at) {
+            // The read answers with a new age deadline if the mark still holds.
+            self.state.mark_ages_at = None;
             self.observe(now);
             Outcome::Applied
         } else {
@@ -382,13 +488,20 @@ impl Launch {
         self.effects.pop_front()
     }
 
-    /// The earliest deadline and which timer it is, while the launch waits.
+    /// The earliest deadline and which timer it is, while the launch waits:
+    /// the next poll (unwatched only), the moment the holding mark turns too
+    /// old, or the copy limit, whichever comes first.
     pub fn poll_timeout(&self) -> Option<(Millis, Timer)> {
         let limit = self.wait_limit()?;
-        match self.state.next_poll {
-            Some(p) if p < limit => Some((p, Timer::Poll)),
-            _ => Some((limit, Timer::CopyLimit)),
-        }
+        [
+            (self.state.next_poll, Timer::Poll),
+            (self.state.mark_ages_at, Timer::MarkAge),
+        ]
+        .into_iter()
+        .filter_map(|(at, timer)| Some((at?, timer)))
+        .filter(|(at, _)| *at < limit)
+        .min_by_key(|(at, _)| *at)
+        .or(Some((limit, Timer::CopyLimit)))
     }
 
     // ---- helpers ----
@@ -410,18 +523,27 @@ impl Launch {
         self.is_pending() || matches!(self.state.phase, Phase::Started { .. })
     }
 
+    /// Asks for a read; unwatched, the next poll comes `poll` after it.
     fn observe(&mut self, now: Millis) {
-        self.state.next_poll = Some(now.saturating_add(self.config.poll));
+        self.state.reading = true;
+        self.state.next_poll = (!self.state.watched).then(|| now.saturating_add(self.config.poll));
         self.effects.push_back(Effect::Observe);
     }
 
     fn end_wait(&mut self, now: Millis, why: WaitEnd) {
-        if matches!(self.state.phase, Phase::Waiting(_)) {
-            let waited = now.saturating_sub(self.state.began);
-            self.effects.push_back(Effect::WaitEnded { why, waited });
-        }
-        self.state.next_poll = None;
+        let waited = now.saturating_sub(self.state.began);
+        self.effects.push_back(Effect::WaitEnded { why, waited });
+        self.leave_wait();
         self.ask_permit();
+    }
+
+    /// No more reads, deadlines or watch: the wait is over.
+    fn leave_wait(&mut self) {
+        self.state.next_poll = None;
+        self.state.mark_ages_at = None;
+        self.state.reading = false;
+        self.state.watched = false;
+        self.effects.push_back(Effect::Unwatch);
     }
 
     fn ask_permit(&mut self) {
@@ -438,9 +560,12 @@ impl Launch {
     }
 
     fn finish(&mut self, phase: Phase, effect: Effect) {
-        self.state.next_poll = None;
+        let waiting = self.in_wait();
         self.state.phase = phase;
         self.effects.push_back(effect);
+        if waiting {
+            self.leave_wait();
+        }
         self.release_permit();
     }
 }
@@ -459,6 +584,11 @@ mod tests {
     fn copying(age: Millis) -> Input {
         Input::Observed(Observation::marked(CopyMark::Copying, age))
     }
+
+    const PROMISED: Plan = Plan {
+        promised: true,
+        relaunch: false,
+    };
 
     /// Runs a launch with `plan` whose status file always reads `mark`,
     /// delivering every timeout on time; returns when it asked for a permit.
@@ -481,42 +611,48 @@ mod tests {
         }
     }
 
+    /// A fresh launch at 0 whose watch is armed and whose first read gave `first`.
+    fn watched(plan: Plan, first: Input) -> Launch {
+        let mut l = Launch::new(Config::default(), plan, 0);
+        assert_eq!(drain(&mut l), [Effect::Watch, Effect::Observe]);
+        assert_eq!(l.handle(0, Input::Watched(true)), Outcome::Applied);
+        l.handle(0, first);
+        drain(&mut l);
+        l
+    }
+
     #[test]
     fn a_launch_waits_for_a_copy_only_while_it_runs_and_never_past_its_limit() {
-        let promised = Plan {
-            promised: true,
-            relaunch: false,
-        };
         let unpromised = Plan::default();
         let copying_fresh = Observation::marked(CopyMark::Copying, 0);
         // No copy: no wait.
         assert_eq!(asks_permit_at(unpromised, Observation::missing()), 1_000);
         // A stuck or unmarked promised copy waits exactly until the limit.
         assert_eq!(
-            asks_permit_at(promised, copying_fresh.clone()),
+            asks_permit_at(PROMISED, copying_fresh.clone()),
             1_000 + 5 * MIN
         );
         assert_eq!(
-            asks_permit_at(promised, Observation::missing()),
+            asks_permit_at(PROMISED, Observation::missing()),
             1_000 + 5 * MIN
         );
         // Ready or failed returns at once.
         assert_eq!(
-            asks_permit_at(promised, Observation::marked(CopyMark::Ready, 0)),
+            asks_permit_at(PROMISED, Observation::marked(CopyMark::Ready, 0)),
             1_000
         );
         let failed = Observation::marked(CopyMark::Failed("no space".into()), 0);
-        assert_eq!(asks_permit_at(promised, failed), 1_000);
+        assert_eq!(asks_permit_at(PROMISED, failed), 1_000);
         // A mark older than the limit holds a promised start but not an unpromised one.
         let old = Observation::marked(CopyMark::Copying, 6 * MIN);
         assert_eq!(asks_permit_at(unpromised, old.clone()), 1_000);
-        assert_eq!(asks_permit_at(promised, old), 1_000 + 5 * MIN);
+        assert_eq!(asks_permit_at(PROMISED, old), 1_000 + 5 * MIN);
         // Cancelling ends the wait: close, and the harness never starts.
-        let mut l = Launch::new(Config::default(), promised, 0);
+        let mut l = Launch::new(Config::default(), PROMISED, 0);
         l.handle(0, copying(0));
         drain(&mut l);
         assert_eq!(l.handle(10, Input::Close), Outcome::Applied);
-        assert_eq!(drain(&mut l), vec![Effect::Closed]);
+        assert_eq!(drain(&mut l), vec![Effect::Closed, Effect::Unwatch]);
         assert_eq!(l.poll_timeout(), None);
         assert_eq!(
             l.handle(20, Input::Observed(Observation::marked(CopyMark::Ready, 0))),
@@ -532,7 +668,7 @@ mod tests {
         l.handle(0, copying(4 * MIN));
         assert!(matches!(
             drain(&mut l)[..],
-            [Effect::Observe, Effect::WaitFor { .. }]
+            [Effect::Watch, Effect::Observe, Effect::WaitFor { .. }]
         ));
         l.handle(MIN + 1, copying(5 * MIN + 1));
         assert_eq!(
@@ -542,6 +678,7 @@ mod tests {
                     why: WaitEnd::MarkTooOld,
                     waited: MIN + 1
                 },
+                Effect::Unwatch,
                 Effect::AskPermit
             ]
         );
@@ -549,14 +686,7 @@ mod tests {
 
     #[test]
     fn early_and_duplicate_timeouts_change_nothing() {
-        let mut l = Launch::new(
-            Config::default(),
-            Plan {
-                promised: true,
-                relaunch: false,
-            },
-            0,
-        );
+        let mut l = Launch::new(Config::default(), PROMISED, 0);
         l.handle(0, Input::Observed(Observation::missing()));
         drain(&mut l);
         assert_eq!(l.handle(100, Input::Timeout), Outcome::Ignored);
@@ -567,14 +697,7 @@ mod tests {
 
     #[test]
     fn a_malformed_mark_is_reported_once_and_treated_as_missing() {
-        let mut l = Launch::new(
-            Config::default(),
-            Plan {
-                promised: true,
-                relaunch: false,
-            },
-            0,
-        );
+        let mut l = Launch::new(Config::default(), PROMISED, 0);
         let bad = Observation::from_file(b"half", 0);
         l.handle(0, Input::Observed(bad.clone()));
         let first = drain(&mut l);
@@ -586,5 +709,153 @@ mod tests {
         assert_eq!(l.state().phase, Phase::Waiting(WaitOn::MissingMark));
         l.handle(250, Input::Observed(bad));
         assert!(drain(&mut l).is_empty());
+    }
+
+    #[test]
+    fn a_bare_failed_mark_ends_the_wait_at_once() {
+        let bare = Observation::from_file(b"failed\n", 0);
+        assert_eq!(asks_permit_at(PROMISED, bare.clone()), 1_000);
+        // Also after a wait, with the empty reason.
+        let mut l = watched(PROMISED, copying(0));
+        l.handle(700, Input::Changed);
+        assert_eq!(drain(&mut l), [Effect::Observe]);
+        l.handle(700, Input::Observed(bare));
+        assert_eq!(
+            drain(&mut l),
+            [
+                Effect::WaitEnded {
+                    why: WaitEnd::CopyFailed(String::new()),
+                    waited: 700
+                },
+                Effect::Unwatch,
+                Effect::AskPermit
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failure_at_the_first_read_is_reported() {
+        let mut l = Launch::new(Config::default(), PROMISED, 0);
+        drain(&mut l);
+        let failed = Observation::marked(CopyMark::Failed("disk full".into()), 0);
+        l.handle(2, Input::Observed(failed));
+        assert_eq!(
+            drain(&mut l),
+            [
+                Effect::WaitEnded {
+                    why: WaitEnd::CopyFailed("disk full".into()),
+                    waited: 2
+                },
+                Effect::Unwatch,
+                Effect::AskPermit
+            ]
+        );
+    }
+
+    #[test]
+    fn a_copying_mark_dated_over_a_minute_ahead_holds_no_unpromised_start() {
+        let ahead = |ms| Observation::marked(CopyMark::Copying, 0).dated_ahead(ms);
+        // Within a minute: a fresh copy, held; its age deadline counts the lead.
+        let l = watched(Plan::default(), Input::Observed(ahead(MIN)));
+        assert_eq!(l.state().phase, Phase::Waiting(WaitOn::Copying));
+        assert_eq!(l.poll_timeout(), Some((5 * MIN, Timer::CopyLimit)));
+        assert_eq!(l.state().mark_ages_at, Some(6 * MIN + 1));
+        // Over a minute: clock trouble, reported, and the start goes.
+        let mut l = Launch::new(Config::default(), Plan::default(), 0);
+        drain(&mut l);
+        l.handle(3, Input::Observed(ahead(MIN + 1)));
+        assert_eq!(
+            drain(&mut l),
+            [
+                Effect::MarkInFuture { ahead: MIN + 1 },
+                Effect::WaitEnded {
+                    why: WaitEnd::MarkInFuture,
+                    waited: 3
+                },
+                Effect::Unwatch,
+                Effect::AskPermit
+            ]
+        );
+    }
+
+    #[test]
+    fn a_copying_mark_dated_ahead_holds_a_promised_start_and_is_reported_once() {
+        let far = Observation::marked(CopyMark::Copying, 0).dated_ahead(10 * MIN);
+        let mut l = Launch::new(Config::default(), PROMISED, 0);
+        drain(&mut l);
+        l.handle(0, Input::Observed(far.clone()));
+        assert_eq!(
+            drain(&mut l),
+            [
+                Effect::MarkInFuture { ahead: 10 * MIN },
+                Effect::WaitFor {
+                    on: WaitOn::Copying,
+                    until: 5 * MIN
+                }
+            ]
+        );
+        l.handle(250, Input::Timeout);
+        l.handle(250, Input::Observed(far));
+        assert_eq!(drain(&mut l), [Effect::Observe]);
+        assert_eq!(l.state().phase, Phase::Waiting(WaitOn::Copying));
+    }
+
+    #[test]
+    fn a_watched_wait_reads_only_on_changes_and_at_its_deadlines() {
+        // Promised, watched: no poll at all, only the copy limit.
+        let mut l = watched(PROMISED, Input::Observed(Observation::missing()));
+        assert_eq!(l.poll_timeout(), Some((5 * MIN, Timer::CopyLimit)));
+        assert_eq!(l.handle(250, Input::Timeout), Outcome::Ignored);
+        assert_eq!(l.handle(900, Input::Changed), Outcome::Applied);
+        assert_eq!(drain(&mut l), [Effect::Observe]);
+        l.handle(900, copying(0));
+        assert!(drain(&mut l).is_empty());
+        assert_eq!(l.poll_timeout(), Some((5 * MIN, Timer::CopyLimit)));
+    }
+
+    #[test]
+    fn an_unpromised_watched_wait_reads_when_its_mark_turns_too_old() {
+        let mut l = watched(Plan::default(), copying(4 * MIN));
+        // The mark turns 5 min old at 1 min: the first ms it is older is the deadline.
+        assert_eq!(l.poll_timeout(), Some((MIN + 1, Timer::MarkAge)));
+        assert_eq!(l.handle(MIN, Input::Timeout), Outcome::Ignored);
+        assert_eq!(l.handle(MIN + 10, Input::Timeout), Outcome::Applied);
+        assert_eq!(drain(&mut l), [Effect::Observe]);
+        assert_eq!(l.handle(MIN + 10, Input::Timeout), Outcome::Ignored);
+        l.handle(MIN + 10, copying(5 * MIN + 10));
+        assert_eq!(
+            drain(&mut l),
+            [
+                Effect::WaitEnded {
+                    why: WaitEnd::MarkTooOld,
+                    waited: MIN + 10
+                },
+                Effect::Unwatch,
+                Effect::AskPermit
+            ]
+        );
+        // A mark rewritten meanwhile (a copy restarting) moves the deadline.
+        let mut l = watched(Plan::default(), copying(4 * MIN));
+        l.handle(30_000, Input::Changed);
+        l.handle(30_000, copying(0));
+        assert_eq!(l.poll_timeout(), Some((5 * MIN, Timer::CopyLimit)));
+    }
+
+    #[test]
+    fn a_lost_watch_reads_at_once_and_polls_until_watched_again() {
+        let mut l = watched(PROMISED, copying(0));
+        assert_eq!(l.handle(1_000, Input::Watched(false)), Outcome::Applied);
+        assert_eq!(drain(&mut l), [Effect::Watch, Effect::Observe]);
+        assert_eq!(l.poll_timeout(), Some((1_250, Timer::Poll)));
+        // No watch to be had: polling it is.
+        assert_eq!(l.handle(1_000, Input::Watched(false)), Outcome::Ignored);
+        l.handle(1_001, copying(1));
+        assert_eq!(l.handle(1_250, Input::Timeout), Outcome::Applied);
+        assert_eq!(drain(&mut l), [Effect::Observe]);
+        l.handle(1_251, copying(1_251));
+        // The watch is back: one read (none was under way), then no polls.
+        assert_eq!(l.handle(1_300, Input::Watched(true)), Outcome::Applied);
+        assert_eq!(drain(&mut l), [Effect::Observe]);
+        assert_eq!(l.poll_timeout(), Some((5 * MIN, Timer::CopyLimit)));
     }
 }

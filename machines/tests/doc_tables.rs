@@ -52,6 +52,16 @@ fn situations() -> Vec<Situation> {
             blank,
             vec![(0, copying(0))],
         ),
+        (
+            "waiting on a missing mark (promised), watched",
+            promised,
+            vec![(0, Input::Watched(true)), (0, missing.clone())],
+        ),
+        (
+            "waiting on copying 4 min old, unpromised, watched",
+            blank,
+            vec![(0, Input::Watched(true)), (0, copying(4 * MIN))],
+        ),
         ("awaiting permit", blank, vec![(0, missing.clone())]),
         ("awaiting permit (relaunch)", relaunch, vec![]),
         (
@@ -112,9 +122,26 @@ fn probes() -> Vec<(&'static str, Millis, Input)> {
             100,
             Input::Observed(Observation::marked(CopyMark::Failed("disk full".into()), 0)),
         ),
+        (
+            "observed: failed (no reason)",
+            100,
+            Input::Observed(Observation::from_file(b"failed", 0)),
+        ),
+        (
+            "observed: copying, dated 2 min ahead",
+            100,
+            Input::Observed(Observation::marked(CopyMark::Copying, 0).dated_ahead(2 * MIN)),
+        ),
         ("changed (watch event)", 100, Input::Changed),
+        ("watched (watch armed)", 100, Input::Watched(true)),
+        ("watch lost or failed", 100, Input::Watched(false)),
         ("timeout before the next poll", 100, Input::Timeout),
         ("timeout at the next poll", 250, Input::Timeout),
+        (
+            "timeout at 60001 ms (a 4-min-old mark turns 5 min old)",
+            MIN + 1,
+            Input::Timeout,
+        ),
         ("timeout at the 5-min limit", 5 * MIN, Input::Timeout),
         ("observed: copying, at the limit", 5 * MIN, copying(0)),
         ("stop", 100, Input::Stop),

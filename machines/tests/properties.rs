@@ -6,7 +6,9 @@ use room_machines::caller::{classify, Caller, EnvView, ProcView};
 use room_machines::command::{Command, Group, ParseError, GROUPS};
 use room_machines::copy::{CopyMark, Observation};
 use room_machines::files_wait::{verdict, Verdict, FILES_WAIT_GRACE, FILES_WAIT_LIMIT};
-use room_machines::launch::{holds, Config, Effect, Input, Launch, Outcome, Phase, Plan};
+use room_machines::launch::{
+    holds, Config, Effect, Input, Launch, Outcome, Phase, Plan, Timer, WaitEnd, MARK_MAX_AHEAD,
+};
 use room_machines::policy::{decide, Decision, Scope, SECRET};
 use room_machines::Millis;
 
@@ -23,6 +25,7 @@ fn observation() -> impl Strategy<Value = Observation> {
         age.clone()
             .prop_map(|a| Observation::marked(CopyMark::Failed("boom".into()), a)),
         age.prop_map(|a| Observation::from_file(b"garbage", a)),
+        (0..3 * 60_000u64).prop_map(|a| Observation::marked(CopyMark::Copying, 0).dated_ahead(a)),
     ]
 }
 
@@ -30,6 +33,7 @@ fn input() -> impl Strategy<Value = Input> {
     prop_oneof![
         4 => observation().prop_map(Input::Observed),
         1 => Just(Input::Changed),
+        1 => any::<bool>().prop_map(Input::Watched),
         4 => Just(Input::Timeout),
         1 => Just(Input::Stop),
         1 => Just(Input::Close),
@@ -52,6 +56,13 @@ struct Step {
     outcome: Outcome,
     effects: Vec<Effect>,
     waiting_before: bool,
+    /// The status file was watched before the input.
+    watched_before: bool,
+    /// The machine's deadline before and after the input.
+    deadline_before: Option<(Millis, Timer)>,
+    deadline_after: Option<(Millis, Timer)>,
+    /// The status file was watched after the input.
+    watched_after: bool,
 }
 
 /// Runs `inputs`, each `dt` ms after the last (from 0 to 90 s apart, so long
@@ -64,11 +75,17 @@ fn run(plan: Plan, inputs: &[(Millis, Input)]) -> (Launch, Vec<Step>) {
         outcome: Outcome::Applied,
         effects: std::iter::from_fn(|| l.poll_effect()).collect(),
         waiting_before: false,
+        watched_before: false,
+        deadline_before: None,
+        deadline_after: l.poll_timeout(),
+        watched_after: false,
     }];
     let mut now = 0;
     for (dt, input) in inputs {
         now += dt;
         let waiting_before = matches!(l.state().phase, Phase::Checking | Phase::Waiting(_));
+        let watched_before = l.state().watched;
+        let deadline_before = l.poll_timeout();
         let outcome = l.handle(now, input.clone());
         steps.push(Step {
             at: now,
@@ -76,6 +93,10 @@ fn run(plan: Plan, inputs: &[(Millis, Input)]) -> (Launch, Vec<Step>) {
             outcome,
             effects: std::iter::from_fn(|| l.poll_effect()).collect(),
             waiting_before,
+            watched_before,
+            deadline_before,
+            deadline_after: l.poll_timeout(),
+            watched_after: l.state().watched,
         });
     }
     (l, steps)
@@ -157,6 +178,7 @@ proptest! {
         prop_assert!(!emitted(&steps).any(|e| matches!(
             e,
             Effect::WaitFor { .. } | Effect::WaitEnded { .. } | Effect::Observe
+                | Effect::Watch | Effect::Unwatch
         )), "a relaunch waited: {:?}", steps);
     }
 
@@ -192,6 +214,141 @@ proptest! {
         let asked_but_ungranted = emitted(&steps).any(|e| *e == Effect::AskPermit) && granted == 0;
         if done && !asked_but_ungranted {
             prop_assert_eq!(released, granted);
+        }
+    }
+}
+
+/// The timer's bucket width in the runtime (`src/runtime/timer.rs` SLACK):
+/// a deadline fires at the end of its bucket, less than this late.
+const SLACK: Millis = 25;
+
+fn bucket(at: Millis) -> Millis {
+    at.div_ceil(SLACK) * SLACK
+}
+
+/// What a read at `now` of a status file saying `copying` since `born`
+/// (same clock) gives: its age, or how far ahead of the clock it is dated.
+fn copying_born(born: i64, now: Millis) -> Observation {
+    let age = now as i64 - born;
+    let o = Observation::marked(CopyMark::Copying, age.max(0) as Millis);
+    if age < 0 {
+        o.dated_ahead((-age) as Millis)
+    } else {
+        o
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn a_watched_wait_reads_on_each_change_and_on_its_deadlines_only(plan in plan(), all in inputs()) {
+        let mut watched_first = vec![(0, Input::Watched(true))];
+        watched_first.extend(all);
+        let (_, steps) = run(plan, &watched_first);
+        for s in &steps[1..] {
+            let Some(input) = &s.input else { continue };
+            if s.watched_after {
+                prop_assert!(
+                    !matches!(s.deadline_after, Some((_, Timer::Poll))),
+                    "a watched wait polls: {s:?}"
+                );
+            }
+            if !(s.waiting_before && s.watched_before) {
+                continue;
+            }
+            let read = s.effects.contains(&Effect::Observe);
+            match input {
+                Input::Changed => prop_assert!(read, "a change was not read: {s:?}"),
+                // A lost watch reads at once (see below).
+                Input::Watched(false) => {}
+                Input::Timeout => {
+                    if read {
+                        let due = matches!(s.deadline_before, Some((d, Timer::MarkAge)) if s.at >= d);
+                        prop_assert!(due, "read at a timeout that was not its deadline: {s:?}");
+                    }
+                }
+                _ => prop_assert!(!read, "read without a change or a deadline: {s:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_lost_watch_falls_back_to_polling_at_once(plan in plan(), all in inputs()) {
+        let mut watched_first = vec![(0, Input::Watched(true))];
+        watched_first.extend(all);
+        let (_, steps) = run(plan, &watched_first);
+        let config = Config::default();
+        for s in &steps {
+            if s.input != Some(Input::Watched(false)) || !(s.waiting_before && s.watched_before) {
+                continue;
+            }
+            prop_assert_eq!(&s.effects[..], &[Effect::Watch, Effect::Observe], "{:?}", s);
+            let (at, _) = s.deadline_after.expect("a waiting launch has a deadline");
+            prop_assert!(at <= s.at + config.poll, "no poll after a lost watch: {s:?}");
+        }
+    }
+
+    /// A runtime that watches, reports some changes and fires each deadline
+    /// at the end of its timer bucket: an unpromised start held by a
+    /// `copying` mark that nobody touches again is let go within one bucket
+    /// of the mark turning `mark_max_age` old, and reads it only at that
+    /// deadline and on the changes.
+    #[test]
+    fn the_age_deadline_fires_within_one_timer_bucket_of_mark_max_age(
+        began in 0..10_000_000u64,
+        born_offset in -300_000i64..120_000,
+        changes in prop::collection::vec(0..300_000u64, 0..6),
+    ) {
+        let config = Config { copy_wait: 2 * LIMIT, mark_max_age: LIMIT, poll: 250 };
+        let born = began as i64 + born_offset;
+        let mut changes: Vec<Millis> = changes.into_iter().map(|c| began + c).collect();
+        changes.sort();
+        let mut l = Launch::new(config, Plan::default(), began);
+        let mut now = began;
+        let (mut reads, mut fired, mut pending) = (0, 0, changes.iter().peekable());
+        let end = loop {
+            let mut ended = None;
+            while let Some(e) = l.poll_effect() {
+                match e {
+                    Effect::Watch => { l.handle(now, Input::Watched(true)); }
+                    Effect::Observe => {
+                        reads += 1;
+                        l.handle(now, Input::Observed(copying_born(born, now)));
+                    }
+                    Effect::WaitEnded { why, .. } => ended = Some(why),
+                    _ => {}
+                }
+            }
+            if let Some(why) = ended { break why; }
+            let (deadline, timer) = l.poll_timeout().expect("waiting");
+            prop_assert_ne!(timer, Timer::Poll);
+            let fire = bucket(deadline);
+            match pending.peek() {
+                Some(&&c) if c < fire => {
+                    pending.next();
+                    now = now.max(c);
+                    l.handle(now, Input::Changed);
+                }
+                _ => {
+                    now = fire;
+                    fired += 1;
+                    l.handle(now, Input::Timeout);
+                }
+            }
+        };
+        let too_old_by = now as i64 - born - LIMIT as i64;
+        if born_offset > MARK_MAX_AHEAD as i64 {
+            // Dated over a minute ahead: clock trouble, let go at the first read.
+            prop_assert_eq!(end, WaitEnd::MarkInFuture);
+            prop_assert_eq!(now, began);
+        } else {
+            prop_assert_eq!(end, WaitEnd::MarkTooOld);
+            prop_assert!(too_old_by > 0 && too_old_by <= SLACK as i64, "let go {too_old_by} ms after the mark turned too old");
+            let delivered = changes.iter().filter(|c| **c <= now).count();
+            prop_assert_eq!(reads, 1 + delivered + fired, "reads besides changes and deadlines");
+            // One deadline read at most (none when a change came first).
+            prop_assert!(fired <= 1, "{fired} deadline reads");
         }
     }
 }

@@ -1,12 +1,14 @@
 //! The driver: applies an input to a session's launch, drains its effects
-//! and carries each out, then re-arms the timer from `poll_timeout` (only if
-//! the deadline changed). Effects that answer at once (`Observe`, a free
-//! permit, a start with nothing to run) feed their answer back in the same
-//! pass, so one call runs the launch as far as it can go.
+//! and carries each out in order, then re-arms the timer from `poll_timeout`
+//! (only if the deadline changed). Effects that answer at once (`Watch`,
+//! `Observe`, a free permit, a start with nothing to run) feed their answer
+//! back in the same pass, so one call runs the launch as far as it can go.
+//! The launch decides when the status file is read; the driver only reads it
+//! when asked (`Observe`) and passes on what the watch says.
 
 use std::collections::VecDeque;
 
-use room_machines::launch::{Effect, Phase, Reason};
+use room_machines::launch::{Effect, Phase, Reason, WaitEnd};
 use room_machines::session::Event as SessionEvent;
 use room_machines::{Input, MarkError, Outcome};
 
@@ -75,13 +77,7 @@ impl Runtime {
     fn effect(&self, s: &mut Session, effect: Effect, inputs: &mut VecDeque<Input>) {
         log::debug!("{}: {effect:?}", s.rec.id);
         if effect == Effect::Observe {
-            // The parent folder may have appeared since the last read: try
-            // to watch it (a no-op once watched). A watched file's last
-            // read is answered from the watch's cache.
-            let observation = match &self.watch {
-                Some(w) => w.observe(&s.rec.id, &s.rec.start.folder),
-                None => files::observe(&s.rec.start.folder),
-            };
+            let observation = files::observe(&s.rec.start.folder);
             inputs.push_back(Input::Observed(observation));
             return;
         }
@@ -89,6 +85,24 @@ impl Runtime {
         match effect {
             // Answered above.
             Effect::Observe => {}
+            // With `watch: false` there is no watch and no answer: the
+            // launch polls.
+            Effect::Watch => {
+                if let Some(w) = &self.watch {
+                    let watched = w.add(&id, &s.rec.start.folder);
+                    inputs.push_back(Input::Watched(watched));
+                }
+            }
+            Effect::Unwatch => {
+                if let Some(w) = &self.watch {
+                    w.remove(&id);
+                }
+            }
+            Effect::MarkInFuture { ahead } => log::warn!(
+                "{id}: {} is dated {} s ahead of this machine's clock: clock trouble, not a fresh copy",
+                files::status_file(&s.rec.start.folder).display(),
+                ahead / 1000
+            ),
             // An empty file is what a read between a writer's truncation and
             // its write sees: not worth a warning.
             Effect::MalformedMark(MarkError::Empty) => {
@@ -106,21 +120,29 @@ impl Runtime {
                 self.journal_event(s, SessionEvent::CopyWaitBegan { on, limit_ms });
             }
             Effect::WaitEnded { why, waited } => {
-                log::info!("{id}: copy wait over after {waited} ms: {why:?}");
+                match &why {
+                    WaitEnd::CopyFailed(reason) => log::warn!(
+                        "{id}: the project copy failed ({}); starting the harness after {waited} ms",
+                        if reason.is_empty() { "no reason given" } else { reason }
+                    ),
+                    WaitEnd::NoCopy | WaitEnd::Landed if waited == 0 => {
+                        log::debug!("{id}: copy check over at once: {why:?}")
+                    }
+                    _ => log::info!("{id}: copy wait over after {waited} ms: {why:?}"),
+                }
                 // WRITE SIDE (follow.rs): staged, so the spawn that may follow
                 // does not wait for the journal.
                 self.journal_event(
                     s,
                     SessionEvent::CopyWaitEnded {
-                        why,
+                        why: why.clone(),
                         waited_ms: waited,
                     },
                 );
                 self.metrics.copy_wait.observe_ms(waited);
-                self.unwatch(&id);
+                s.rec.copy = Some(why);
             }
             Effect::AskPermit => {
-                self.unwatch(&id);
                 if self.permits.ask(&id) {
                     inputs.push_back(Input::PermitGranted);
                 }
@@ -142,12 +164,6 @@ impl Runtime {
             let _ = self
                 .events
                 .send(super::Event::Input(next, Input::PermitGranted));
-        }
-    }
-
-    fn unwatch(&self, id: &str) {
-        if let Some(w) = &self.watch {
-            w.remove(id);
         }
     }
 
@@ -212,7 +228,6 @@ impl Runtime {
         }
         s.launch = None;
         s.armed = None;
-        self.unwatch(&id);
         self.permits.cancel(&id);
         self.persist(s);
         self.pump(s);

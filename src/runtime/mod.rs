@@ -91,7 +91,7 @@ impl Runtime {
         let clock = Clock::default();
         let (events, rx) = crossbeam_channel::unbounded();
         let watch = if config.watch {
-            Some(Watch::start(events.clone(), watch::CACHE_TTL)?)
+            Some(Watch::start(events.clone())?)
         } else {
             None
         };

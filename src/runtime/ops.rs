@@ -87,12 +87,6 @@ impl Runtime {
             promised: s.rec.start.project_copy && !relaunch,
             relaunch,
         };
-        // Watch before the first read, so a mark written in between is seen.
-        if !relaunch {
-            if let Some(w) = &self.watch {
-                w.add(&s.rec.id, &s.rec.start.folder);
-            }
-        }
         // A relaunch keeps its state on record (the view shows it pending
         // while the launch runs), so a crash mid-relaunch restores it idle.
         if !relaunch {
@@ -160,6 +154,7 @@ impl Runtime {
             error: None,
             created_ms: unix_ms(),
             in_flight: None,
+            copy: None,
         };
         // Persist before the launch begins: a kill -9 from here on restores
         // the start and it waits again. A start that cannot be recorded is

@@ -11,6 +11,10 @@
 //! every 250 ms that is at most 25 wake-ups per 250 ms instead of a thousand,
 //! arming a deadline in a bucket that is already due to wake the thread does
 //! not wake it, and a bucket is taken whole (no per-deadline heap work).
+//! A watched start does not poll at all: its only deadlines are its copy
+//! limit and, for an unpromised wait on `copying`, the moment the mark turns
+//! too old, which fires less than one bucket late (see the launch
+//! machine's property tests).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

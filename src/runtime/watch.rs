@@ -1,108 +1,170 @@
-//! The watch thread: inotify on the parent folders of waiting starts. Any
-//! change to a session's status file sends that session `Changed`, so the
-//! launch reads the file at once instead of at its next 250 ms poll (which
-//! stays as the fallback, e.g. when the parent folder does not exist yet).
+//! The watch thread: inotify on the path of each waiting start's status
+//! file. It only watches and wakes; the launch machine decides every read.
 //!
-//! The watch also keeps the last read of each watched status file, so the
-//! fallback polls of a thousand waiting starts do not read a thousand files
-//! four times a second: [`Watch::observe`] answers from that cache while the
-//! file's parent folder is watched and the watch is healthy, and reads the
-//! file otherwise. Any event on the file's name (a write, a close, a
-//! creation, a deletion, a rename, an attribute change) drops its entry
-//! before the session is woken, and a lost event (queue overflow), a parent
-//! folder that is removed or moved, or a failed watch drops them all.
-//! A read only fills the cache if no event arrived while it ran, and an
-//! entry serves at most [`CACHE_TTL`]: a change the watch cannot see (a
-//! folder above the watched parent renamed, which moves the path to another
-//! inode) is still read within that time.
+//! A session's status file `/a/b/code.cloudroom-files` is watched through a
+//! chain of directory watches, one per existing directory on its path, each
+//! filtered by the next component's name: `/` for `a`, `/a` for `b`, `/a/b`
+//! for `code.cloudroom-files`. When a directory on the path does not exist
+//! (yet), the chain ends at the deepest one that does, filtered by the
+//! missing name. Watches are shared: one per directory, whatever number of
+//! sessions look through it.
+//!
+//! - A change to the file itself (written and closed, renamed into or out of
+//!   place, created, deleted, touched) sends the session
+//!   [`Input::Changed`].
+//! - A change to the path (a directory on it created, deleted or renamed,
+//!   or a watched directory itself deleted, moved or unmounted) means the
+//!   chain no longer describes the path: the session is dropped from the
+//!   watch and sent `Watched(false)`. Its launch then asks for a new watch
+//!   ([`Watch::add`], which arms the chain anew from `/` down) and reads the
+//!   file after it, so nothing that happened in between is missed.
+//! - A queue overflow (events lost) does the same for every session, and so
+//!   does a failed inotify read, after which no session is watched again.
+//!
+//! Each chain is armed from `/` down, under the table's lock, before the
+//! launch reads the file: a directory that changes while the chain is armed
+//! sends an event on a watch already in place, which the thread takes in
+//! after the lock is released.
 
-use std::collections::HashMap;
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::Sender;
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
-use room_machines::{Input, Observation};
-use rustc_hash::FxHashMap;
+use nix::errno::Errno;
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, InotifyEvent, WatchDescriptor};
+use room_machines::Input;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::Event;
-use crate::files::{self, status_file, Raw};
-
-/// The longest a cached read answers polls; then the file is read again.
-/// Re-reading costs about 60 µs a file here (1,000 waiting starts: 0.87% of
-/// a core with no expiry, 1.07% with a 30 s one), so two minutes keeps that
-/// near 0.05% while a change the watch cannot see still lands well inside
-/// the 5-minute copy limit.
-pub const CACHE_TTL: Duration = Duration::from_secs(120);
+use crate::files::status_file;
 
 /// Handle to add and drop watched sessions.
 #[derive(Clone)]
 pub struct Watch {
     inotify: Arc<Inotify>,
     table: Arc<Mutex<Table>>,
-    ttl: Duration,
 }
 
+/// What a name in a watched directory is to a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A directory on the path (or the missing one the chain ends at).
+    Folder,
+    /// The status file itself.
+    File,
+}
+
+/// A session's ID.
+type Id = Arc<str>;
+/// A name in a watched directory, shared by the links and tables that use it.
+type Name = Arc<OsStr>;
+
+/// One watched directory and the name the session cares about in it.
+#[derive(Debug, Clone)]
+struct Link {
+    wd: WatchDescriptor,
+    name: Name,
+    kind: Kind,
+}
+
+/// Who looks through which watch. Kept small per session (10,000 waiting
+/// starts are a case the bench measures): a status file's sessions are
+/// found by its directory and name; the sessions behind a folder name, which
+/// near `/` is every session, are found by a scan when that rare event
+/// comes, so only a count is kept for them.
 #[derive(Default)]
 struct Table {
-    /// Parent folder → its watch.
-    by_parent: HashMap<PathBuf, WatchDescriptor>,
-    /// Watch → (status file name, session) pairs waiting in that folder.
-    sessions: HashMap<WatchDescriptor, Vec<(OsString, String)>>,
-    /// Session → its watch and its status file's name.
-    of_session: FxHashMap<String, (WatchDescriptor, OsString)>,
-    /// The last read of each watched status file, by watch and name.
-    cache: HashMap<WatchDescriptor, FxHashMap<OsString, (Raw, Instant)>>,
-    /// Bumped by every event the thread takes in; a read that saw it change
-    /// may have raced a write and is not cached.
-    epoch: u64,
-    /// The watch thread stopped (inotify failed): nothing is cached.
+    /// Session → its chain, from `/` down.
+    sessions: FxHashMap<Id, Vec<Link>>,
+    /// (directory, status file name) → the sessions waiting on that file.
+    files: FxHashMap<(WatchDescriptor, Name), Vec<Id>>,
+    /// (directory, folder name) → how many chains pass through it.
+    folders: FxHashMap<(WatchDescriptor, Name), usize>,
+    /// Directory → how many links use its watch.
+    watches: FxHashMap<WatchDescriptor, usize>,
+    /// The inotify read failed: nothing can be watched any more.
     broken: bool,
 }
 
 impl Table {
-    /// Forgets a watch that no longer stands for its folder's path.
-    fn drop_watch(&mut self, wd: WatchDescriptor) -> Vec<String> {
-        self.cache.remove(&wd);
-        self.by_parent.retain(|_, w| *w != wd);
-        let sessions = self.sessions.remove(&wd).unwrap_or_default();
-        for (_, s) in &sessions {
-            self.of_session.remove(s);
+    /// The table's own copy of `name` in `wd`, if a link already uses it.
+    fn shared(&self, wd: WatchDescriptor, name: &Name, kind: Kind) -> Option<Name> {
+        let key = (wd, name.clone());
+        match kind {
+            Kind::Folder => self.folders.get_key_value(&key).map(|(k, _)| k.1.clone()),
+            Kind::File => self.files.get_key_value(&key).map(|(k, _)| k.1.clone()),
         }
-        sessions.into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// The sessions whose chain passes through a directory in `gone` or
+    /// a folder name in `moved`: one scan for a whole batch of events.
+    fn looking(
+        &self,
+        gone: &FxHashSet<WatchDescriptor>,
+        moved: &FxHashSet<(WatchDescriptor, Name)>,
+    ) -> Vec<Id> {
+        let hit = |l: &Link| {
+            gone.contains(&l.wd)
+                || (l.kind == Kind::Folder && moved.contains(&(l.wd, l.name.clone())))
+        };
+        self.sessions
+            .iter()
+            .filter(|(_, links)| links.iter().any(hit))
+            .map(|(s, _)| s.clone())
+            .collect()
     }
 }
 
-/// The events that wake a session: a write is seen when its writer closes
-/// the file (or renames it into place, or touches it), not at the truncation
-/// or creation that precedes it, which would only read an empty file.
-fn wakes() -> AddWatchFlags {
-    AddWatchFlags::IN_CLOSE_WRITE | AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_ATTRIB
-}
-
-/// Every event that may change what a read of a file in the folder gives,
-/// or that ends the watch's hold on the folder's path.
-fn watched() -> AddWatchFlags {
-    wakes()
-        | AddWatchFlags::IN_CREATE
-        | AddWatchFlags::IN_MODIFY
+/// A change to the path through a directory: a name on it appearing or going.
+fn path_changes() -> AddWatchFlags {
+    AddWatchFlags::IN_CREATE
         | AddWatchFlags::IN_DELETE
         | AddWatchFlags::IN_MOVED_FROM
+        | AddWatchFlags::IN_MOVED_TO
+}
+
+/// A change to the status file worth a read. A write is seen when its writer
+/// closes the file (or renames it into place, or touches it), not at the
+/// truncation that precedes it (`IN_MODIFY`), which would read an empty file.
+/// A change of the mtime alone (`touch -m`) is also `IN_MODIFY` and so not
+/// seen: a mark made younger that way is read at its age deadline anyway;
+/// one backdated that way counts from then.
+fn file_changes() -> AddWatchFlags {
+    path_changes() | AddWatchFlags::IN_CLOSE_WRITE | AddWatchFlags::IN_ATTRIB
+}
+
+/// The directory itself stopped being where the path says.
+fn self_gone() -> AddWatchFlags {
+    AddWatchFlags::IN_DELETE_SELF
+        | AddWatchFlags::IN_MOVE_SELF
+        | AddWatchFlags::IN_UNMOUNT
+        | AddWatchFlags::IN_IGNORED
+}
+
+/// What a directory is watched for, for a link of `kind`; added to what
+/// other sessions' links already asked of the same directory.
+fn mask(kind: Kind) -> AddWatchFlags {
+    let events = match kind {
+        Kind::Folder => path_changes(),
+        Kind::File => file_changes(),
+    };
+    events
         | AddWatchFlags::IN_DELETE_SELF
         | AddWatchFlags::IN_MOVE_SELF
+        | AddWatchFlags::IN_ONLYDIR
+        // nix names no IN_MASK_ADD: OR into the directory's existing mask
+        // rather than replace it.
+        | AddWatchFlags::from_bits_retain(nix::libc::IN_MASK_ADD)
 }
 
 impl Watch {
-    /// Starts the watch thread; changes are sent to `events`.
-    /// A cached read answers polls for at most `ttl` ([`CACHE_TTL`]).
-    pub fn start(events: Sender<Event>, ttl: Duration) -> std::io::Result<Watch> {
+    /// Starts the watch thread; what it sees is sent to `events`.
+    pub fn start(events: Sender<Event>) -> std::io::Result<Watch> {
         let inotify = Arc::new(Inotify::init(InitFlags::IN_CLOEXEC)?);
         let watch = Watch {
             inotify,
             table: Arc::default(),
-            ttl,
         };
         let me = watch.clone();
         std::thread::Builder::new()
@@ -111,173 +173,229 @@ impl Watch {
         Ok(watch)
     }
 
-    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+    fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Watches `folder`'s status file for `session`. Failure (no parent
-    /// folder yet) is logged at debug level: polling still covers it.
-    pub fn add(&self, session: &str, folder: &Path) {
+    /// Watches the path of `folder`'s status file for `session`; true when
+    /// every change to it will be reported from now on (also when it
+    /// already was). False when it cannot be watched (no inotify, no
+    /// permission to watch a directory on the path, the watch limit): the
+    /// launch polls then.
+    pub fn add(&self, session: &str, folder: &Path) -> bool {
         let mut t = self.table();
-        if t.of_session.contains_key(session) {
-            return;
+        if t.broken {
+            return false;
+        }
+        if t.sessions.contains_key(session) {
+            return true;
         }
         let file = status_file(folder);
-        let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else {
-            return;
+        let links = match self.arm(&t, &file) {
+            Ok(links) => links,
+            Err(e) => {
+                log::warn!(
+                    "{session}: cannot watch {}: {e}; polling it instead",
+                    file.display()
+                );
+                return false;
+            }
         };
-        let wd = match t.by_parent.get(parent) {
-            Some(wd) => *wd,
-            None => match self.inotify.add_watch(parent, watched()) {
-                Ok(wd) => {
-                    t.by_parent.insert(parent.to_path_buf(), wd);
-                    wd
+        let id: Id = session.into();
+        let links: Vec<Link> = links
+            .into_iter()
+            .map(|mut l| {
+                if let Some(name) = t.shared(l.wd, &l.name, l.kind) {
+                    l.name = name;
                 }
-                Err(e) => {
-                    log::debug!("no watch on {}: {e}; polling only", parent.display());
-                    return;
+                *t.watches.entry(l.wd).or_default() += 1;
+                let key = (l.wd, l.name.clone());
+                match l.kind {
+                    Kind::Folder => *t.folders.entry(key).or_default() += 1,
+                    Kind::File => t.files.entry(key).or_default().push(id.clone()),
                 }
-            },
-        };
-        t.sessions
-            .entry(wd)
-            .or_default()
-            .push((name.to_os_string(), session.to_string()));
-        t.of_session
-            .insert(session.to_string(), (wd, name.to_os_string()));
+                l
+            })
+            .collect();
+        t.sessions.insert(id, links);
+        true
     }
 
-    /// Stops watching for `session`; the folder's watch goes with its last
-    /// session, and a file's cached read with the last session that waits on it.
+    /// The chain for `file`: a watch on each existing directory from `/`
+    /// down to its parent. A directory that is missing (or not a directory)
+    /// ends the chain at the one above it, which is watched for its name.
+    fn arm(&self, t: &Table, file: &Path) -> Result<Vec<Link>, Errno> {
+        let (Some(parent), Some(file_name)) = (file.parent(), file.file_name()) else {
+            return Err(Errno::EINVAL);
+        };
+        let mut dirs: Vec<&Path> = parent.ancestors().collect();
+        dirs.reverse();
+        if !dirs[0].has_root() {
+            return Err(Errno::EINVAL);
+        }
+        let mut links: Vec<Link> = Vec::with_capacity(dirs.len());
+        for (i, dir) in dirs.iter().enumerate() {
+            let (name, kind) = match dirs.get(i + 1) {
+                Some(next) => (next.file_name().unwrap_or_default(), Kind::Folder),
+                None => (file_name, Kind::File),
+            };
+            match self.inotify.add_watch(*dir, mask(kind)) {
+                Ok(wd) => links.push(Link {
+                    wd,
+                    name: name.into(),
+                    kind,
+                }),
+                // Not there (yet): the link above watches for its name.
+                Err(Errno::ENOENT | Errno::ENOTDIR) if i > 0 => break,
+                Err(e) => {
+                    // Give back the watches only this chain asked for.
+                    for l in links {
+                        if !t.watches.contains_key(&l.wd) {
+                            let _ = self.inotify.rm_watch(l.wd);
+                        }
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(links)
+    }
+
+    /// Stops watching for `session`; a directory's watch goes with the last
+    /// link that used it.
     pub fn remove(&self, session: &str) {
         let mut t = self.table();
-        let Some((wd, _)) = t.of_session.remove(session) else {
+        self.drop_session(&mut t, session);
+    }
+
+    fn drop_session(&self, t: &mut Table, session: &str) {
+        let Some(links) = t.sessions.remove(session) else {
             return;
         };
-        let mut gone = None;
-        let empty = t.sessions.get_mut(&wd).map_or(true, |list| {
-            if let Some(i) = list.iter().position(|(_, s)| s == session) {
-                let (name, _) = list.swap_remove(i);
-                if !list.iter().any(|(n, _)| *n == name) {
-                    gone = Some(name);
+        for l in links {
+            let key = (l.wd, l.name);
+            match l.kind {
+                Kind::Folder => {
+                    if let Some(n) = t.folders.get_mut(&key) {
+                        *n -= 1;
+                        if *n == 0 {
+                            t.folders.remove(&key);
+                        }
+                    }
+                }
+                Kind::File => {
+                    if let Some(list) = t.files.get_mut(&key) {
+                        list.retain(|s| &**s != session);
+                        if list.is_empty() {
+                            t.files.remove(&key);
+                        }
+                    }
                 }
             }
-            list.is_empty()
-        });
-        if let Some(name) = gone {
-            if let Some(files) = t.cache.get_mut(&wd) {
-                files.remove(&name);
+            if let Some(n) = t.watches.get_mut(&l.wd) {
+                *n -= 1;
+                if *n == 0 {
+                    t.watches.remove(&l.wd);
+                    let _ = self.inotify.rm_watch(l.wd);
+                }
             }
-        }
-        if empty {
-            t.drop_watch(wd);
-            let _ = self.inotify.rm_watch(wd);
         }
     }
 
-    /// What `session`'s status file (that of `folder`) says: the cached
-    /// read while the session is watched and the watch is healthy, else a
-    /// read now (cached for next time when no event arrived during it).
-    /// An unwatched session is first watched, if its parent folder exists
-    /// by now (the watch comes before the read, so no write is missed).
-    pub fn observe(&self, session: &str, folder: &Path) -> Observation {
-        let watched = |t: &Table| t.of_session.get(session).filter(|_| !t.broken).cloned();
-        let (watched, epoch) = {
-            let t = self.table();
-            match t.of_session.get(session).filter(|_| !t.broken) {
-                Some((wd, name)) => {
-                    let cached = t.cache.get(wd).and_then(|files| files.get(name));
-                    if let Some((raw, _)) = cached.filter(|(_, at)| at.elapsed() < self.ttl) {
-                        return files::observation(raw);
-                    }
-                    (watched(&t), t.epoch)
+    /// How many sessions are watched now.
+    #[cfg(test)]
+    fn watched(&self) -> usize {
+        self.table().sessions.len()
+    }
+
+    /// What a batch of events means: the sessions whose status file
+    /// changed, and those whose chain no longer describes their path
+    /// (sorted, each once).
+    fn take(&self, t: &mut Table, batch: Vec<InotifyEvent>) -> (Vec<Id>, Vec<Id>) {
+        let mut changed = Vec::new();
+        let mut gone = FxHashSet::default();
+        let mut moved = FxHashSet::default();
+        let mut overflow = false;
+        for ev in batch {
+            if ev.mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
+                overflow = true;
+                continue;
+            }
+            if !t.watches.contains_key(&ev.wd) {
+                // A watch given back; its last events may still come.
+                continue;
+            }
+            if ev.mask.intersects(self_gone()) {
+                gone.insert(ev.wd);
+                if ev.mask.contains(AddWatchFlags::IN_IGNORED) {
+                    // The kernel dropped the watch: nothing to give back.
+                    t.watches.remove(&ev.wd);
                 }
-                None => {
-                    drop(t);
-                    self.add(session, folder);
-                    let t = self.table();
-                    (watched(&t), t.epoch)
+                continue;
+            }
+            let Some(name) = ev.name else {
+                continue;
+            };
+            let key = (ev.wd, Name::from(name.as_os_str()));
+            if ev.mask.intersects(file_changes()) {
+                if let Some(list) = t.files.get(&key) {
+                    changed.extend(list.iter().cloned());
                 }
             }
-        };
-        let file = status_file(folder);
-        let read_at = Instant::now();
-        let raw = match files::read_raw(&file) {
-            Ok(raw) => raw,
-            Err(e) => {
-                log::warn!("cannot read {}: {e}", file.display());
-                return Observation::missing();
-            }
-        };
-        let observation = files::observation(&raw);
-        if let Some((wd, name)) = watched {
-            let mut t = self.table();
-            // Still watched the same way, and no event since the read began.
-            let same = t.of_session.get(session) == Some(&(wd, name.clone()));
-            if !t.broken && t.epoch == epoch && same {
-                t.cache.entry(wd).or_default().insert(name, (raw, read_at));
+            if ev.mask.intersects(path_changes()) && t.folders.contains_key(&key) {
+                moved.insert(key);
             }
         }
-        observation
+        let mut lost = if overflow {
+            log::warn!("inotify queue overflow: every watched start reads again");
+            t.sessions.keys().cloned().collect()
+        } else if gone.is_empty() && moved.is_empty() {
+            Vec::new()
+        } else {
+            t.looking(&gone, &moved)
+        };
+        lost.sort();
+        lost.dedup();
+        changed.sort();
+        changed.dedup();
+        changed.retain(|s| lost.binary_search(s).is_err());
+        (changed, lost)
     }
 
     fn run(self, events: Sender<Event>) {
         loop {
             let batch = match self.inotify.read_events() {
                 Ok(b) => b,
-                Err(nix::errno::Errno::EINTR) => continue,
+                Err(Errno::EINTR) => continue,
                 Err(e) => {
-                    log::error!("inotify read failed: {e}; falling back to polling");
+                    log::error!("inotify read failed: {e}; every waiting start polls from now on");
                     let mut t = self.table();
                     t.broken = true;
-                    t.cache.clear();
+                    let all: Vec<Id> = t.sessions.keys().cloned().collect();
+                    for s in &all {
+                        self.drop_session(&mut t, s);
+                    }
+                    drop(t);
+                    for s in all {
+                        let _ = events.send(Event::Input(s.to_string(), Input::Watched(false)));
+                    }
                     return;
                 }
             };
-            let mut wake = Vec::new();
-            {
+            let (changed, lost) = {
                 let mut t = self.table();
-                t.epoch += 1;
-                for ev in batch {
-                    if ev.mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
-                        // Events were lost: forget every read, wake every
-                        // waiting session.
-                        t.cache.clear();
-                        wake.extend(t.of_session.keys().cloned());
-                        continue;
-                    }
-                    let ends = AddWatchFlags::IN_IGNORED
-                        | AddWatchFlags::IN_DELETE_SELF
-                        | AddWatchFlags::IN_MOVE_SELF
-                        | AddWatchFlags::IN_UNMOUNT;
-                    if ev.mask.intersects(ends) {
-                        // The folder's path no longer leads to the watched
-                        // folder: drop the watch (the sessions' next poll
-                        // watches the path again if it exists) and wake them.
-                        wake.extend(t.drop_watch(ev.wd));
-                        let _ = self.inotify.rm_watch(ev.wd);
-                        continue;
-                    }
-                    let Some(name) = ev.name else { continue };
-                    if let Some(files) = t.cache.get_mut(&ev.wd) {
-                        files.remove(&name);
-                    }
-                    if !ev.mask.intersects(wakes()) {
-                        continue;
-                    }
-                    if let Some(list) = t.sessions.get(&ev.wd) {
-                        for (n, session) in list {
-                            if *n == name {
-                                wake.push(session.clone());
-                            }
-                        }
-                    }
+                let (changed, lost) = self.take(&mut t, batch);
+                for s in &lost {
+                    self.drop_session(&mut t, s);
                 }
-            }
-            wake.sort();
-            wake.dedup();
-            for session in wake {
-                if events.send(Event::Input(session, Input::Changed)).is_err() {
+                (changed, lost)
+            };
+            let inputs = lost
+                .into_iter()
+                .map(|s| (s, Input::Watched(false)))
+                .chain(changed.into_iter().map(|s| (s, Input::Changed)));
+            for (s, input) in inputs {
+                if events.send(Event::Input(s.to_string(), input)).is_err() {
                     return;
                 }
             }
@@ -288,7 +406,21 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use room_machines::CopyMark;
+    use std::path::PathBuf;
+    use std::time::{Duration, Instant};
+
+    /// The directories a status file's chain would watch, `/` first (for tests).
+    fn chain_dirs(file: &Path) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = file
+            .parent()
+            .into_iter()
+            .flat_map(Path::ancestors)
+            .filter(|d| d.is_dir())
+            .map(Path::to_path_buf)
+            .collect();
+        dirs.reverse();
+        dirs
+    }
 
     fn temp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("rc-watch-{name}-{}", std::process::id()));
@@ -297,132 +429,158 @@ mod tests {
         dir
     }
 
-    /// How many reads the watch keeps.
-    fn cached(w: &Watch) -> usize {
-        w.table().cache.values().map(|m| m.len()).sum()
-    }
-
-    fn changed(rx: &crossbeam_channel::Receiver<Event>, session: &str) {
+    /// The next input for `session` within 5 s.
+    fn next(rx: &crossbeam_channel::Receiver<Event>, session: &str) -> Input {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
-                Ok(Event::Input(s, Input::Changed)) if s == session => return,
+                Ok(Event::Input(s, input)) if s == session => return input,
                 Ok(_) => {}
-                Err(e) => panic!("no Changed for {session}: {e}"),
+                Err(e) => panic!("nothing for {session}: {e}"),
             }
         }
     }
 
+    /// Nothing for `session` within 200 ms (a creation and the close that
+    /// follows it may wake another session twice).
+    fn quiet(rx: &crossbeam_channel::Receiver<Event>, session: &str) {
+        while let Ok(Event::Input(s, input)) = rx.recv_timeout(Duration::from_millis(200)) {
+            assert_ne!(s, session, "{s} got {input:?}");
+        }
+    }
+
     #[test]
-    fn a_cached_read_still_sees_a_write_the_watch_reports() {
-        let dir = temp("cache");
-        let folder = dir.join("code");
+    fn a_write_to_the_status_file_wakes_its_sessions_and_no_others() {
+        let dir = temp("file");
+        let (a, b) = (dir.join("a"), dir.join("b"));
         let (tx, rx) = crossbeam_channel::unbounded();
-        let w = Watch::start(tx, CACHE_TTL).unwrap();
-        w.add("s1", &folder);
-        assert_eq!(w.observe("s1", &folder), Observation::missing());
-        // The second read is answered from the cache.
-        assert_eq!(cached(&w), 1);
-        assert_eq!(w.observe("s1", &folder), Observation::missing());
-        std::fs::write(status_file(&folder), "copying\n").unwrap();
-        changed(&rx, "s1");
-        assert_eq!(w.observe("s1", &folder).mark, Some(CopyMark::Copying));
-        // Written in place, then renamed over: both seen.
+        let w = Watch::start(tx).unwrap();
+        assert!(w.add("s1", &a));
+        assert!(w.add("s2", &b));
+        // One watch per directory, shared.
+        assert_eq!(w.table().watches.len(), chain_dirs(&status_file(&a)).len());
+        std::fs::write(status_file(&a), "copying\n").unwrap();
+        assert_eq!(next(&rx, "s1"), Input::Changed);
+        quiet(&rx, "s2");
+        // Renamed over, then deleted: both seen.
         std::fs::write(dir.join("tmp"), "ready\n").unwrap();
-        std::fs::rename(dir.join("tmp"), status_file(&folder)).unwrap();
-        changed(&rx, "s1");
-        assert_eq!(w.observe("s1", &folder).mark, Some(CopyMark::Ready));
-        // A deletion wakes no one but is not missed by the next read.
-        std::fs::remove_file(status_file(&folder)).unwrap();
+        std::fs::rename(dir.join("tmp"), status_file(&a)).unwrap();
+        assert_eq!(next(&rx, "s1"), Input::Changed);
+        quiet(&rx, "s2");
+        std::fs::remove_file(status_file(&a)).unwrap();
+        assert_eq!(next(&rx, "s1"), Input::Changed);
+        w.remove("s1");
+        w.remove("s2");
+        assert!(w.table().watches.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_missing_parent_is_watched_through_the_first_folder_that_exists() {
+        let dir = temp("missing");
+        let folder = dir.join("x/y/code");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let w = Watch::start(tx).unwrap();
+        assert!(w.add("s1", &folder));
+        let last = w.table().sessions["s1"].last().cloned().unwrap();
+        assert_eq!((last.name.to_str(), last.kind), (Some("x"), Kind::Folder));
+        assert_eq!(
+            w.table().watches.len(),
+            chain_dirs(&status_file(&folder)).len()
+        );
+        // The first missing folder appears: the chain is stale, so the
+        // session hears that its watch is lost and adds it again.
+        std::fs::create_dir(dir.join("x")).unwrap();
+        assert_eq!(next(&rx, "s1"), Input::Watched(false));
+        assert_eq!(w.watched(), 0);
+        std::fs::create_dir_all(dir.join("x/y")).unwrap();
+        assert!(w.add("s1", &folder));
+        let last = w.table().sessions["s1"].last().cloned().unwrap();
+        assert_eq!(last.kind, Kind::File);
+        std::fs::write(status_file(&folder), "ready\n").unwrap();
+        assert_eq!(next(&rx, "s1"), Input::Changed);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_folder_on_the_path_renamed_away_loses_the_watch() {
+        let dir = temp("rename");
+        let folder = dir.join("g/p/code");
+        std::fs::create_dir_all(dir.join("g/p")).unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let w = Watch::start(tx).unwrap();
+        assert!(w.add("s1", &folder));
+        assert!(w.add("s2", &dir.join("g/p/other")));
+        std::fs::rename(dir.join("g"), dir.join("g.old")).unwrap();
+        // Both sessions look through g: both lose their watch, and the
+        // directories only they used are no longer watched.
+        assert_eq!(next(&rx, "s1"), Input::Watched(false));
+        assert_eq!(next(&rx, "s2"), Input::Watched(false));
+        assert_eq!(w.watched(), 0);
+        assert!(w.table().watches.is_empty());
+        assert!(w.table().folders.is_empty() && w.table().files.is_empty());
+        // Adding again watches the new path; a write in the moved folder
+        // wakes no one.
+        assert!(w.add("s1", &folder));
+        std::fs::write(status_file(&dir.join("g.old/p/code")), "ready\n").unwrap();
+        quiet(&rx, "s1");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_queue_overflow_reports_every_watch_lost() {
+        let dir = temp("overflow");
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(status_file(&a), "copying\n").unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let w = Watch::start(tx).unwrap();
+        assert!(w.add("s1", &a));
+        assert!(w.add("s2", &b));
+        let queue: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(16_384);
+        {
+            // Hold the table: the thread stops after its first batch while
+            // the kernel's queue fills past its limit.
+            let _held = w.table();
+            let file = std::fs::File::options()
+                .write(true)
+                .open(status_file(&a))
+                .unwrap();
+            let now = std::time::SystemTime::now();
+            let times = std::fs::FileTimes::new()
+                .set_accessed(now)
+                .set_modified(now);
+            for _ in 0..queue {
+                // A touch of both times (IN_ATTRIB) and a close after
+                // opening to write (IN_CLOSE_WRITE): alternating, so the
+                // kernel merges none of them.
+                file.set_times(times).unwrap();
+                drop(
+                    std::fs::File::options()
+                        .write(true)
+                        .open(status_file(&a))
+                        .unwrap(),
+                );
+            }
+        }
+        // s2's file never changed: only the overflow can reach it.
+        assert_eq!(next(&rx, "s2"), Input::Watched(false));
         let deadline = Instant::now() + Duration::from_secs(5);
-        while cached(&w) > 0 {
-            assert!(
-                Instant::now() < deadline,
-                "the deletion never reached the cache"
-            );
+        while w.watched() > 0 {
+            assert!(Instant::now() < deadline, "sessions still watched");
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert_eq!(w.observe("s1", &folder), Observation::missing());
-        // Once no session waits there, nothing is kept.
-        w.remove("s1");
-        assert_eq!(cached(&w), 0);
-        assert!(w.table().by_parent.is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn a_file_whose_folder_cannot_be_watched_is_read_every_time() {
-        let dir = temp("nocache");
-        // The parent folder does not exist yet: no watch, so every observe
-        // reads and nothing is kept.
-        let folder = dir.join("later/code");
+    fn a_relative_or_unwatchable_path_is_not_watched() {
         let (tx, _rx) = crossbeam_channel::unbounded();
-        let w = Watch::start(tx, CACHE_TTL).unwrap();
-        assert_eq!(w.observe("s1", &folder), Observation::missing());
-        assert_eq!(cached(&w), 0);
-        std::fs::create_dir_all(dir.join("later")).unwrap();
-        std::fs::write(status_file(&folder), "copying\n").unwrap();
-        // The next poll watches the new folder, then reads (and keeps) it.
-        assert_eq!(w.observe("s1", &folder).mark, Some(CopyMark::Copying));
-        assert_eq!(cached(&w), 1);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_removed_parent_folder_drops_its_watch_and_wakes_its_sessions() {
-        let dir = temp("gone");
-        let parent = dir.join("work");
-        std::fs::create_dir_all(&parent).unwrap();
-        let folder = parent.join("code");
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let w = Watch::start(tx, CACHE_TTL).unwrap();
-        w.add("s3", &folder);
-        assert_eq!(w.observe("s3", &folder), Observation::missing());
-        assert_eq!(cached(&w), 1);
-        std::fs::remove_dir_all(&parent).unwrap();
-        changed(&rx, "s3");
-        assert_eq!(cached(&w), 0);
-        assert!(!w.table().of_session.contains_key("s3"));
-        // Made again with a mark in it: the next poll reads the new folder.
-        std::fs::create_dir_all(&parent).unwrap();
-        std::fs::write(status_file(&folder), "ready\n").unwrap();
-        w.add("s3", &folder);
-        assert_eq!(w.observe("s3", &folder).mark, Some(CopyMark::Ready));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_change_the_watch_cannot_see_is_read_once_the_cache_expires() {
-        let ttl = Duration::from_millis(200);
-        let dir = temp("ttl");
-        let parent = dir.join("a");
-        let folder = parent.join("code");
-        std::fs::create_dir_all(&parent).unwrap();
-        std::fs::write(status_file(&folder), "copying\n").unwrap();
-        let (tx, _rx) = crossbeam_channel::unbounded();
-        let w = Watch::start(tx, ttl).unwrap();
-        w.add("s1", &folder);
-        let cached_at = Instant::now();
-        assert_eq!(w.observe("s1", &folder).mark, Some(CopyMark::Copying));
-        // Renaming a folder above the watched parent sends the watch nothing:
-        // the path now names a new folder whose file says ready.
-        std::fs::rename(&dir, dir.with_extension("moved")).unwrap();
-        std::fs::create_dir_all(&parent).unwrap();
-        std::fs::write(status_file(&folder), "ready\n").unwrap();
-        let seen = loop {
-            let o = w.observe("s1", &folder);
-            if o.mark == Some(CopyMark::Ready) {
-                break cached_at.elapsed();
-            }
-            assert!(
-                cached_at.elapsed() < Duration::from_secs(5),
-                "never re-read"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        assert!(seen >= ttl, "the cache answered for only {seen:?}");
-        std::fs::remove_dir_all(&dir).unwrap();
-        std::fs::remove_dir_all(dir.with_extension("moved")).unwrap();
+        let w = Watch::start(tx).unwrap();
+        assert!(!w.add("s1", Path::new("relative/code")));
+        assert_eq!(w.watched(), 0);
     }
 }

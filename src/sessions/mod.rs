@@ -107,6 +107,10 @@ pub struct Record {
     /// queue on restore, so the restored start does not lose its prompt.
     #[serde(default)]
     pub in_flight: Option<String>,
+    /// How the launch's check for a project copy ended (a failed copy with
+    /// its reason), once it has; shown as the view's `copy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<room_machines::launch::WaitEnd>,
 }
 
 /// A live session: the record plus what only exists while the service runs.

@@ -1,6 +1,6 @@
 //! A session as `GET /v1/sessions/{id}` shows it.
 
-use room_machines::launch::{Phase, WaitOn};
+use room_machines::launch::{Phase, WaitEnd, WaitOn};
 use serde_json::{json, Value};
 
 use super::{Session, SessionState};
@@ -35,6 +35,24 @@ pub fn waiting_for(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
     })
 }
 
+/// `copy`: how the launch's check for a project copy ended, or null while
+/// it has not (or for a session restored from before the field existed).
+/// `reason` is a failed copy's reason, null when it gave none.
+pub fn copy(outcome: Option<&WaitEnd>) -> Value {
+    let Some(outcome) = outcome else {
+        return Value::Null;
+    };
+    let (name, reason) = match outcome {
+        WaitEnd::NoCopy => ("no_copy", None),
+        WaitEnd::Landed => ("landed", None),
+        WaitEnd::CopyFailed(r) => ("failed", Some(r.as_str()).filter(|r| !r.is_empty())),
+        WaitEnd::MarkTooOld => ("mark_too_old", None),
+        WaitEnd::MarkInFuture => ("mark_in_future", None),
+        WaitEnd::Limit => ("limit", None),
+    };
+    json!({"outcome": name, "reason": reason})
+}
+
 /// The whole view.
 pub fn render(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
     let r = &s.rec;
@@ -52,10 +70,35 @@ pub fn render(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
         "project_copy": start.project_copy,
         "state": state(s),
         "waiting_for": waiting_for(s, clock, copy_wait),
+        "copy": copy(r.copy.as_ref()),
         "native_id": r.native_id,
         "queue": {"length": r.queue.len(), "paused": r.paused},
         "agent_start_ms": r.agent_start_ms,
         "error": r.error,
         "created_ms": r.created_ms,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_copy_shows_its_reason_and_a_bare_failure_none() {
+        let failed = WaitEnd::CopyFailed("disk full".into());
+        assert_eq!(
+            copy(Some(&failed)),
+            json!({"outcome": "failed", "reason": "disk full"})
+        );
+        let bare = WaitEnd::CopyFailed(String::new());
+        assert_eq!(
+            copy(Some(&bare)),
+            json!({"outcome": "failed", "reason": null})
+        );
+        assert_eq!(
+            copy(Some(&WaitEnd::MarkInFuture)),
+            json!({"outcome": "mark_in_future", "reason": null})
+        );
+        assert_eq!(copy(None), Value::Null);
+    }
 }

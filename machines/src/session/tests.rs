@@ -147,6 +147,7 @@ fn a_new_start_is_persisted_before_its_launch_begins() {
         vec![
             Effect::Persist,
             Effect::Emit(Event::PromptQueued { prompt: 1 }),
+            launch_effect(launch::Effect::Watch),
             launch_effect(launch::Effect::Observe),
             Effect::Emit(Event::State {
                 state: Shown::Pending
@@ -570,7 +571,13 @@ fn a_restored_waiting_start_waits_again_with_a_new_limit() {
     let record = t.s.record().clone();
     let mut s = Session::restore(Config::default(), options(true), record, 1_000_000);
     let e = drain(&mut s);
-    assert_eq!(e, vec![launch_effect(launch::Effect::Observe)]);
+    assert_eq!(
+        e,
+        vec![
+            launch_effect(launch::Effect::Watch),
+            launch_effect(launch::Effect::Observe)
+        ]
+    );
     s.handle(
         1_000_000,
         Input::Launch(launch::Input::Observed(Observation::missing())),
