@@ -179,35 +179,37 @@ impl Metrics {
             "room-cli calls on the agent socket, by what became of them.",
             &mut out,
         );
-        let mut single = |name: &str, kind: &str, help: &str, value: String| {
+        let singles = [
+            (
+                "room_core_events_written_total",
+                "counter",
+                "Events appended to session journals since the service started.",
+                now.events_written,
+            ),
+            (
+                "room_core_permits_in_use",
+                "gauge",
+                "Startup permits held by launches.",
+                now.permits_in_use as u64,
+            ),
+            (
+                "room_core_permits_queued",
+                "gauge",
+                "Launches queued for a startup permit.",
+                now.permits_queued as u64,
+            ),
+            (
+                "room_core_streams_open",
+                "gauge",
+                "Event streams (GET /v1/sessions/{id}/stream) open now.",
+                now.streams_open as u64,
+            ),
+        ];
+        for (name, kind, help, value) in singles {
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} {kind}");
             let _ = writeln!(out, "{name} {value}");
-        };
-        single(
-            "room_core_events_written_total",
-            "counter",
-            "Events appended to session journals since the service started.",
-            now.events_written.to_string(),
-        );
-        single(
-            "room_core_permits_in_use",
-            "gauge",
-            "Startup permits held by launches.",
-            now.permits_in_use.to_string(),
-        );
-        single(
-            "room_core_permits_queued",
-            "gauge",
-            "Launches queued for a startup permit.",
-            now.permits_queued.to_string(),
-        );
-        single(
-            "room_core_streams_open",
-            "gauge",
-            "Event streams (GET /v1/sessions/{id}/stream) open now.",
-            now.streams_open.to_string(),
-        );
+        }
         out
     }
 }

@@ -145,14 +145,8 @@ fn fifty_readers_each_get_every_event() {
 #[test]
 fn a_stream_ends_when_its_session_closes_after_its_last_event() {
     let svc = Service::start(json!({}));
-    let folder = svc.folder("closing");
-    let s = svc.start_session(start_body(
-        &folder,
-        "claude",
-        json!({"prompt": "sleep: 30"}),
-    ));
-    let id = s["id"].as_str().unwrap();
-    svc.await_record(&folder, 1, Duration::from_secs(10));
+    let (id, _, _) = running_session(&svc, "closing");
+    let id = id.as_str();
     let mut stream = Stream::open(&svc, id, None, "");
     stream.until(|e| e.data["kind"] == "harness");
     svc.post(&format!("/v1/sessions/{id}/close"), json!({}));
@@ -267,14 +261,7 @@ fn read_some(s: &mut std::net::TcpStream) -> String {
 fn a_service_stop_with_open_streams_stays_under_2_s() {
     let svc = Service::start(json!({}));
     let id = idle_session(&svc, "stop");
-    let folder = svc.folder("busy");
-    let busy = svc.start_session(start_body(
-        &folder,
-        "claude",
-        json!({"prompt": "sleep: 30"}),
-    ));
-    let busy = busy["id"].as_str().unwrap().to_string();
-    svc.await_record(&folder, 1, Duration::from_secs(10));
+    let (busy, _, _) = running_session(&svc, "busy");
     let readers: Vec<_> = (0..20)
         .map(|n| {
             let id = if n % 2 == 0 { id.clone() } else { busy.clone() };

@@ -12,9 +12,12 @@ use super::{Index, Line};
 /// Opens (creating, mode 0600) the journal at `path`, drops a torn last line
 /// and returns its index. The file is read in a stream, never whole.
 pub(super) fn open(path: &Path) -> std::io::Result<Index> {
-    if let Some(dir) = path.parent() {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if !dir.exists() {
         std::fs::create_dir_all(dir)?;
+        sync_dir(dir.parent())?;
     }
+    let new = !path.exists();
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -23,6 +26,11 @@ pub(super) fn open(path: &Path) -> std::io::Result<Index> {
         .mode(0o600)
         .custom_flags(nix::libc::O_CLOEXEC)
         .open(path)?;
+    if new {
+        // The new file's name must be durable too before any event of it
+        // is served (an fdatasync of the file does not promise that).
+        sync_dir(Some(dir))?;
+    }
     let len = file.metadata()?.len();
     let mut index = Index {
         starts: vec![0],
@@ -54,4 +62,12 @@ pub(super) fn open(path: &Path) -> std::io::Result<Index> {
         file.sync_data()?;
     }
     Ok(index)
+}
+
+/// fsyncs a folder, so the names made in it are durable.
+fn sync_dir(dir: Option<&Path>) -> std::io::Result<()> {
+    match dir {
+        Some(dir) => std::fs::File::open(dir)?.sync_all(),
+        None => Ok(()),
+    }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::common::{wait_until, Service, TOKEN};
+use super::common::{start_body, wait_until, Service, TOKEN};
 
 /// One SSE event as read.
 #[derive(Debug, Clone, PartialEq)]
@@ -201,4 +201,20 @@ pub fn kinds(events: &[Value]) -> Vec<String> {
 /// Whether `e` is a `turn_ended`.
 pub fn turn_ended(e: &Value) -> bool {
     e["kind"] == "turn_ended"
+}
+
+/// A session in `name`'s folder whose first turn (claude) runs for 30 s:
+/// its id, folder and the harness's record, once its state is `running`.
+pub fn running_session(svc: &Service, name: &str) -> (String, std::path::PathBuf, Value) {
+    let folder = svc.folder(name);
+    let body = start_body(
+        &folder,
+        "claude",
+        serde_json::json!({"prompt": "sleep: 30"}),
+    );
+    let s = svc.start_session(body);
+    let id = s["id"].as_str().unwrap().to_string();
+    let record = svc.await_record(&folder, 1, Duration::from_secs(10));
+    svc.await_session(&id, "running", |v| v["state"] == "running");
+    (id, folder, record)
 }
