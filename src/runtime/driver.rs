@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 
 use room_machines::launch::{Effect, Phase, Reason, WaitEnd};
+use room_machines::session::Event as SessionEvent;
 use room_machines::{Input, MarkError, Outcome};
 
 use super::Runtime;
@@ -69,6 +70,8 @@ impl Runtime {
         }
         self.rearm(s);
         self.settle(s);
+        // WRITE SIDE (follow.rs): the pass's events and state change.
+        self.journal_state(s);
     }
 
     fn effect(&self, s: &mut Session, effect: Effect, inputs: &mut VecDeque<Input>) {
@@ -109,10 +112,13 @@ impl Runtime {
                 "{id}: {} is not a status mark ({e}); treated as missing",
                 files::status_file(&s.rec.start.folder).display()
             ),
-            Effect::WaitFor { on, until } => log::info!(
-                "{id}: waiting for the project copy ({on:?}) up to {} ms",
-                until.saturating_sub(s.launch.as_ref().map_or(0, |l| l.state().began))
-            ),
+            Effect::WaitFor { on, until } => {
+                let limit_ms =
+                    until.saturating_sub(s.launch.as_ref().map_or(0, |l| l.state().began));
+                log::info!("{id}: waiting for the project copy ({on:?}) up to {limit_ms} ms");
+                // WRITE SIDE (follow.rs).
+                self.journal_event(s, SessionEvent::CopyWaitBegan { on, limit_ms });
+            }
             Effect::WaitEnded { why, waited } => {
                 match &why {
                     WaitEnd::CopyFailed(reason) => log::warn!(
@@ -124,6 +130,15 @@ impl Runtime {
                     }
                     _ => log::info!("{id}: copy wait over after {waited} ms: {why:?}"),
                 }
+                // WRITE SIDE (follow.rs): staged, so the spawn that may follow
+                // does not wait for the journal.
+                self.journal_event(
+                    s,
+                    SessionEvent::CopyWaitEnded {
+                        why: why.clone(),
+                        waited_ms: waited,
+                    },
+                );
                 self.metrics.copy_wait.observe_ms(waited);
                 s.rec.copy = Some(why);
             }
@@ -200,6 +215,7 @@ impl Runtime {
             }
             Phase::Ended(Reason::HarnessFailed(msg)) => {
                 log::error!("{}: harness failed to start: {msg}", s.rec.id);
+                self.journal_error(s, &msg); // WRITE SIDE (follow.rs)
                 s.rec.state = SessionState::Failed;
                 s.rec.error = Some(msg);
                 s.rec.waiting_start = false;
@@ -222,5 +238,6 @@ impl Runtime {
         if let Err(e) = self.store.save(&s.rec.id, &s.rec) {
             log::error!("{}: cannot persist: {e}", s.rec.id);
         }
+        self.journal_state(s); // WRITE SIDE (follow.rs)
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod clock;
 mod driver;
+mod follow;
 pub mod harness_pids;
 mod ops;
 pub mod permits;
@@ -31,6 +32,7 @@ use timer::Timer;
 use watch::Watch;
 
 pub use crate::sessions::Start;
+pub use follow::{ListQuery, DEFAULT_LIST, MAX_LIST};
 pub use ops::RelaunchMode;
 
 /// A session as the timer knows it: its own handle, no registry lookup.
@@ -60,7 +62,7 @@ pub struct Runtime {
     /// Harness pids for the agent socket.
     pub harness_pids: HarnessPids,
     /// Metrics.
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     store: Store,
     registry: Mutex<Registry>,
     events: Sender<Event>,
@@ -69,6 +71,8 @@ pub struct Runtime {
     watch: Option<Watch>,
     stopping: AtomicBool,
     me: Weak<Runtime>,
+    /// The journals and readiness (follow.rs).
+    follow: follow::Follow,
 }
 
 /// Event pool workers: short jobs only (inputs from the timer, the watch and
@@ -78,7 +82,11 @@ const POOL_WORKERS: usize = 2;
 
 impl Runtime {
     /// Builds the runtime, starts its threads and restores persisted sessions.
-    pub fn start(config: Arc<Config>, harness_pids: HarnessPids) -> std::io::Result<Arc<Runtime>> {
+    pub fn start(
+        config: Arc<Config>,
+        harness_pids: HarnessPids,
+        metrics: Arc<Metrics>,
+    ) -> std::io::Result<Arc<Runtime>> {
         let store = Store::open(&config.state_dir)?;
         let clock = Clock::default();
         let (events, rx) = crossbeam_channel::unbounded();
@@ -90,6 +98,7 @@ impl Runtime {
         let programs = Programs::resolve(&config.claude_program, &config.codex_program);
         let rt = Arc::new_cyclic(|me| Runtime {
             permits: Permits::new(config.permits()),
+            follow: follow::Follow::new(&config.state_dir),
             timer: {
                 let events = events.clone();
                 Timer::start(clock, move |due| events.send(Event::Timeouts(due)).is_ok())
@@ -98,7 +107,7 @@ impl Runtime {
             clock,
             programs,
             harness_pids,
-            metrics: Metrics::default(),
+            metrics,
             store,
             registry: Mutex::default(),
             events,
@@ -167,6 +176,11 @@ impl Runtime {
             let mut s = crate::sessions::lock(&s);
             if s.launch.is_some() {
                 self.drive(&mut s, Some(Input::ServiceStop));
+            }
+            if s.turn.is_some() {
+                // WRITE SIDE (follow.rs): the turn is cut.
+                self.journal_event(&s, room_machines::session::Event::ServiceStopped);
+                self.journal_flush(&s);
             }
             self.kill_turn(&mut s);
         }

@@ -1,6 +1,7 @@
 //! What the API asks of the runtime: start, look up, message, stop, resume,
 //! close and relaunch sessions, and restore them after a restart.
 
+use room_machines::session::{EndWhy, Event as SessionEvent, RelaunchMode as MachineMode};
 use room_machines::{Input, Launch, Plan};
 use serde_json::{json, Value};
 
@@ -40,6 +41,7 @@ impl Runtime {
         {
             let mut reg = self.registry();
             for mut rec in records {
+                let was = rec.state;
                 // A turn or relaunch in progress died with the old process.
                 let started = !rec.waiting_start;
                 if let Some(prompt) = rec.in_flight.take() {
@@ -54,11 +56,13 @@ impl Runtime {
                 }
                 let s = Session::shared(rec.clone());
                 reg.insert(&rec, s.clone());
-                restored.push(s);
+                restored.push((s, was));
             }
         }
-        for s in restored {
+        for (s, was) in restored {
             let mut s = lock(&s);
+            // WRITE SIDE (follow.rs): a state event if the restore changed it.
+            self.journal_restored(&s, was);
             if s.rec.waiting_start && s.rec.state != SessionState::Closed {
                 log::info!("{}: restored start waits again", s.rec.id);
                 // Its first read runs on the pool: whatever lies at a status
@@ -177,6 +181,9 @@ impl Runtime {
             rec.start.project_copy
         );
         let first_pass = self.begin_launch(&mut guard, false);
+        // WRITE SIDE (follow.rs): `pending` is the session's first event,
+        // written with what its first pass journals.
+        self.note_state(&guard);
         drop(guard);
         // The answer shows the first read's outcome (what holds the start)
         // when the pool runs it promptly, as it does unless it is busy; it
@@ -188,21 +195,24 @@ impl Runtime {
         Ok((view, true))
     }
 
-    fn render(&self, s: &Session) -> Value {
+    pub(super) fn render(&self, s: &Session) -> Value {
         view::render(s, &self.clock, self.config.copy_wait_ms)
     }
 
-    fn with<T>(
+    pub(super) fn with<T>(
         &self,
         id: &str,
         f: impl FnOnce(&mut Session) -> Result<T, Refusal>,
     ) -> Result<T, Refusal> {
         let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
         let mut s = lock(&s);
-        f(&mut s)
+        let result = f(&mut s);
+        // WRITE SIDE (follow.rs): what the command staged is written.
+        self.journal_flush(&s);
+        result
     }
 
-    fn open_or_refuse(s: &Session) -> Result<(), Refusal> {
+    pub(super) fn open_or_refuse(s: &Session) -> Result<(), Refusal> {
         match s.rec.state {
             SessionState::Closed => Err(Refusal::finished(&s.rec.id, "closed")),
             _ => Ok(()),
@@ -234,11 +244,12 @@ impl Runtime {
     pub fn stop(&self, id: &str) -> Result<Value, Refusal> {
         self.with(id, |s| {
             Self::open_or_refuse(s)?;
+            self.journal_event(s, SessionEvent::Stopped);
             if s.launch.is_some() {
                 // The launch answers with `PauseQueue`, which pauses and persists.
                 self.drive(s, Some(Input::Stop));
             }
-            self.kill_turn(s);
+            self.end_turn(s, EndWhy::Stop);
             if !s.rec.paused {
                 s.rec.paused = true;
                 self.persist(s);
@@ -251,6 +262,9 @@ impl Runtime {
     pub fn resume(&self, id: &str) -> Result<Value, Refusal> {
         self.with(id, |s| {
             Self::open_or_refuse(s)?;
+            if s.rec.paused {
+                self.journal_event(s, SessionEvent::Resumed);
+            }
             s.rec.paused = false;
             self.persist(s);
             self.pump(s);
@@ -265,12 +279,13 @@ impl Runtime {
             if s.rec.state == SessionState::Closed {
                 return Ok(self.render(s));
             }
+            self.journal_event(s, SessionEvent::Closed);
             if s.launch.is_some() {
                 // The launch settles as closed: unwatched, its permit (held or
                 // queued) given back, the record persisted.
                 self.drive(s, Some(Input::Close));
             }
-            self.kill_turn(s);
+            self.end_turn(s, EndWhy::Close);
             if s.rec.state != SessionState::Closed {
                 s.rec.state = SessionState::Closed;
                 s.rec.waiting_start = false;
@@ -295,8 +310,18 @@ impl Runtime {
                     ),
                 ));
             }
+            self.journal_event(
+                s,
+                SessionEvent::Relaunched {
+                    mode: match mode {
+                        RelaunchMode::Resume => MachineMode::Resume,
+                        RelaunchMode::Wake => MachineMode::Wake,
+                        RelaunchMode::Restart => MachineMode::Restart,
+                    },
+                },
+            );
             if mode == RelaunchMode::Restart {
-                self.kill_turn(s);
+                self.end_turn(s, EndWhy::Restart);
             }
             if mode != RelaunchMode::Wake {
                 s.rec.paused = false;
@@ -321,28 +346,6 @@ impl Runtime {
             "folder": folder,
             "status_file": files::status_file(&folder),
         }))
-    }
-
-    /// `GET /metrics`.
-    pub fn metrics_text(&self) -> String {
-        let mut counts = [
-            ("pending", 0),
-            ("running", 0),
-            ("idle", 0),
-            ("closed", 0),
-            ("failed", 0),
-        ];
-        for s in self.all_sessions() {
-            let state = view::state(&lock(&s));
-            let name = serde_json::to_value(state)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            if let Some(c) = counts.iter_mut().find(|(n, _)| *n == name) {
-                c.1 += 1;
-            }
-        }
-        self.metrics.render(&counts)
     }
 }
 

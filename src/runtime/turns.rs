@@ -4,7 +4,7 @@
 //! `HarnessPids` while it runs.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Stdio};
 
@@ -61,6 +61,7 @@ impl Runtime {
         if let Err(e) = self.spawn_turn(s, prompt.clone(), false) {
             log::error!("{}: {e}", s.rec.id);
             s.rec.queue.push_front(prompt);
+            self.journal_error(s, &e); // WRITE SIDE (follow.rs)
             s.rec.error = Some(e);
             self.persist(s);
         }
@@ -114,9 +115,12 @@ impl Runtime {
         // would (its in-flight prompt goes back to the queue), and the
         // launch writes the record once the harness has reported in. That
         // saves an fsync while the startup permit is held.
+        // WRITE SIDE (follow.rs): after the spawn, before its lines.
+        self.journal_turn_started(s);
         if !launch_turn {
             self.persist(s);
         }
+        self.journal_flush(s); // WRITE SIDE: a launch's turn does not persist
         log::info!("{}: {} turn started (pid {pid})", s.rec.id, harness.name());
         let rt = self.me.upgrade().expect("runtime is alive");
         let id = s.rec.id.clone();
@@ -148,20 +152,10 @@ impl Runtime {
             let start = buf.len().saturating_sub(STDERR_TAIL);
             String::from_utf8_lossy(&buf[start..]).trim().to_string()
         });
-        let mut reported = false;
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if reported {
-                continue;
-            }
-            let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else {
-                continue;
-            };
-            if let Some(native_id) = harness.native_id(&event) {
-                reported = true;
-                self.turn_named(&id, native_id, launch_turn);
-            }
-        }
+        // WRITE SIDE (follow.rs): reads the events, journals each as printed.
+        let reported = self.read_harness(&id, harness, stdout, |native_id| {
+            self.turn_named(&id, native_id, launch_turn)
+        });
         let status = child.wait();
         let err_tail = err_thread.join().unwrap_or_default();
         if let Some(key) = key {
@@ -177,6 +171,7 @@ impl Runtime {
             s.turn = None;
             s.rec.in_flight = None;
         }
+        self.journal_turn_ended(&s, &status); // WRITE SIDE (follow.rs)
         let ok = status.as_ref().is_ok_and(|st| st.success());
         log::info!("{id}: turn (pid {pid}) ended: {status:?}");
         if launch_turn && !reported {
@@ -196,7 +191,9 @@ impl Runtime {
             s.rec.state = SessionState::Idle;
         }
         if !ok && !killed && s.rec.state == SessionState::Idle {
-            s.rec.error = Some(format!("the last turn failed: {err_tail}"));
+            let error = format!("the last turn failed: {err_tail}");
+            self.journal_error(&s, &error); // WRITE SIDE (follow.rs)
+            s.rec.error = Some(error);
         }
         self.persist(&s);
         self.pump(&mut s);
@@ -206,6 +203,7 @@ impl Runtime {
     fn turn_named(&self, id: &str, native_id: String, launch_turn: bool) {
         let Some(s) = self.session(id) else { return };
         let mut s = lock(&s);
+        self.journal_native_id(&s, &native_id); // WRITE SIDE (follow.rs)
         s.rec.native_id = Some(native_id.clone());
         if launch_turn && s.launch.is_some() {
             // The launch settles as started and persists the record then
