@@ -4,14 +4,16 @@
 //! 250 ms polling ratio where the issue asks for one). The lag and waiting
 //! sections keep the service's state on tmpfs when there is one, so that
 //! 10,000 waiting starts are set up quickly. Sections: `lag`, `waiting`,
-//! `classify`, `throughput`, `startup`, `spawn`, `hostile` (all by default).
-//! docs/performance.md explains the figures and what bounds each.
+//! `classify`, `throughput`, `startup`, `spawn`, `hostile`, `follow` (all by
+//! default). docs/performance.md explains the figures and what bounds each.
 //!
 //! The binary has two more modes, used by the sections themselves:
 //! - with `ROOM_BENCH_STAMP_DIR` set it is a fake codex harness: it writes the
 //!   realtime clock (µs) to `<dir>/<name of its cwd>` first thing, prints
 //!   codex's first event and exits (the service is configured to run this
 //!   binary as `codex_program`, and its harnesses inherit the variable);
+//!   given the prompt `stamps: N MS` on stdin it first prints N events
+//!   `{"type":"stamp","us":<realtime µs>}`, MS ms apart (the follow section);
 //! - with `ROOM_BENCH_CLIENT` set (the agent socket's path) it is an
 //!   agent-socket client that times requests and prints them as JSON.
 //!
@@ -86,6 +88,9 @@ fn main() {
     if run("hostile") {
         hostile(&mut table);
     }
+    if run("follow") {
+        follow(&mut table);
+    }
     println!();
     table.print();
     println!("\nwhole run: {:.0} s", began.elapsed().as_secs_f64());
@@ -108,6 +113,22 @@ fn harness_mode(dir: &Path) -> ! {
         r#"{{"type":"thread.started","thread_id":"{}"}}"#,
         uuid::Uuid::new_v4()
     );
+    // After the first event, so the other sections' figures are as before.
+    let mut prompt = String::new();
+    let _ = std::io::stdin().read_to_string(&mut prompt);
+    if let Some(rest) = prompt.trim().strip_prefix("stamps: ") {
+        let mut words = rest
+            .split_whitespace()
+            .map(|w| w.parse::<u64>().unwrap_or(0));
+        let (n, gap) = (words.next().unwrap_or(0), words.next().unwrap_or(0));
+        for i in 0..n {
+            if i > 0 {
+                std::thread::sleep(Duration::from_millis(gap));
+            }
+            // stdout is line-buffered: each line goes out as printed.
+            println!(r#"{{"type":"stamp","n":{i},"us":{}}}"#, realtime_us());
+        }
+    }
     std::process::exit(0);
 }
 
@@ -1484,4 +1505,168 @@ fn hostile(table: &mut Table) {
             l99 / a99
         ),
     );
+}
+
+// ------------------------------------------------------- 8. follow ----
+
+/// Stamps per lag run, and the gap between them (each measured alone).
+const FOLLOW_STAMPS: u64 = 200;
+const FOLLOW_GAP_MS: u64 = 10;
+
+/// An SSE reader of `id`'s stream after seq `after`: for each stamp event,
+/// the realtime µs it was printed and read. Returns once it has `want`.
+fn stamp_reader(
+    base: &str,
+    id: &str,
+    after: u64,
+    want: usize,
+) -> std::thread::JoinHandle<Vec<(u64, u64)>> {
+    use std::io::BufRead;
+    let agent = ureq::AgentBuilder::new()
+        .timeout_read(Duration::from_secs(30))
+        .build();
+    let resp = agent
+        .get(&format!("{base}/v1/sessions/{id}/stream?after={after}"))
+        .set("Authorization", &format!("Bearer {TOKEN}"))
+        .call()
+        .expect("open a stream");
+    let mut reader = std::io::BufReader::new(resp.into_reader());
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let mut line = String::new();
+        while got.len() < want {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            let Some(data) = line.strip_prefix("data: ") else {
+                continue;
+            };
+            if !data.contains(r#""type":"stamp""#) {
+                continue;
+            }
+            let read = realtime_us();
+            let v: Value = serde_json::from_str(data.trim_end()).expect("an event");
+            got.push((v["data"]["us"].as_u64().unwrap(), read));
+        }
+        got
+    })
+}
+
+fn follow(table: &mut Table) {
+    println!("\n8. following a session: harness prints -> SSE client reads; journal appends");
+    let svc = Service::start(json!({}));
+    let v = svc.start_session(&json!({
+        "workspace": "ws-follow",
+        "folder": svc.folder("follow"),
+        "harness": "codex",
+        "prompt": "first",
+    }));
+    let id = v["id"].as_str().unwrap().to_string();
+    svc.await_state(&id, "idle");
+    let mut medians = Vec::new();
+    for readers in [1usize, 50] {
+        // Each reader starts at the journal's end: the stamps come after.
+        let (_, page) = Service::call(
+            &svc.agent,
+            &svc.base,
+            "GET",
+            &format!("/v1/sessions/{id}/events?limit=1"),
+            None,
+        );
+        let after = page["last_seq"].as_u64().unwrap();
+        let handles: Vec<_> = (0..readers)
+            .map(|_| stamp_reader(&svc.base, &id, after, FOLLOW_STAMPS as usize))
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let (status, _) = Service::call(
+            &svc.agent,
+            &svc.base,
+            "POST",
+            &format!("/v1/sessions/{id}/messages"),
+            Some(&json!({"prompt": format!("stamps: {FOLLOW_STAMPS} {FOLLOW_GAP_MS}")})),
+        );
+        assert_eq!(status, 200);
+        let mut lags = Vec::new();
+        for h in handles {
+            let got = h.join().unwrap();
+            assert_eq!(
+                got.len(),
+                FOLLOW_STAMPS as usize,
+                "every reader got every stamp"
+            );
+            lags.extend(
+                got.iter()
+                    .map(|(printed, read)| read.saturating_sub(*printed) as f64 / 1000.0),
+            );
+        }
+        svc.await_state(&id, "idle");
+        let (p50, p99) = stats(&lags);
+        medians.push(p50);
+        table.row(
+            "event delivery lag",
+            &format!("harness prints -> SSE client reads, {readers} reader(s)"),
+            ms(p50),
+            ms(p99),
+            format!(
+                "{} samples ({FOLLOW_STAMPS} stamps {FOLLOW_GAP_MS} ms apart{}); includes the fdatasync before serving; target p50 < 2 ms, p99 < 10 ms",
+                lags.len(),
+                if readers > 1 {
+                    format!(", each read by all {readers}; median {:.2}x one reader", p50 / medians[0])
+                } else {
+                    String::new()
+                }
+            ),
+        );
+    }
+    drop(svc);
+    journal_throughput(table);
+}
+
+/// Appends to one journal in the bench's temp dir (the same disk as the
+/// services' state dirs): one event per append, then batches.
+fn journal_throughput(table: &mut Table) {
+    use room_core::journal::{Journal, NewEvent};
+    let dir = std::env::temp_dir().join(format!("room-core-bench-journal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let event = || {
+        NewEvent::harness(
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"I read the file and will now run the tests."}]},"session_id":"5b7e3a1c-8c1d-4f0e-9a57-2d6c1f0e9b21"}"#,
+        )
+        .unwrap()
+    };
+    let mut single = 0.0;
+    for (batch, total) in [(1usize, 2000usize), (16, 16_000), (256, 64_000)] {
+        let journal = Journal::new(&dir, &format!("cr_batch_{batch}"));
+        let mut per_append = Vec::new();
+        let began = Instant::now();
+        for _ in 0..total / batch {
+            let events: Vec<NewEvent> = (0..batch).map(|_| event()).collect();
+            let t = Instant::now();
+            journal.append(events, 1).expect("append");
+            per_append.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        let rate = total as f64 / began.elapsed().as_secs_f64();
+        if batch == 1 {
+            single = rate;
+        }
+        let (p50, p99) = stats(&per_append);
+        table.row(
+            "journal append",
+            &format!(
+                "{batch} event(s) per append (one write + fdatasync), ~210-byte harness events"
+            ),
+            ms(p50),
+            ms(p99),
+            format!(
+                "{rate:.0} events/s ({total} events){}; times are per append",
+                if batch > 1 {
+                    format!(", {:.0}x one per append", rate / single)
+                } else {
+                    String::new()
+                }
+            ),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

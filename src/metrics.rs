@@ -1,7 +1,10 @@
-//! Prometheus metrics: the `agent_start` and `copy_wait` histograms and
-//! sessions by state, rendered in the text exposition format.
+//! Prometheus metrics: the `agent_start` and `copy_wait` histograms,
+//! counters (turns by outcome, room-cli calls by decision, events written)
+//! and gauges (sessions by state, startup permits, open streams), rendered
+//! in the text exposition format.
 
 use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// Bucket bounds in seconds, from 10 ms to the 5-minute copy limit.
@@ -46,18 +49,108 @@ impl Histogram {
     }
 }
 
+/// A counter per label value, from a fixed list of values.
+#[derive(Debug)]
+pub struct Counters {
+    labels: &'static [&'static str],
+    counts: Vec<AtomicU64>,
+}
+
+impl Counters {
+    /// Counters for `labels`, all 0.
+    pub fn new(labels: &'static [&'static str]) -> Counters {
+        Counters {
+            labels,
+            counts: labels.iter().map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Adds one to `label`'s counter (a label not in the list is a bug: it
+    /// is logged and dropped).
+    pub fn inc(&self, label: &str) {
+        match self.labels.iter().position(|l| *l == label) {
+            Some(i) => {
+                self.counts[i].fetch_add(1, Ordering::Relaxed);
+            }
+            None => log::error!("no metric label {label:?}"),
+        }
+    }
+
+    /// `label`'s count.
+    pub fn get(&self, label: &str) -> u64 {
+        self.labels
+            .iter()
+            .position(|l| *l == label)
+            .map_or(0, |i| self.counts[i].load(Ordering::Relaxed))
+    }
+
+    fn render(&self, name: &str, label: &str, help: &str, out: &mut String) {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} counter");
+        for (l, n) in self.labels.iter().zip(&self.counts) {
+            let n = n.load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}{{{label}=\"{l}\"}} {n}");
+        }
+    }
+}
+
+/// How a turn ended, as `room_core_turns_total` counts it.
+pub const TURN_OUTCOMES: &[&str] = &[
+    "succeeded",
+    "failed",
+    "stopped",
+    "interrupted",
+    "closed",
+    "restarted",
+];
+
+/// What became of a room-cli call, as `room_core_agent_calls_total` counts
+/// it: the policy's decision (`forwarded`, `refused`, `local`), its own
+/// help, or a usage error.
+pub const AGENT_DECISIONS: &[&str] = &["forwarded", "refused", "local", "help", "usage_error"];
+
 /// The service's metrics.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
     /// Harness startup, from startup permit to harness up; never the copy wait.
     pub agent_start: Histogram,
     /// How long launches waited for their project copy.
     pub copy_wait: Histogram,
+    /// Turns by outcome ([`TURN_OUTCOMES`]).
+    pub turns: Counters,
+    /// room-cli calls by decision ([`AGENT_DECISIONS`]).
+    pub agent_calls: Counters,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            agent_start: Histogram::default(),
+            copy_wait: Histogram::default(),
+            turns: Counters::new(TURN_OUTCOMES),
+            agent_calls: Counters::new(AGENT_DECISIONS),
+        }
+    }
+}
+
+/// The gauges and totals read from the running service at render time.
+#[derive(Debug, Default)]
+pub struct Snapshot<'a> {
+    /// Sessions by state.
+    pub by_state: &'a [(&'a str, usize)],
+    /// Startup permits held.
+    pub permits_in_use: usize,
+    /// Launches queued for a permit.
+    pub permits_queued: usize,
+    /// Journal events written since start.
+    pub events_written: u64,
+    /// Event streams open now.
+    pub streams_open: usize,
 }
 
 impl Metrics {
-    /// The text exposition, with `by_state` as the sessions gauge.
-    pub fn render(&self, by_state: &[(&str, usize)]) -> String {
+    /// The text exposition, with the gauges of `now`.
+    pub fn render(&self, now: &Snapshot) -> String {
         let mut out = String::new();
         self.agent_start.render(
             "room_core_agent_start_seconds",
@@ -71,8 +164,51 @@ impl Metrics {
         );
         out.push_str("# HELP room_core_sessions Sessions by state.\n");
         out.push_str("# TYPE room_core_sessions gauge\n");
-        for (state, n) in by_state {
+        for (state, n) in now.by_state {
             let _ = writeln!(out, "room_core_sessions{{state=\"{state}\"}} {n}");
+        }
+        self.turns.render(
+            "room_core_turns_total",
+            "outcome",
+            "Turns that ended, by outcome (stopped, interrupted, closed, restarted: ended on purpose).",
+            &mut out,
+        );
+        self.agent_calls.render(
+            "room_core_agent_calls_total",
+            "decision",
+            "room-cli calls on the agent socket, by what became of them.",
+            &mut out,
+        );
+        let singles = [
+            (
+                "room_core_events_written_total",
+                "counter",
+                "Events appended to session journals since the service started.",
+                now.events_written,
+            ),
+            (
+                "room_core_permits_in_use",
+                "gauge",
+                "Startup permits held by launches.",
+                now.permits_in_use as u64,
+            ),
+            (
+                "room_core_permits_queued",
+                "gauge",
+                "Launches queued for a startup permit.",
+                now.permits_queued as u64,
+            ),
+            (
+                "room_core_streams_open",
+                "gauge",
+                "Event streams (GET /v1/sessions/{id}/stream) open now.",
+                now.streams_open as u64,
+            ),
+        ];
+        for (name, kind, help, value) in singles {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            let _ = writeln!(out, "{name} {value}");
         }
         out
     }

@@ -1,6 +1,7 @@
-//! Starts the service's parts, waits for a stop signal (SIGTERM, SIGINT,
-//! SIGHUP or SIGQUIT), and stops them, within about a second whatever the
-//! clients do.
+//! Starts the service's parts, says it is ready (`GET /v1/ready`, and
+//! sd_notify `READY=1` under systemd), waits for a stop signal (SIGTERM,
+//! SIGINT, SIGHUP or SIGQUIT), says it is stopping (`STOPPING=1`), and stops
+//! them, within about a second whatever the clients do.
 
 use std::os::fd::{AsRawFd, IntoRawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -12,6 +13,7 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::runtime::harness_pids::HarnessPids;
 
 /// What the service's parts share.
@@ -21,6 +23,19 @@ pub struct Shared {
     pub config: Arc<Config>,
     /// Which pids are harnesses Core started, for caller classification.
     pub harness_pids: HarnessPids,
+    /// The service's metrics (the runtime's and the agent socket's).
+    pub metrics: Arc<Metrics>,
+}
+
+impl Shared {
+    /// What the parts of a service on `config` share, nothing running yet.
+    pub fn new(config: Config) -> Shared {
+        Shared {
+            config: Arc::new(config),
+            harness_pids: HarnessPids::default(),
+            metrics: Arc::default(),
+        }
+    }
 }
 
 /// The write end of the stop pipe, for the signal handler (-1: none yet).
@@ -115,12 +130,14 @@ pub fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     raise_nofile();
 
     std::fs::create_dir_all(&config.state_dir)?;
-    let shared = Shared {
-        config: Arc::new(config),
-        harness_pids: HarnessPids::default(),
-    };
+    let shared = Shared::new(config);
     let agent = crate::agent::start(&shared)?;
     let api = crate::api::start(&shared)?;
+    // The restore ran in `api::start` and both sockets are listening (a
+    // connection from here on is accepted or waits in the backlog).
+    api.set_ready();
+    crate::notify::notify("READY=1");
+    log::info!("ready");
 
     let mut byte = [0u8; 1];
     loop {
@@ -131,6 +148,7 @@ pub fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let signal = Signal::try_from(STOP_SIGNAL.load(Ordering::SeqCst));
+    crate::notify::notify("STOPPING=1");
     log::info!("{signal:?}: stopping");
     let socket = shared.config.agent_socket_path();
     let backstop = backstop(&shared.config);

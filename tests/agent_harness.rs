@@ -7,12 +7,10 @@ mod agent_support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 
 use agent_support::{quote, room_cli, FakeWebsite, Out, TempDir, ID};
 use room_core::config::Config;
 use room_core::procfs::{ProcKey, Procfs};
-use room_core::runtime::harness_pids::HarnessPids;
 use room_core::service::Shared;
 use serde_json::json;
 
@@ -33,10 +31,7 @@ impl InProcess {
             website_url: Some(web.url.clone()),
             ..Config::default()
         };
-        let shared = Shared {
-            config: Arc::new(config),
-            harness_pids: HarnessPids::default(),
-        };
+        let shared = Shared::new(config);
         let server = room_core::agent::start(&shared).expect("agent socket");
         InProcess {
             shared,

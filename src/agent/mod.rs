@@ -33,6 +33,7 @@ pub use conn::{ANSWER_DEADLINE, MAX_REQUEST, REQUEST_DEADLINE};
 pub use gate::{Gate, Pass};
 
 use crate::backoff::Failures;
+use crate::metrics::Metrics;
 use crate::procfs::Procfs;
 use crate::runtime::harness_pids::HarnessPids;
 use crate::service::Shared;
@@ -85,6 +86,8 @@ pub struct Context {
     pub website: Website,
     /// Places for website calls (`MAX_WEBSITE_CALLS`).
     pub website_calls: Gate,
+    /// Where calls are counted by decision.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Context {
@@ -99,15 +102,23 @@ impl Context {
             procfs: Procfs::default(),
             website: Website::new(config.website_base(), config.website_token.clone()),
             website_calls: Gate::new(MAX_WEBSITE_CALLS),
+            metrics: shared.metrics.clone(),
         }
     }
 
     /// The answer for `argv` from the process `pid` (already known to run as
     /// the agent account).
     pub fn respond(&self, pid: u32, argv: &[String]) -> Answer {
+        let calls = &self.metrics.agent_calls;
         let cmd = match Command::parse(argv) {
-            Err(e) => return Answer::fail(2, e.to_string()),
-            Ok(Parsed::Help(text)) => return Answer::ok(text),
+            Err(e) => {
+                calls.inc("usage_error");
+                return Answer::fail(2, e.to_string());
+            }
+            Ok(Parsed::Help(text)) => {
+                calls.inc("help");
+                return Answer::ok(text);
+            }
             Ok(Parsed::Run(cmd)) => cmd,
         };
         let ancestry = self
@@ -115,6 +126,11 @@ impl Context {
             .ancestry(pid, |key| self.harness_pids.session_of(key));
         let caller = classify(&ancestry);
         let decision = decide(&caller, &cmd);
+        calls.inc(match &decision {
+            Decision::Forward(_) => "forwarded",
+            Decision::Refuse { .. } => "refused",
+            Decision::Local => "local",
+        });
         log::info!(
             "room-cli {} from pid {pid} (ancestry depth {}): {caller:?} -> {}",
             cmd.name(),

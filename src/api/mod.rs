@@ -2,21 +2,25 @@
 //! server on a small tokio runtime of its own, confined to this module. One
 //! thread runs the connections (reading heads and bodies under the limits in
 //! `limits`); the runtime's work runs on a bounded blocking pool
-//! (`http_workers` threads). Routes are in `routes`, bodies in `bodies`;
-//! docs/api.md describes both and every limit.
+//! (`http_workers` threads). Routes are in `routes` (one table), bodies in
+//! `bodies`, query strings in `query`, the event stream in `stream`;
+//! docs/api.md and docs/openapi.json describe them and every limit.
 
 mod auth;
 pub mod bodies;
+mod follow;
 pub mod limits;
 mod listen;
+mod query;
 mod request;
-mod routes;
+pub mod routes;
+pub mod stream;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 use crate::runtime::Runtime;
 use crate::service::Shared;
@@ -34,7 +38,11 @@ pub fn start(shared: &Shared) -> std::io::Result<Server> {
     let config = shared.config.clone();
     // The runtime first: it makes the state dir private (the token file
     // 0600 included) before the token is read from it.
-    let runtime = Runtime::start(config.clone(), shared.harness_pids.clone())?;
+    let runtime = Runtime::start(
+        config.clone(),
+        shared.harness_pids.clone(),
+        shared.metrics.clone(),
+    )?;
     let token = auth::token(&config)?;
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -56,11 +64,13 @@ pub fn start(shared: &Shared) -> std::io::Result<Server> {
     )?;
     let cap = limits::connection_cap();
     log::info!("HTTP API on http://{addr} (at most {cap} connections)");
+    let (stop, stopped) = watch::channel(false);
     let front = Arc::new(request::Front {
         runtime: runtime.clone(),
         token,
+        stop: stopped.clone(),
+        streams: Arc::new(Semaphore::new(stream::MAX_STREAMS)),
     });
-    let (stop, stopped) = watch::channel(false);
     let thread = std::thread::Builder::new()
         .name("http".into())
         .spawn(move || {
@@ -90,12 +100,19 @@ fn bind(listen: &str) -> std::io::Result<tokio::net::TcpListener> {
 }
 
 impl Server {
+    /// Says the service is ready (`GET /v1/ready` answers 200 from now on):
+    /// the restore ran in `start`, and the caller has both sockets serving.
+    pub fn set_ready(&self) {
+        self.runtime.set_ready();
+    }
+
     /// Stops serving within about a second whatever the clients do (requests
-    /// in hand get `STOP_GRACE`, stalled connections are dropped), then ends
-    /// every wait and turn and returns once every turn has ended (SIGTERM,
-    /// the kill grace, SIGKILL; each cut turn recorded); waiting starts stay
-    /// persisted and wait again next run.
+    /// in hand get `STOP_GRACE`, streams end at once, stalled connections
+    /// are dropped), then ends every wait and turn and returns once every
+    /// turn has ended (SIGTERM, the kill grace, SIGKILL; each cut turn
+    /// recorded); waiting starts stay persisted and wait again next run.
     pub fn stop(mut self) {
+        self.runtime.set_stopping();
         let _ = self.stop.send(true);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

@@ -1,20 +1,26 @@
 //! One request, on the front end's async thread: the token, the declared
-//! size, then the body (bounded in bytes and time), and only then the hand-off
-//! to the blocking pool where the runtime answers it. Nothing here blocks and
+//! size, then the body (bounded in bytes and time), the route and its query,
+//! and only then the hand-off to the blocking pool where the runtime answers
+//! it (or, for the event stream, to stream.rs). Nothing here blocks and
 //! nothing is allocated from a size the client declared.
 
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Body, Bytes, Incoming};
+use hyper::body::{Body as _, Bytes, Frame, Incoming, SizeHint};
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
+use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::auth;
 use super::limits::{BODY_TIMEOUT, LINGER_BYTES, LINGER_TIME, MAX_BODY};
-use super::routes::{self, Reply, Routed};
+use super::query::Query;
+use super::routes::{self, Ctx, Op, Reply, Routed};
+use super::stream;
 use crate::error::Refusal;
 use crate::runtime::Runtime;
 
@@ -24,6 +30,59 @@ pub struct Front {
     pub runtime: Arc<Runtime>,
     /// The bearer token.
     pub token: String,
+    /// Becomes `true` when the service stops (streams end then).
+    pub stop: watch::Receiver<bool>,
+    /// Places for event streams (`stream::MAX_STREAMS`).
+    pub streams: Arc<Semaphore>,
+}
+
+impl Front {
+    /// Event streams open now.
+    pub fn streams_open(&self) -> usize {
+        stream::MAX_STREAMS.saturating_sub(self.streams.available_permits())
+    }
+}
+
+/// A response body: whole (every answer but one), or the event stream's
+/// chunks as its task sends them (the body ends when the task drops its
+/// sender).
+#[derive(Debug)]
+pub enum Body {
+    /// A whole answer.
+    Whole(Full<Bytes>),
+    /// The event stream.
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Body::Whole(full) => Pin::new(full).poll_frame(cx),
+            Body::Stream(rx) => rx
+                .poll_recv(cx)
+                .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Body::Whole(full) => full.is_end_stream(),
+            Body::Stream(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Body::Whole(full) => full.size_hint(),
+            Body::Stream(_) => SizeHint::default(),
+        }
+    }
 }
 
 /// How a body read ended short.
@@ -36,8 +95,10 @@ enum Short {
 
 /// Whether the connection closes after the answer.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum After {
+pub enum After {
+    /// It stays open for the next request.
     KeepAlive,
+    /// It closes.
     Close,
 }
 
@@ -49,7 +110,7 @@ fn too_large() -> Reply {
 pub async fn serve(
     front: Arc<Front>,
     request: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+) -> Result<Response<Body>, Infallible> {
     if !auth::allowed(request.headers(), &front.token) {
         // The service reads none of the body: the request is dropped with
         // it (hyper discards what it had buffered) and the connection closes
@@ -85,9 +146,20 @@ pub async fn serve(
         }
     };
     drop(body);
+    let found = routes::find(&parts.method, parts.uri.path()).and_then(|(route, ids)| {
+        let query = Query::parse(parts.uri.query(), route.params)?;
+        Ok((route.op, ids, query))
+    });
+    let (op, ids, query) = match found {
+        Ok(found) => found,
+        Err(r) => return Ok(respond(r.into(), After::KeepAlive)),
+    };
+    if op == Op::Stream {
+        let id = ids.into_iter().next().unwrap_or_default();
+        return Ok(stream::open(&front, id, &query, &parts.headers).await);
+    }
     let runtime = front.runtime.clone();
-    let path = parts.uri.path().to_string();
-    let method = parts.method;
+    let streams_open = front.streams_open();
     // Told when the turn a command ends is gone (see below).
     let (gone, turn_gone) = tokio::sync::oneshot::channel::<()>();
     // The runtime takes per-session locks and may fsync: it runs on the
@@ -95,7 +167,11 @@ pub async fn serve(
     // queue in front of the pool is bounded by the connection cap, since a
     // connection has at most one request in hand.
     let routed = tokio::task::spawn_blocking(move || {
-        let routed = routes::answer(&runtime, &method, &path, &bytes);
+        let ctx = Ctx {
+            rt: &runtime,
+            streams_open,
+        };
+        let routed = routes::answer(ctx, op, &ids, &query, &bytes);
         if let Routed::AfterTurn { id, turn } = &routed {
             let notify = Box::new(move || {
                 let _ = gone.send(());
@@ -168,8 +244,9 @@ async fn linger(mut body: Incoming) {
     let _ = tokio::time::timeout(LINGER_TIME, drain).await;
 }
 
-fn respond(reply: Reply, after: After) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(reply.body)));
+/// A whole answer.
+pub fn respond(reply: Reply, after: After) -> Response<Body> {
+    let mut response = Response::new(Body::Whole(Full::new(Bytes::from(reply.body))));
     *response.status_mut() =
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();

@@ -1,15 +1,21 @@
-//! Routing: one function per request, answering JSON (or Prometheus text).
-//! It runs on the front end's blocking pool (the runtime takes locks and may
-//! fsync), with the body already read and bounded. Stop, close, interrupt
-//! and relaunch `restart` answer only once the turn they end is gone: they
-//! route to [`Routed::AfterTurn`], which the front end awaits without
-//! holding a worker of that pool.
+//! Routing: one table, [`ROUTES`], lists every route the API serves (its
+//! method, path and query parameters); `find` matches a request against it
+//! and `answer` runs a matched JSON route. docs/openapi.json describes the
+//! same routes, and a test holds the two together (tests/follow_openapi.rs).
+//! Answers run on the front end's blocking pool (the runtime takes locks and
+//! may fsync), with the body already read and bounded; the event stream is
+//! the one route answered on the async thread (stream.rs). Stop, close,
+//! interrupt and relaunch `restart` answer only once the turn they end is
+//! gone: they route to [`Routed::AfterTurn`], which the front end awaits
+//! without holding a worker of that pool.
 
 use hyper::Method;
 use room_machines::session::TurnSeq;
 use serde_json::{json, Value};
 
 use super::bodies;
+use super::follow;
+use super::query::Query;
 use crate::error::Refusal;
 use crate::runtime::{Answer, Runtime};
 
@@ -46,6 +52,159 @@ impl From<Refusal> for Reply {
     }
 }
 
+/// What answers a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `GET /v1/capabilities`.
+    Capabilities,
+    /// `GET /v1/health`.
+    Health,
+    /// `GET /v1/ready`.
+    Ready,
+    /// `GET /metrics`.
+    Metrics,
+    /// `GET /v1/sessions`.
+    List,
+    /// `POST /v1/sessions`.
+    Create,
+    /// `GET /v1/sessions/{id}`.
+    Get,
+    /// `GET /v1/sessions/{id}/events`.
+    Events,
+    /// `GET /v1/sessions/{id}/stream` (stream.rs).
+    Stream,
+    /// `POST /v1/sessions/{id}/messages`.
+    Message,
+    /// `POST /v1/sessions/{id}/stop`.
+    Stop,
+    /// `POST /v1/sessions/{id}/interrupt`.
+    Interrupt,
+    /// `POST /v1/sessions/{id}/resume`.
+    Resume,
+    /// `POST /v1/sessions/{id}/close`.
+    Close,
+    /// `POST /v1/sessions/{id}/relaunch`.
+    Relaunch,
+    /// `GET /v1/workspaces/{id}`.
+    Workspace,
+}
+
+/// One route.
+#[derive(Debug, Clone, Copy)]
+pub struct Route {
+    /// `GET` or `POST`.
+    pub method: &'static str,
+    /// The path; `{id}` stands for one segment.
+    pub path: &'static str,
+    /// The query parameters it takes; any other is refused.
+    pub params: &'static [&'static str],
+    /// What answers it.
+    pub op: Op,
+}
+
+const fn route(method: &'static str, path: &'static str, op: Op) -> Route {
+    Route {
+        method,
+        path,
+        params: &[],
+        op,
+    }
+}
+
+const fn with_params(
+    method: &'static str,
+    path: &'static str,
+    params: &'static [&'static str],
+    op: Op,
+) -> Route {
+    Route {
+        method,
+        path,
+        params,
+        op,
+    }
+}
+
+/// Every route the API serves.
+pub const ROUTES: &[Route] = &[
+    route("GET", "/v1/capabilities", Op::Capabilities),
+    route("GET", "/v1/health", Op::Health),
+    route("GET", "/v1/ready", Op::Ready),
+    route("GET", "/metrics", Op::Metrics),
+    with_params(
+        "GET",
+        "/v1/sessions",
+        &["workspace", "state", "after", "limit"],
+        Op::List,
+    ),
+    route("POST", "/v1/sessions", Op::Create),
+    route("GET", "/v1/sessions/{id}", Op::Get),
+    with_params(
+        "GET",
+        "/v1/sessions/{id}/events",
+        &["after", "limit"],
+        Op::Events,
+    ),
+    with_params("GET", "/v1/sessions/{id}/stream", &["after"], Op::Stream),
+    route("POST", "/v1/sessions/{id}/messages", Op::Message),
+    route("POST", "/v1/sessions/{id}/stop", Op::Stop),
+    route("POST", "/v1/sessions/{id}/interrupt", Op::Interrupt),
+    route("POST", "/v1/sessions/{id}/resume", Op::Resume),
+    route("POST", "/v1/sessions/{id}/close", Op::Close),
+    route("POST", "/v1/sessions/{id}/relaunch", Op::Relaunch),
+    route("GET", "/v1/workspaces/{id}", Op::Workspace),
+];
+
+/// The segments of `path` that `pattern` matches as `{id}`, if it matches.
+fn matches(pattern: &str, parts: &[&str]) -> Option<Vec<String>> {
+    let want: Vec<&str> = pattern.trim_matches('/').split('/').collect();
+    if want.len() != parts.len() {
+        return None;
+    }
+    let mut ids = Vec::new();
+    for (w, p) in want.iter().zip(parts) {
+        if *w == "{id}" {
+            ids.push((*p).to_string());
+        } else if w != p {
+            return None;
+        }
+    }
+    Some(ids)
+}
+
+/// The route for `method` and `path`, with the segments its `{id}`s
+/// matched; 405 naming the methods a known path takes, or 404.
+pub fn find(method: &Method, path: &str) -> Result<(&'static Route, Vec<String>), Refusal> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let mut allowed = Vec::new();
+    for r in ROUTES {
+        if let Some(ids) = matches(r.path, &parts) {
+            if r.method == method.as_str() {
+                return Ok((r, ids));
+            }
+            allowed.push(r.method);
+        }
+    }
+    Err(if allowed.is_empty() {
+        Refusal::new(404, "not_found", format!("No route {method} {path}."))
+    } else {
+        Refusal::new(
+            405,
+            "method_not_allowed",
+            format!("{path} takes {}, not {method}.", allowed.join(" or ")),
+        )
+    })
+}
+
+/// What a JSON route's answer needs besides the runtime.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    /// The sessions.
+    pub rt: &'a Runtime,
+    /// Event streams open now (for health and metrics).
+    pub streams_open: usize,
+}
+
 /// An answer now, or one due once a session's turn is gone.
 #[derive(Debug)]
 pub enum Routed {
@@ -61,9 +220,16 @@ pub enum Routed {
     },
 }
 
-/// Answers one authorised request whose whole body is `body`.
-pub fn answer(rt: &Runtime, method: &Method, path: &str, body: &[u8]) -> Routed {
-    route(rt, method, path, body).unwrap_or_else(|r| Routed::Now(r.into()))
+/// Answers a matched JSON route whose whole body is `body`.
+pub fn answer(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Routed {
+    match run(ctx, op, ids, query, body) {
+        Ok(Done::Reply(reply)) => Routed::Now(reply),
+        Ok(Done::Command(id, a)) => match a.turn {
+            Some(turn) => Routed::AfterTurn { id, turn },
+            None => Routed::Now(Reply::json(200, a.view)),
+        },
+        Err(r) => Routed::Now(r.into()),
+    }
 }
 
 /// The answer of a command that ended a turn, once the turn is gone
@@ -87,65 +253,69 @@ pub fn after_turn(rt: &Runtime, id: &str, turn: TurnSeq, gone: bool) -> Reply {
     }
 }
 
-fn route(rt: &Runtime, method: &Method, path: &str, body: &[u8]) -> Result<Routed, Refusal> {
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let ok = |v: Value| Ok(Routed::Now(Reply::json(200, v)));
-    let command = |id: &str, a: Answer| {
-        Ok(match a.turn {
-            Some(turn) => Routed::AfterTurn {
-                id: id.to_string(),
-                turn,
-            },
-            None => Routed::Now(Reply::json(200, a.view)),
-        })
-    };
-    match (method, parts.as_slice()) {
-        (&Method::GET, ["v1", "capabilities"]) => ok(json!({"capabilities": ["project_copy"]})),
-        (&Method::GET, ["metrics"]) => Ok(Routed::Now(Reply {
+/// What a route did: an answer, or an app command's (which may be due later).
+enum Done {
+    Reply(Reply),
+    Command(String, Answer),
+}
+
+fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<Done, Refusal> {
+    let rt = ctx.rt;
+    let id = ids.first().map_or("", String::as_str);
+    let ok = |v: Value| Ok(Done::Reply(Reply::json(200, v)));
+    let command = |a: Answer| Ok(Done::Command(id.to_string(), a));
+    match op {
+        Op::Capabilities => ok(json!({"capabilities": ["project_copy"]})),
+        Op::Health => ok(follow::health(ctx)),
+        Op::Ready => Ok(Done::Reply(follow::ready(rt))),
+        Op::Metrics => Ok(Done::Reply(Reply {
             status: 200,
-            body: rt.metrics_text(),
+            body: rt.metrics_text(ctx.streams_open),
             content_type: "text/plain; version=0.0.4",
         })),
-        (&Method::POST, ["v1", "sessions"]) => {
+        Op::List => ok(rt.list(&follow::list_query(query)?)?),
+        Op::Create => {
             let (view, created) = rt.create(bodies::create(body)?)?;
-            Ok(Routed::Now(Reply::json(
+            Ok(Done::Reply(Reply::json(
                 if created { 201 } else { 200 },
                 view,
             )))
         }
-        (&Method::GET, ["v1", "sessions", id]) => ok(rt.get(id)?),
-        (&Method::POST, ["v1", "sessions", id, "messages"]) => {
-            command(id, rt.message(id, bodies::message(body)?.prompt)?)
-        }
-        (&Method::POST, ["v1", "sessions", id, "stop"]) => command(id, rt.stop(id)?),
-        (&Method::POST, ["v1", "sessions", id, "interrupt"]) => command(id, rt.interrupt(id)?),
-        (&Method::POST, ["v1", "sessions", id, "resume"]) => command(id, rt.resume(id)?),
-        (&Method::POST, ["v1", "sessions", id, "close"]) => command(id, rt.close(id)?),
-        (&Method::POST, ["v1", "sessions", id, "relaunch"]) => {
-            command(id, rt.relaunch(id, bodies::relaunch(body)?.mode)?)
-        }
-        (&Method::GET, ["v1", "workspaces", id]) => ok(rt.workspace(id)?),
-        _ => Err(match route_method(&parts) {
-            Some(allowed) => Refusal::new(
-                405,
-                "method_not_allowed",
-                format!("{path} takes {allowed}, not {method}."),
-            ),
-            None => Refusal::new(404, "not_found", format!("No route {method} {path}.")),
-        }),
+        Op::Get => ok(rt.get(id)?),
+        Op::Events => follow::events(rt, id, query).map(Done::Reply),
+        Op::Message => command(rt.message(id, bodies::message(body)?.prompt)?),
+        Op::Stop => command(rt.stop(id)?),
+        Op::Interrupt => command(rt.interrupt(id)?),
+        Op::Resume => command(rt.resume(id)?),
+        Op::Close => command(rt.close(id)?),
+        Op::Relaunch => command(rt.relaunch(id, bodies::relaunch(body)?.mode)?),
+        Op::Workspace => ok(rt.workspace(id)?),
+        // Answered on the async thread before it gets here.
+        Op::Stream => Err(Refusal::new(
+            500,
+            "internal",
+            "The service failed to answer this request.",
+        )),
     }
 }
 
-/// The one method a known route takes, for a 405 that names it.
-fn route_method(parts: &[&str]) -> Option<Method> {
-    match parts {
-        ["v1", "capabilities"] | ["metrics"] | ["v1", "sessions", _] | ["v1", "workspaces", _] => {
-            Some(Method::GET)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_is_found_and_a_known_path_names_its_methods() {
+        for r in ROUTES {
+            let path = r.path.replace("{id}", "cr_1");
+            let method = Method::from_bytes(r.method.as_bytes()).unwrap();
+            let (found, ids) = find(&method, &path).unwrap();
+            assert_eq!((found.method, found.path), (r.method, r.path));
+            assert_eq!(ids.len(), r.path.matches("{id}").count());
         }
-        ["v1", "sessions"]
-        | ["v1", "sessions", _, "messages" | "stop" | "interrupt" | "resume" | "close" | "relaunch"] => {
-            Some(Method::POST)
-        }
-        _ => None,
+        let e = find(&Method::DELETE, "/v1/sessions").unwrap_err();
+        assert_eq!(e.message, "/v1/sessions takes GET or POST, not DELETE.");
+        let e = find(&Method::GET, "/v1/sessions/x/interrupt").unwrap_err();
+        assert_eq!(e.message, "/v1/sessions/x/interrupt takes POST, not GET.");
+        assert_eq!(find(&Method::GET, "/v2").unwrap_err().status, 404);
     }
 }

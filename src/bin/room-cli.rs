@@ -1,4 +1,4 @@
-//! room-cli: the agents' CLI. `--help` and `files wait` run here; every other
+//! room-cli: the agents' CLI. `--help`, `--version` and `files wait` run here; every other
 //! command goes to Core over the agent socket (`ROOM_CORE_SOCKET`, else the
 //! default path), which identifies the caller and answers with what to print
 //! and the exit status.
@@ -28,6 +28,12 @@ fn main() {
 }
 
 fn run(argv: &[String]) -> i32 {
+    if let [flag] = argv {
+        if flag == "--version" || flag == "-V" {
+            println!("room-cli {}", env!("CARGO_PKG_VERSION"));
+            return 0;
+        }
+    }
     match Command::parse(argv) {
         Err(e) => {
             eprintln!("{e}");

@@ -1,15 +1,45 @@
-//! room-core: the service. `room-core [--config FILE]`, or `room-core --demo`
-//! for a guided run on defaults in a temp state dir (see `room_core::demo`).
+//! room-core: the service. `room-core [--config FILE]`, `room-core --demo`
+//! for a guided run on defaults in a temp state dir (see `room_core::demo`),
+//! `--help`, `--version`.
 
 use room_core::config::Config;
 
+/// What `--help` prints (and a usage error, on stderr).
+const USAGE: &str = "\
+Usage: room-core [--config FILE]
+       room-core --demo
+       room-core --help | --version
+
+Starts and supervises coding-agent harnesses (Claude Code, Codex) for the
+app, serves the app's HTTP API on loopback, and answers room-cli on the agent
+socket. It runs until SIGTERM, SIGINT, SIGHUP or SIGQUIT.
+
+Options:
+  --config FILE  a JSON config; every field has a default (docs/api.md,
+                 Configuration), and an unknown field is refused
+  --demo         a guided run on a temp state dir with the fake harnesses
+  --help         this text
+  --version      the version
+
+Exit status: 0 after a clean stop, 1 when the service fails, 2 for a usage
+or config error.
+";
+
 fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let config = match args.as_slice() {
+        [flag] if flag == "--help" || flag == "-h" => {
+            print!("{USAGE}");
+            return;
+        }
+        [flag] if flag == "--version" || flag == "-V" => {
+            println!("room-core {}", env!("CARGO_PKG_VERSION"));
+            return;
+        }
         [] => Ok(Config::default()),
         [flag, path] if flag == "--config" => Config::load(path.as_ref()),
         [flag] if flag == "--demo" => {
+            init_log();
             if let Err(e) = room_core::demo::run() {
                 eprintln!("room-core --demo: {e}");
                 std::process::exit(1);
@@ -17,10 +47,11 @@ fn main() {
             return;
         }
         _ => {
-            eprintln!("Usage: room-core [--config FILE] | room-core --demo");
+            eprint!("{USAGE}");
             std::process::exit(2);
         }
     };
+    init_log();
     let config = config.unwrap_or_else(|e| {
         eprintln!("room-core: {e}");
         std::process::exit(2);
@@ -29,4 +60,8 @@ fn main() {
         eprintln!("room-core: {e}");
         std::process::exit(1);
     }
+}
+
+fn init_log() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
 }

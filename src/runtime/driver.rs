@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 
 use room_machines::launch::{self, Phase};
-use room_machines::session::{Effect, Event, Input, Outcome, Refusal as Refused};
+use room_machines::session::{Effect, EndWhy, Event, Exit, Input, Outcome, Refusal as Refused};
 use room_machines::Millis;
 
 use super::Runtime;
@@ -200,6 +200,9 @@ impl Runtime {
             Effect::KillSurvivor { seq, process } => self.kill_survivor(s, seq, process),
             Effect::Emit(event) => {
                 log_event(&s.id, &event);
+                if let Event::TurnEnded { exit, by, .. } = &event {
+                    self.metrics.turns.inc(turn_outcome(*exit, *by));
+                }
                 pass.events.push(NewEvent::tagged(&event));
             }
         }
@@ -229,6 +232,7 @@ impl Runtime {
     /// waiters told, the timeline written.
     fn finish(&self, s: &mut Session, mut pass: Pass) {
         self.flush_events(s, &mut pass);
+        super::follow::close_if_over(s);
         let current = s.machine.record().turn.as_ref().map(|t| t.seq);
         if s.live.as_ref().is_some_and(|l| Some(l.seq) != current) {
             s.live = None;
@@ -290,6 +294,18 @@ impl Runtime {
             notify();
         }
         true
+    }
+}
+
+/// How a turn ended, as `room_core_turns_total` counts it.
+fn turn_outcome(exit: Option<Exit>, by: Option<EndWhy>) -> &'static str {
+    match by {
+        Some(EndWhy::Stop) => "stopped",
+        Some(EndWhy::Interrupt) => "interrupted",
+        Some(EndWhy::Close) => "closed",
+        Some(EndWhy::Restart) => "restarted",
+        _ if exit.is_some_and(Exit::success) => "succeeded",
+        _ => "failed",
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod clock;
 mod driver;
+mod follow;
 pub mod harness_pids;
 mod launching;
 mod ops;
@@ -41,6 +42,7 @@ use timer::Timer;
 use watch::Watch;
 
 pub use crate::sessions::Start;
+pub use follow::{ListQuery, DEFAULT_LIST, MAX_LIST};
 pub use ops::Answer;
 pub use room_machines::session::RelaunchMode;
 
@@ -74,7 +76,7 @@ pub struct Runtime {
     /// Harness pids for the agent socket.
     pub harness_pids: HarnessPids,
     /// Metrics.
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     /// Starts turns and ends their whole process trees.
     pub supervisor: Arc<Supervisor>,
     store: Store,
@@ -85,6 +87,8 @@ pub struct Runtime {
     watch: Option<Watch>,
     stopping: AtomicBool,
     me: Weak<Runtime>,
+    /// The journals and readiness (follow.rs).
+    follow: follow::Follow,
 }
 
 /// Event pool workers: short jobs only (timeouts, status reads, permit
@@ -107,7 +111,11 @@ impl Runtime {
     /// Builds the runtime (the state dir made private, crash leftovers
     /// removed, the supervisor chosen and logged), starts its threads and
     /// restores persisted sessions.
-    pub fn start(config: Arc<Config>, harness_pids: HarnessPids) -> std::io::Result<Arc<Runtime>> {
+    pub fn start(
+        config: Arc<Config>,
+        harness_pids: HarnessPids,
+        metrics: Arc<Metrics>,
+    ) -> std::io::Result<Arc<Runtime>> {
         let store = Store::open(&config.state_dir)?;
         let supervisor = Supervisor::from_config(&config).map_err(std::io::Error::other)?;
         let clock = Clock::default();
@@ -120,6 +128,7 @@ impl Runtime {
         let programs = Programs::resolve(&config.claude_program, &config.codex_program);
         let rt = Arc::new_cyclic(|me| Runtime {
             permits: Permits::new(config.permits()),
+            follow: follow::Follow::new(&config.state_dir),
             timer: {
                 let events = events.clone();
                 Timer::start(clock, move |due| events.send(Event::Timeouts(due)).is_ok())
@@ -128,7 +137,7 @@ impl Runtime {
             clock,
             programs,
             harness_pids,
-            metrics: Metrics::default(),
+            metrics,
             supervisor: Arc::new(supervisor),
             store,
             registry: Mutex::default(),

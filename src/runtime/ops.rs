@@ -2,6 +2,8 @@
 //! app's commands (message, stop, interrupt, resume, close, relaunch), each
 //! one input to the session machine.
 
+use std::sync::Arc;
+
 use room_machines::session::{self as machine, retry_difference, Input, StartFields, TurnSeq};
 use serde_json::{json, Value};
 
@@ -12,7 +14,7 @@ use super::Runtime;
 use crate::error::Refusal;
 use crate::files;
 use crate::harness::Harness;
-use crate::journal::{self, Journal};
+use crate::journal::Journal;
 use crate::sessions::{self, lock, new_id, view, Extras, Kind, Session, Start};
 use room_machines::session::RelaunchMode;
 use room_machines::timeline::Begin;
@@ -53,9 +55,9 @@ impl Runtime {
         }
     }
 
-    /// A session's journal.
-    pub(super) fn journal_for(&self, id: &str) -> Journal {
-        Journal::new(&journal::dir(&self.config.state_dir), id)
+    /// A session's journal: the one its readers (pages, streams) share.
+    pub(super) fn journal_for(&self, id: &str) -> Arc<Journal> {
+        self.follow.journals.get(id)
     }
 
     /// Begins recording a session's timeline, when `record_timelines` is set.
@@ -233,23 +235,5 @@ impl Runtime {
             "folder": folder,
             "status_file": files::status_file(&folder),
         }))
-    }
-
-    /// `GET /metrics`.
-    pub fn metrics_text(&self) -> String {
-        let mut counts = [
-            ("pending", 0),
-            ("running", 0),
-            ("idle", 0),
-            ("closed", 0),
-            ("failed", 0),
-        ];
-        for s in self.all_sessions() {
-            let name = view::state_name(lock(&s).machine.shown());
-            if let Some(c) = counts.iter_mut().find(|(n, _)| *n == name) {
-                c.1 += 1;
-            }
-        }
-        self.metrics.render(&counts)
     }
 }

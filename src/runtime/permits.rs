@@ -65,6 +65,11 @@ impl Permits {
     pub fn free(&self) -> usize {
         self.lock().free
     }
+
+    /// Launches queued for a permit right now (for metrics and health).
+    pub fn queued(&self) -> usize {
+        self.lock().waiting.len()
+    }
 }
 
 #[cfg(test)]

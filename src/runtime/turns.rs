@@ -160,10 +160,11 @@ impl Runtime {
         })
     }
 
-    /// `DeliverPrompt`: starts reading the turn's output (its start is
-    /// journalled first, so it comes before anything the harness prints)
-    /// and writes the prompt to stdin on a thread of its own. A prompt
-    /// whose turn could not be recorded is not handed over.
+    /// `DeliverPrompt`: writes the prompt to stdin on a thread of its own
+    /// and closes it, then journals what the pass has emitted (the turn's
+    /// start) and only then starts reading the turn's output, so the start
+    /// comes before anything the harness prints. A prompt whose turn could
+    /// not be recorded is not handed over.
     pub(super) fn deliver(&self, s: &mut Session, pass: &mut Pass, seq: TurnSeq) {
         if let Some(e) = pass.unwritten.clone() {
             pass.inputs.push_back(Input::PromptUndelivered {
@@ -172,9 +173,8 @@ impl Runtime {
             });
             return;
         }
-        self.flush_events(s, pass);
+        let rt = self.me.upgrade().expect("the runtime is alive");
         let (id, harness, handle) = (s.id.clone(), s.start.harness, s.me.clone());
-        let journal = s.journal.clone();
         let Some(live) = s.live.as_mut().filter(|l| l.seq == seq) else {
             pass.inputs.push_back(Input::PromptUndelivered {
                 seq,
@@ -182,9 +182,28 @@ impl Runtime {
             });
             return;
         };
-        let rt = self.me.upgrade().expect("the runtime is alive");
-        if let Some(stdout) = live.stdout.take() {
+        if let (Some(stdin), Some(prompt)) = (live.stdin.take(), live.prompt.take()) {
             let (rt, handle) = (rt.clone(), handle.clone());
+            let writer = std::thread::Builder::new()
+                .name(format!("turn-{seq}-in"))
+                .spawn(move || {
+                    if let Err(e) = write_prompt(stdin, prompt.as_bytes()) {
+                        rt.feed(&handle, Input::PromptUndelivered { seq, error: e });
+                    }
+                });
+            if let Err(e) = writer {
+                pass.inputs.push_back(Input::PromptUndelivered {
+                    seq,
+                    error: format!("no thread could write it ({e})"),
+                });
+            }
+        }
+        self.flush_events(s, pass);
+        let journal = s.journal.clone();
+        let Some(live) = s.live.as_mut().filter(|l| l.seq == seq) else {
+            return;
+        };
+        if let Some(stdout) = live.stdout.take() {
             let reader = std::thread::Builder::new()
                 .name(format!("turn-{seq}-out"))
                 .spawn(move || rt.read_output(handle, seq, harness, journal, stdout));
@@ -192,22 +211,6 @@ impl Runtime {
                 Ok(r) => live.reader = Some(r),
                 Err(e) => log::error!("{id}: cannot read turn {seq}'s output: {e}"),
             }
-        }
-        let (Some(stdin), Some(prompt)) = (live.stdin.take(), live.prompt.take()) else {
-            return;
-        };
-        let writer = std::thread::Builder::new()
-            .name(format!("turn-{seq}-in"))
-            .spawn(move || {
-                if let Err(e) = write_prompt(stdin, prompt.as_bytes()) {
-                    rt.feed(&handle, Input::PromptUndelivered { seq, error: e });
-                }
-            });
-        if let Err(e) = writer {
-            pass.inputs.push_back(Input::PromptUndelivered {
-                seq,
-                error: format!("no thread could write it ({e})"),
-            });
         }
     }
 

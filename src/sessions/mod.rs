@@ -158,7 +158,7 @@ impl Session {
         start: Start,
         machine: machine::Session,
         extras: Extras,
-        journal: Journal,
+        journal: Arc<Journal>,
     ) -> SessionRef {
         Arc::new_cyclic(|me| {
             Mutex::new(Session {
@@ -173,7 +173,7 @@ impl Session {
                 unsaved: false,
                 waiters: Vec::new(),
                 recording: None,
-                journal: Arc::new(journal),
+                journal,
                 me: me.clone(),
             })
         })

@@ -121,6 +121,11 @@ impl Session {
     /// The launch failed: its permit goes back and the session shows why.
     pub(super) fn fail_launch(&mut self, now: Millis, message: String) {
         self.feed_launch(now, launch::Input::HarnessFailed(message.clone()));
+        // Its first turn, still ending, is no longer a launch's: however it
+        // ends, it must not complete or fail a later launch (a relaunch).
+        if let Some(t) = self.rec().turn.as_mut() {
+            t.launch = false;
+        }
         self.state.startup_deadline = None;
         self.rec().stage = Stage::Failed;
         self.set_error(message);

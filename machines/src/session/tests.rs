@@ -146,12 +146,13 @@ fn a_new_start_is_persisted_before_its_launch_begins() {
         e,
         vec![
             Effect::Persist,
-            Effect::Emit(Event::PromptQueued { prompt: 1 }),
-            launch_effect(launch::Effect::Watch),
-            launch_effect(launch::Effect::Observe),
+            // The session's first event is its state.
             Effect::Emit(Event::State {
                 state: Shown::Pending
             }),
+            Effect::Emit(Event::PromptQueued { prompt: 1 }),
+            launch_effect(launch::Effect::Watch),
+            launch_effect(launch::Effect::Observe),
         ]
     );
     assert_eq!(t.s.record().stage, Stage::Starting);
@@ -838,4 +839,39 @@ fn an_undelivered_prompt_of_a_turn_already_ending_only_decides_its_fate() {
     assert!(!t.s.record().paused);
     t.end(1, Exit::Signal(15));
     assert_eq!(t.s.record().queue[0].text, "hello");
+}
+
+#[test]
+fn a_turn_its_startup_timeout_ended_cannot_fail_the_relaunch_that_follows() {
+    // The first turn was asked for but not spawned yet when its startup
+    // timeout failed the launch; the app relaunches; only then does the old
+    // spawn fail. The relaunch's own launch must go on, and the prompt run.
+    let (mut t, _) = T::new(false, Some("a"));
+    t.observe(Observation::missing());
+    t.go(Input::Launch(launch::Input::PermitGranted));
+    let old = t.seq();
+    t.at(STARTUP_TIMEOUT, Input::Timeout);
+    assert_eq!(t.s.shown(), Shown::Failed);
+    t.go(Input::Relaunch(RelaunchMode::Resume));
+    let e = t.go(Input::SpawnFailed {
+        seq: old,
+        reason: "E2BIG".into(),
+    });
+    assert!(
+        !e.iter().any(|e| matches!(
+            e,
+            Effect::Launch(launch::Effect::Ended(_))
+                | Effect::Emit(Event::State {
+                    state: Shown::Failed
+                })
+        )),
+        "{e:?}"
+    );
+    assert_eq!(
+        t.s.record().queue.front().map(|p| p.text.as_str()),
+        Some("a")
+    );
+    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    assert_eq!(spawns(&e), 1, "{e:?}");
+    assert_eq!(t.s.shown(), Shown::Pending);
 }

@@ -305,6 +305,8 @@ impl Session {
             }
         }
         let fate = match (&end, why) {
+            // Its launch failed around it: the prompt was promised to a relaunch.
+            (_, Some(EndWhy::StartupTimeout | EndWhy::Undelivered)) => Fate::Requeue,
             (End::SpawnFailed(_), _) if turn.launch => Fate::Requeue,
             (End::SpawnFailed(reason), _) => {
                 Fate::Fail(format!("prompt {id} could not be run: {reason}"))
@@ -336,7 +338,6 @@ impl Session {
                     Fate::Requeue
                 }
             }
-            (_, Some(EndWhy::StartupTimeout | EndWhy::Undelivered)) => Fate::Requeue,
             (End::Exited(..), None) if launch_pending && failed_exit => Fate::Requeue,
             (End::Exited(exit, detail), None) if failed_exit => {
                 self.set_error(format!("the last turn failed ({exit}): {detail}"));

@@ -1,0 +1,98 @@
+//! The routes that follow sessions, besides the stream (stream.rs): a page
+//! of a session's events, the session list's query, health and readiness.
+
+use serde_json::{json, Value};
+
+use super::query::Query;
+use super::routes::{Ctx, Reply};
+use crate::error::Refusal;
+use crate::journal::{JournalError, MAX_PAGE};
+use crate::runtime::{ListQuery, Runtime, DEFAULT_LIST, MAX_LIST};
+use room_machines::session::Shown;
+
+/// The default page of events.
+pub const DEFAULT_PAGE: usize = 256;
+
+/// 500 for a journal that cannot be read.
+pub fn unreadable(e: &JournalError) -> Refusal {
+    log::error!("{e}");
+    Refusal::new(
+        500,
+        "journal_unreadable",
+        format!("Cannot read the session's events: {e}."),
+    )
+}
+
+/// `GET /v1/sessions/{id}/events?after=N&limit=M`: the events after seq
+/// `after`, each as journalled, and where to ask from next. The body is
+/// put together from the journal's lines, never re-serialised, so a
+/// harness's event is served byte for byte as it printed it.
+pub fn events(rt: &Runtime, id: &str, query: &Query) -> Result<Reply, Refusal> {
+    let after = query.number("after")?.unwrap_or(0);
+    let limit = query.limit("limit", DEFAULT_PAGE, MAX_PAGE)?;
+    let journal = rt.journal(id).ok_or_else(|| Refusal::no_session(id))?;
+    let closed = journal.is_closed();
+    let lines = journal.lines(after, limit).map_err(|e| unreadable(&e))?;
+    let last = journal.last_seq().map_err(|e| unreadable(&e))?;
+    let next = lines.last().map_or(after, |l| l.seq);
+    let mut body = String::from("{\"events\":[");
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(&line.json);
+    }
+    body.push_str(&format!(
+        "],\"next_after\":{next},\"last_seq\":{last},\"closed\":{closed}}}"
+    ));
+    Ok(Reply {
+        status: 200,
+        body,
+        content_type: "application/json",
+    })
+}
+
+/// The session list's query: `workspace`, `state`, `after`, `limit`.
+pub fn list_query(query: &Query) -> Result<ListQuery, Refusal> {
+    let state = query
+        .get("state")
+        .map(|s| {
+            serde_json::from_value::<Shown>(json!(s)).map_err(|_| {
+                Refusal::new(
+                    422,
+                    "invalid_parameter",
+                    format!(
+                        "The parameter state must be pending, running, idle, closed or failed, not \"{s}\"."
+                    ),
+                )
+            })
+        })
+        .transpose()?;
+    Ok(ListQuery {
+        workspace: query.get("workspace").map(str::to_string),
+        state,
+        after: query.get("after").map(str::to_string),
+        limit: query.limit("limit", DEFAULT_LIST, MAX_LIST)?,
+    })
+}
+
+/// `GET /v1/health`.
+pub fn health(ctx: Ctx) -> Value {
+    let mut v = ctx.rt.health();
+    v["streams"] = json!({"open": ctx.streams_open, "max": super::stream::MAX_STREAMS});
+    v
+}
+
+/// `GET /v1/ready`: 200 once the restore is done and both sockets serve,
+/// 503 before and once a stop has begun.
+pub fn ready(rt: &Runtime) -> Reply {
+    match rt.readiness() {
+        Ok(()) => Reply::json(200, json!({"ready": true})),
+        Err(why) => Refusal::new(
+            503,
+            "not_ready",
+            format!("The service is not ready: {why}."),
+        )
+        .into(),
+    }
+}

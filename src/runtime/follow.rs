@@ -1,0 +1,240 @@
+//! Following sessions (issue #13): what the API's session list, health,
+//! readiness, `/metrics` and event routes ask of the runtime, and each
+//! session's journal. The journal is written by the driver (the machine's
+//! `Emit`s) and by each turn's stdout reader (the harness's lines); this is
+//! its read side. Interrupt is an app command like stop (ops.rs).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use room_machines::session::{Shown, Stage};
+use serde_json::{json, Value};
+
+use super::Runtime;
+use crate::error::Refusal;
+use crate::journal::{Journal, Journals};
+use crate::metrics::Snapshot;
+use crate::sessions::{lock, view, Session};
+
+/// The most sessions one page of the list returns, and the default.
+pub const MAX_LIST: usize = 1024;
+/// The default page of the session list.
+pub const DEFAULT_LIST: usize = 256;
+
+/// The states, in the order health and `/metrics` list them.
+const STATES: [&str; 5] = ["pending", "running", "idle", "closed", "failed"];
+
+/// The journals and the service's readiness.
+#[derive(Debug)]
+pub struct Follow {
+    /// Every session's journal, shared by its writers and readers.
+    pub journals: Journals,
+    /// Starting, [`READY`] or [`STOPPING`].
+    phase: AtomicU8,
+}
+
+/// `Follow::phase`: both sockets serve.
+const READY: u8 = 1;
+/// `Follow::phase`: the stop has begun.
+const STOPPING: u8 = 2;
+
+impl Follow {
+    /// The journals of `state_dir`; not ready.
+    pub fn new(state_dir: &std::path::Path) -> Follow {
+        Follow {
+            journals: Journals::new(state_dir),
+            phase: AtomicU8::new(0),
+        }
+    }
+}
+
+/// `GET /v1/sessions`'s query.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    /// Only this workspace's sessions.
+    pub workspace: Option<String>,
+    /// Only sessions in this state.
+    pub state: Option<Shown>,
+    /// Start after this session (the previous page's `next_after`).
+    pub after: Option<String>,
+    /// At most this many (1..=[`MAX_LIST`]).
+    pub limit: usize,
+}
+
+impl Runtime {
+    // ------------------------------------------------------ read side ----
+
+    /// Session `id`'s journal; `None` for an unknown session.
+    pub fn journal(&self, id: &str) -> Option<Arc<Journal>> {
+        let s = self.session(id)?;
+        let s = lock(&s);
+        Some(self.journal_of(&s))
+    }
+
+    /// The session's journal, closed (for readers) once the session is
+    /// closed and no turn of it runs, so nothing more will be written.
+    fn journal_of(&self, s: &Session) -> Arc<Journal> {
+        close_if_over(s);
+        s.journal.clone()
+    }
+
+    /// `GET /v1/sessions`: sessions by creation (then ID), filtered, a page
+    /// after `after`.
+    pub fn list(&self, q: &ListQuery) -> Result<Value, Refusal> {
+        let mut rows: Vec<(u64, String, crate::sessions::SessionRef)> = self
+            .all_sessions()
+            .into_iter()
+            .map(|s| {
+                let (created, id) = {
+                    let g = lock(&s);
+                    (g.extras.created_ms, g.id.clone())
+                };
+                (created, id, s)
+            })
+            .collect();
+        rows.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let start = match &q.after {
+            None => 0,
+            Some(after) => {
+                rows.iter()
+                    .position(|(_, id, _)| id == after)
+                    .ok_or_else(|| {
+                        Refusal::new(
+                            422,
+                            "invalid_parameter",
+                            format!("No session {after} to list after."),
+                        )
+                    })?
+                    + 1
+            }
+        };
+        let mut page = Vec::new();
+        let mut more = false;
+        for (_, _, s) in &rows[start..] {
+            let s = lock(s);
+            if q.workspace
+                .as_ref()
+                .is_some_and(|w| *w != s.start.workspace)
+                || q.state.is_some_and(|st| st != s.machine.shown())
+            {
+                continue;
+            }
+            if page.len() == q.limit {
+                more = true;
+                break;
+            }
+            page.push(self.list_item(&s));
+        }
+        let next_after = more.then(|| page.last().map(|v: &Value| v["id"].clone()));
+        Ok(json!({"sessions": page, "next_after": next_after.flatten()}))
+    }
+
+    fn list_item(&self, s: &Session) -> Value {
+        let v = self.render(s);
+        let last = self
+            .follow
+            .journals
+            .last_activity(&s.id)
+            .unwrap_or(0)
+            .max(s.extras.created_ms);
+        json!({
+            "id": v["id"],
+            "workspace": v["workspace"],
+            "harness": v["harness"],
+            "kind": v["kind"],
+            "state": v["state"],
+            "waiting_for": v["waiting_for"],
+            "queue": v["queue"],
+            "native_id": v["native_id"],
+            "created_ms": v["created_ms"],
+            "last_activity_ms": last,
+        })
+    }
+
+    /// Sessions by state, in [`STATES`] order.
+    fn by_state(&self) -> [(&'static str, usize); 5] {
+        let mut counts = STATES.map(|s| (s, 0));
+        for s in self.all_sessions() {
+            let name = view::state_name(lock(&s).machine.shown());
+            if let Some(c) = counts.iter_mut().find(|(n, _)| *n == name) {
+                c.1 += 1;
+            }
+        }
+        counts
+    }
+
+    /// (total, in use, queued) startup permits.
+    fn permit_counts(&self) -> (usize, usize, usize) {
+        let total = self.config.permits();
+        let free = self.permits.free();
+        (total, total.saturating_sub(free), self.permits.queued())
+    }
+
+    /// `GET /v1/health`: version, uptime, sessions by state, permits.
+    pub fn health(&self) -> Value {
+        let (total, in_use, queued) = self.permit_counts();
+        let sessions: serde_json::Map<String, Value> = self
+            .by_state()
+            .iter()
+            .map(|(s, n)| (s.to_string(), json!(n)))
+            .collect();
+        json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "uptime_ms": self.clock.now(),
+            "ready": self.ready(),
+            "sessions": sessions,
+            "permits": {"total": total, "in_use": in_use, "queued": queued},
+            "events_written": self.follow.journals.written(),
+        })
+    }
+
+    /// `GET /metrics`, with `streams_open` from the front end.
+    pub fn metrics_text(&self, streams_open: usize) -> String {
+        let by_state = self.by_state();
+        let (_, permits_in_use, permits_queued) = self.permit_counts();
+        self.metrics.render(&Snapshot {
+            by_state: &by_state,
+            permits_in_use,
+            permits_queued,
+            events_written: self.follow.journals.written(),
+            streams_open,
+        })
+    }
+
+    /// Whether the service is ready: the restore is done, both sockets
+    /// serve ([`Runtime::set_ready`]) and no stop has begun.
+    pub fn ready(&self) -> bool {
+        self.readiness().is_ok()
+    }
+
+    /// [`Runtime::ready`], or why not.
+    pub fn readiness(&self) -> Result<(), &'static str> {
+        match self.follow.phase.load(Ordering::SeqCst) {
+            _ if self.is_stopping() => Err("it is stopping"),
+            READY => Ok(()),
+            STOPPING => Err("it is stopping"),
+            _ => Err("it is starting (restoring its sessions, opening its sockets)"),
+        }
+    }
+
+    /// The service says both its sockets serve (the restore ran in
+    /// `Runtime::start`).
+    pub fn set_ready(&self) {
+        self.follow.phase.store(READY, Ordering::SeqCst);
+    }
+
+    /// The service says its stop has begun.
+    pub fn set_stopping(&self) {
+        self.follow.phase.store(STOPPING, Ordering::SeqCst);
+    }
+}
+
+/// Closes the session's journal for readers once nothing more will be
+/// written: the session is closed and no turn of it is left (its end is
+/// journalled).
+pub(super) fn close_if_over(s: &Session) {
+    let r = s.machine.record();
+    if r.stage == Stage::Closed && r.turn.is_none() {
+        s.journal.close();
+    }
+}

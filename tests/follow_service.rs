@@ -1,0 +1,298 @@
+//! The service as a whole: `/v1/ready` and sd_notify around the restore and
+//! the stop, `/v1/health`, the new `/metrics` counters and gauges, and
+//! `--help` / `--version` of both binaries.
+
+mod common;
+mod follow_support;
+mod hostile_support;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use follow_support::*;
+use serde_json::{json, Value};
+
+/// What one probe of `/v1/ready` saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Refused,
+    Status(u16),
+}
+
+fn probe(addr: SocketAddr, path: &str) -> (Probe, String) {
+    let mut s = match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+        Ok(s) => s,
+        Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+            return (Probe::Refused, String::new())
+        }
+        Err(e) => panic!("connect: {e}"),
+    };
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no answer: {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (Probe::Status(status), body)
+}
+
+/// A free loopback port (bound and let go).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn recv(socket: &UnixDatagram) -> String {
+    let mut buf = [0u8; 256];
+    let n = socket.recv(&mut buf).expect("a notification in time");
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[test]
+fn ready_and_sd_notify_around_the_restore_and_the_stop() {
+    // A service with sessions to restore, stopped.
+    let mut svc = Service::start(json!({}));
+    let mut ids = Vec::new();
+    for n in 0..20 {
+        let folder = svc.folder(&format!("r{n}"));
+        let body = start_body(&folder, "codex", json!({"project_copy": n % 2 == 0}));
+        ids.push(svc.start_session(body)["id"].as_str().unwrap().to_string());
+    }
+    for id in ids.iter().skip(1).step_by(2) {
+        svc.await_session(id, "started", |v| v["state"] == "idle");
+    }
+    svc.stop();
+
+    // The same state dir on a known port, with NOTIFY_SOCKET, probed from
+    // the moment it starts.
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    svc.set_config("listen", json!(addr.to_string()));
+    let notify_path = svc.root.join("notify.sock");
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    notify
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_room-core"))
+        .args(["--config", svc.root.join("config.json").to_str().unwrap()])
+        .env("NOTIFY_SOCKET", &notify_path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    loop {
+        let (p, _) = probe(addr, "/v1/ready");
+        if seen.last() != Some(&p) {
+            seen.push(p);
+        }
+        if p == Probe::Status(200) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never ready: {seen:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Refused (not bound yet) or 503, and then 200, never back.
+    assert!(
+        seen.iter()
+            .all(|p| matches!(p, Probe::Refused | Probe::Status(503 | 200))),
+        "{seen:?}"
+    );
+    // Once ready, every session is there, and systemd was told.
+    let base = format!("http://{addr}");
+    let (_, list) = call(&base, "/v1/sessions");
+    assert_eq!(list["sessions"].as_array().unwrap().len(), ids.len());
+    assert_eq!(recv(&notify), "READY=1");
+    let (_, health) = call(&base, "/v1/health");
+    assert_eq!(health["ready"], true);
+    assert_eq!(health["sessions"]["pending"], 10, "{health}");
+    assert_eq!(health["sessions"]["idle"], 10, "{health}");
+
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    assert_eq!(recv(&notify), "STOPPING=1");
+    child.wait().unwrap();
+    assert_eq!(probe(addr, "/v1/ready").0, Probe::Refused);
+    svc.set_config("listen", json!("127.0.0.1:0"));
+}
+
+fn call(base: &str, path: &str) -> (u16, Value) {
+    let resp = ureq::get(&format!("{base}{path}"))
+        .set("Authorization", &format!("Bearer {TOKEN}"))
+        .timeout(Duration::from_secs(10))
+        .call();
+    let resp = match resp {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{path}: {e}"),
+    };
+    let status = resp.status();
+    (
+        status,
+        serde_json::from_str(&resp.into_string().unwrap()).unwrap(),
+    )
+}
+
+/// A harness that takes `secs` before it starts (so its launch holds its
+/// startup permit that long).
+fn slow_harness(dir: &Path, secs: u32) -> std::path::PathBuf {
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-claude");
+    let path = dir.join("slow-claude");
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\nsleep {secs}\nexec {} \"$@\"\n", fake.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn health_and_metrics_show_sessions_permits_turns_calls_and_events() {
+    let root = temp_root();
+    let slow = slow_harness(&root, 3);
+    let svc = Service::start(json!({"startup_permits": 1, "claude_program": slow}));
+    let (status, h) = svc.get("/v1/health");
+    assert_eq!(status, 200);
+    assert_eq!(h["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(h["permits"], json!({"total": 1, "in_use": 0, "queued": 0}));
+    assert!(h["uptime_ms"].as_u64().is_some());
+
+    // Two starts: one holds the only permit while its harness starts, the
+    // other queues for it.
+    let a = svc.start_session(start_body(
+        &svc.folder("a"),
+        "claude",
+        json!({"prompt": "one"}),
+    ));
+    let b = svc.start_session(start_body(
+        &svc.folder("b"),
+        "claude",
+        json!({"prompt": "two"}),
+    ));
+    let (_, h) = svc.get("/v1/health");
+    assert_eq!(
+        h["permits"],
+        json!({"total": 1, "in_use": 1, "queued": 1}),
+        "{h}"
+    );
+    assert_eq!(h["sessions"]["pending"], 2);
+    let metrics = svc.get("/metrics").1;
+    let metrics = metrics.as_str().unwrap();
+    assert!(
+        metrics.contains("\nroom_core_permits_in_use 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("\nroom_core_permits_queued 1\n"),
+        "{metrics}"
+    );
+
+    for s in [&a, &b] {
+        let id = s["id"].as_str().unwrap();
+        await_event(&svc, id, "the turn's end", turn_ended);
+        svc.await_session(id, "idle", |v| v["state"] == "idle");
+    }
+    // A room-cli call from outside any harness: refused by the policy.
+    let out = Command::new(env!("CARGO_BIN_EXE_room-cli"))
+        .args(["thread", "list"])
+        .env("ROOM_CORE_SOCKET", svc.state.join("agent.sock"))
+        .env_remove("CLOUDROOM_LOOP")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+
+    let (_, h) = svc.get("/v1/health");
+    assert_eq!(h["permits"], json!({"total": 1, "in_use": 0, "queued": 0}));
+    assert_eq!(h["sessions"]["idle"], 2);
+    let written = h["events_written"].as_u64().unwrap();
+    let journalled = all_events(&svc, a["id"].as_str().unwrap(), 1024).len()
+        + all_events(&svc, b["id"].as_str().unwrap(), 1024).len();
+    assert_eq!(written, journalled as u64);
+    let metrics = svc.get("/metrics").1;
+    let metrics = metrics.as_str().unwrap();
+    for line in [
+        "room_core_turns_total{outcome=\"succeeded\"} 2".to_string(),
+        "room_core_turns_total{outcome=\"interrupted\"} 0".to_string(),
+        "room_core_agent_calls_total{decision=\"refused\"} 1".to_string(),
+        "room_core_agent_calls_total{decision=\"forwarded\"} 0".to_string(),
+        format!("room_core_events_written_total {written}"),
+        "room_core_permits_in_use 0".to_string(),
+        "room_core_streams_open 0".to_string(),
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+    let _ = std::fs::remove_dir_all(root);
+}
+
+fn run(bin: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(bin)
+        .args(args)
+        .env("ROOM_CORE_SOCKET", "/nonexistent/room-core.sock")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn help_and_version_for_both_binaries() {
+    let core = env!("CARGO_BIN_EXE_room-core");
+    let cli = env!("CARGO_BIN_EXE_room-cli");
+    let version = env!("CARGO_PKG_VERSION");
+
+    let (code, out, err) = run(core, &["--help"]);
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with("Usage: room-core [--config FILE]"), "{out}");
+    assert!(out.contains("--version"));
+    assert_eq!(err, "");
+    assert_eq!(
+        run(core, &["--version"]),
+        (Some(0), format!("room-core {version}\n"), String::new())
+    );
+    for bad in [&["--bogus"][..], &["--config"], &["a", "b", "c"]] {
+        let (code, out, err) = run(core, bad);
+        assert_eq!(code, Some(2), "{bad:?}");
+        assert_eq!(out, "");
+        assert!(err.starts_with("Usage: room-core"), "{err}");
+    }
+    let (code, _, err) = run(core, &["--config", "/nonexistent/room.json"]);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("room-core: "), "{err}");
+
+    let (code, out, _) = run(cli, &["--help"]);
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with("Usage: room-cli <command>"), "{out}");
+    assert_eq!(
+        run(cli, &["--version"]),
+        (Some(0), format!("room-cli {version}\n"), String::new())
+    );
+    let (code, out, err) = run(cli, &["--bogus"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(out, "");
+    assert!(err.contains("Commands: room-cli thread,"), "{err}");
+}
