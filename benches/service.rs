@@ -371,6 +371,11 @@ impl Service {
 
     /// Waits (at most 10 s) until session `id` is in `state`.
     fn await_state(&self, id: &str, state: &str) {
+        self.await_view(id, state, |v| v["state"] == state);
+    }
+
+    /// Waits (at most 10 s) until session `id`'s view satisfies `done`.
+    fn await_view(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let (_, v) = Service::call(
@@ -380,12 +385,18 @@ impl Service {
                 &format!("/v1/sessions/{id}"),
                 None,
             );
-            if v["state"] == state {
+            if done(&v) {
                 return;
             }
-            assert!(Instant::now() < deadline, "{id} never got {state}: {v}");
+            assert!(Instant::now() < deadline, "{id} never got {what}: {v}");
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    /// Waits until session `id` waits for its copy (the 201 answers before
+    /// the launch's first read, which runs on the service's event pool).
+    fn await_waiting(&self, id: &str) {
+        self.await_view(id, "its wait", |v| !v["waiting_for"].is_null());
     }
 
     /// Starts `from..to` that wait for promised copies that never land, each
@@ -406,7 +417,7 @@ impl Service {
                             "project_copy": true,
                             "prompt": "never runs",
                         }));
-                        assert!(!v["waiting_for"].is_null(), "{v}");
+                        self.await_waiting(v["id"].as_str().unwrap());
                     }
                 });
             }
@@ -594,8 +605,9 @@ impl Service {
             "project_copy": true,
             "prompt": "go",
         }));
-        assert!(!v["waiting_for"].is_null(), "{v}");
-        v["id"].as_str().unwrap().to_string()
+        let id = v["id"].as_str().unwrap().to_string();
+        self.await_waiting(&id);
+        id
     }
 
     /// When (realtime µs) the harness stamped as `name` ran; returns once

@@ -85,38 +85,49 @@ impl Runtime {
         if let Outcome::Refused(why) = outcome {
             return Err(refusal(&s.id, why));
         }
+        let pass = match self.persist_first(s) {
+            Ok(pass) => pass,
+            Err(e) => {
+                log::error!(
+                    "{}: cannot write its record: {e}; the command is undone",
+                    s.id
+                );
+                s.machine = before;
+                s.permit_at = permit_at;
+                if let Some(r) = &mut s.recording {
+                    r.unrecord_last();
+                }
+                return Err(Refusal::new(
+                    500,
+                    "state_unwritable",
+                    format!(
+                        "Cannot record session {} in {}: {e}. Nothing was changed.",
+                        s.id,
+                        self.config.state_dir.display()
+                    ),
+                ));
+            }
+        };
+        self.pass(s, pass);
+        Ok(outcome)
+    }
+
+    /// Carries out the input's first effect, which is `Persist` when the
+    /// record changed: `Err` when that write failed (and nothing else was
+    /// done). The pass it begins goes on with [`Runtime::pass`].
+    pub(super) fn persist_first(&self, s: &mut Session) -> std::io::Result<Pass> {
         let mut pass = Pass::default();
         if let Some(first) = s.machine.poll_effect() {
             if let Some(r) = &mut s.recording {
                 r.effect(&first);
             }
             if first == Effect::Persist {
-                if let Err(e) = self.write(s) {
-                    log::error!(
-                        "{}: cannot write its record: {e}; the command is undone",
-                        s.id
-                    );
-                    s.machine = before;
-                    s.permit_at = permit_at;
-                    if let Some(r) = &mut s.recording {
-                        r.unrecord_last();
-                    }
-                    return Err(Refusal::new(
-                        500,
-                        "state_unwritable",
-                        format!(
-                            "Cannot record session {} in {}: {e}. Nothing was changed.",
-                            s.id,
-                            self.config.state_dir.display()
-                        ),
-                    ));
-                }
+                self.write(s)?;
             } else {
                 self.carry_out(s, first, &mut pass);
             }
         }
-        self.pass(s, pass);
-        Ok(outcome)
+        Ok(pass)
     }
 
     /// Drains the machine, feeding back what is answered at once, then
@@ -178,7 +189,7 @@ impl Runtime {
     }
 
     /// Carries out one effect.
-    pub(super) fn carry_out(&self, s: &mut Session, effect: Effect, pass: &mut Pass) {
+    fn carry_out(&self, s: &mut Session, effect: Effect, pass: &mut Pass) {
         match effect {
             Effect::Persist => match self.write(s) {
                 Ok(()) => pass.unwritten = None,

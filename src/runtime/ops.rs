@@ -8,7 +8,6 @@ use room_machines::session::{self as machine, retry_difference, Input, StartFiel
 use serde_json::{json, Value};
 
 use super::clock::unix_ms;
-use super::driver::Pass;
 use super::record::Recording;
 use super::Runtime;
 use crate::error::Refusal;
@@ -128,27 +127,20 @@ impl Runtime {
         // The machine's first effect is `Persist`: a kill -9 from here on
         // restores the start and it waits again. A start that cannot be
         // recorded is refused rather than run unrecorded.
-        let mut pass = Pass::default();
-        if let Some(first) = s.machine.poll_effect() {
-            if let Some(r) = &mut s.recording {
-                r.effect(&first);
+        let pass = match self.persist_first(&mut s) {
+            Ok(pass) => pass,
+            Err(e) => {
+                log::error!("{id}: cannot persist the start: {e}");
+                return Err(Refusal::new(
+                    500,
+                    "state_unwritable",
+                    format!(
+                        "Cannot record the session in {}: {e}. It was not started.",
+                        self.config.state_dir.display()
+                    ),
+                ));
             }
-            if first == machine::Effect::Persist {
-                if let Err(e) = self.write(&mut s) {
-                    log::error!("{id}: cannot persist the start: {e}");
-                    return Err(Refusal::new(
-                        500,
-                        "state_unwritable",
-                        format!(
-                            "Cannot record the session in {}: {e}. It was not started.",
-                            self.config.state_dir.display()
-                        ),
-                    ));
-                }
-            } else {
-                self.carry_out(&mut s, first, &mut pass);
-            }
-        }
+        };
         reg.insert(&id, &s.start, shared.clone());
         drop(reg);
         log::info!(
