@@ -18,7 +18,9 @@
 //!   agent-socket client that times requests and prints them as JSON.
 //!
 //! `ROOM_BENCH_KEEP=1` keeps each service's temp folder (config, log, state);
-//! `ROOM_BENCH_LAG_WATCH_ONLY=1` skips the polling half of the lag section.
+//! `ROOM_BENCH_LAG_WATCH_ONLY=1` skips the polling half of the lag section;
+//! `ROOM_BENCH_SUPERVISION=process_group` (or `cgroup`) sets every
+//! service's `supervision` (default: the service's own choice, `auto`).
 
 #[path = "../tests/real_support/model.rs"]
 mod fake_model;
@@ -279,6 +281,9 @@ impl Service {
             "claude_program": me,
             "codex_program": me,
         });
+        if let Ok(mode) = std::env::var("ROOM_BENCH_SUPERVISION") {
+            config["supervision"] = json!(mode);
+        }
         for (k, v) in extra.as_object().unwrap() {
             config[k] = v.clone();
         }

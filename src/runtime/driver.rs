@@ -221,8 +221,12 @@ impl Runtime {
 
     /// Writes the session's record now.
     pub(super) fn write(&self, s: &mut Session) -> std::io::Result<()> {
-        self.store.save(&s.id, &s.record())?;
+        let record = s.record();
+        self.store.save(&s.id, &record)?;
         s.unsaved = false;
+        s.written_turn = record
+            .turn_process
+            .and(record.core.turn.as_ref().map(|t| t.seq));
         Ok(())
     }
 

@@ -34,7 +34,7 @@ use super::{Event, Runtime, SessionHandle};
 use crate::harness::{account, command, Harness};
 use crate::journal::{Journal, NewEvent, MAX_LINE};
 use crate::procfs::ProcKey;
-use crate::sessions::{lock, Session};
+use crate::sessions::{lock, turn_key, Session};
 use crate::supervise::output::{self, Line, LineReader, Tail};
 use crate::supervise::{self, Child, SpawnSpec, Tree, TurnKey, TurnRecord};
 
@@ -93,18 +93,22 @@ impl Runtime {
         resume: Option<String>,
         plan_only: bool,
     ) -> Result<Process, String> {
-        let key = TurnKey::new(format!("{}-{seq}", s.id))?;
+        let key = TurnKey::new(turn_key(&s.id, seq))?;
         let folder = s.start.folder.clone();
         make_folder(&folder, self.config.agent_uid)
             .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
         // The key on record before anything runs, so a restart after a
-        // kill -9 in between finds the turn by it. A failed write does not
-        // stop the spawn: the `Persist` after it fails too, and then the
-        // prompt is not handed over.
+        // kill -9 in between finds the turn by it (the `Persist` of the
+        // input that asked for the turn wrote it already, unless the turn
+        // is a launch's first). A failed write does not stop the spawn: the
+        // `Persist` after it fails too, and then the prompt is not handed
+        // over.
         s.supervised = Some((seq, TurnRecord::planned(&key)));
-        if let Err(e) = self.write(s) {
-            log::error!("{}: cannot record turn {seq} before its spawn: {e}", s.id);
-            s.unsaved = true;
+        if s.written_turn != Some(seq) {
+            if let Err(e) = self.write(s) {
+                log::error!("{}: cannot record turn {seq} before its spawn: {e}", s.id);
+                s.unsaved = true;
+            }
         }
         let harness = s.start.harness;
         let turn = command::Turn {
@@ -241,7 +245,7 @@ impl Runtime {
             .map(|(_, r)| r.clone())
             .unwrap_or_else(|| TurnRecord {
                 // A record without the supervisor's part: the machine's.
-                key: format!("{}-{seq}", s.id),
+                key: turn_key(&s.id, seq),
                 pid: Some(process.pid),
                 pgid: Some(process.pgid),
                 start_time: Some(process.start_time),

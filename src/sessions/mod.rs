@@ -17,7 +17,7 @@ use crate::harness::Harness;
 use crate::journal::Journal;
 use crate::runtime::record::Recording;
 use crate::runtime::turns::LiveTurn;
-use crate::supervise::TurnRecord;
+use crate::supervise::{TurnKey, TurnRecord};
 
 /// What kind of session the app started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +123,8 @@ pub struct Session {
     pub extras: Extras,
     /// The supervisor's record of the machine's current turn, by turn number.
     pub supervised: Option<(TurnSeq, TurnRecord)>,
+    /// The turn whose record (its key at least) the last write held.
+    pub written_turn: Option<TurnSeq>,
     /// The running turn's process, pipes and threads.
     pub live: Option<LiveTurn>,
     /// The deadline last armed on the timer.
@@ -167,6 +169,7 @@ impl Session {
                 machine,
                 extras,
                 supervised: None,
+                written_turn: None,
                 live: None,
                 armed: None,
                 permit_at: None,
@@ -180,15 +183,18 @@ impl Session {
     }
 
     /// The record to write now. The supervisor's record goes with the
-    /// machine's turn it belongs to, and only with it.
+    /// machine's turn it belongs to, and only with it; a turn asked for and
+    /// not spawned yet goes with its key (`TurnRecord::planned`), so the
+    /// write that records the turn also names what its spawn will be.
     pub fn record(&self) -> Record {
         let core = self.machine.record().clone();
-        let seq = core.turn.as_ref().map(|t| t.seq);
-        let turn_process = self
-            .supervised
-            .as_ref()
-            .filter(|(s, _)| Some(*s) == seq)
-            .map(|(_, r)| r.clone());
+        let turn_process = match (&core.turn, &self.supervised) {
+            (Some(t), Some((seq, r))) if *seq == t.seq => Some(r.clone()),
+            (Some(t), _) if t.process.is_none() => TurnKey::new(turn_key(&self.id, t.seq))
+                .ok()
+                .map(|k| TurnRecord::planned(&k)),
+            _ => None,
+        };
         Record {
             id: self.id.clone(),
             start: self.start.clone(),
@@ -197,6 +203,12 @@ impl Session {
             turn_process,
         }
     }
+}
+
+/// The supervisor's key of session `id`'s turn `seq`: it names the turn's
+/// cgroup and marks its processes.
+pub fn turn_key(id: &str, seq: TurnSeq) -> String {
+    format!("{id}-{seq}")
 }
 
 /// The machine's options for a start.
