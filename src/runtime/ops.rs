@@ -77,79 +77,91 @@ impl Runtime {
     /// read of the status file runs on the event pool and shows in the view
     /// a moment later.
     pub fn create(&self, start: Start) -> Result<(Value, bool), Refusal> {
-        let mut reg = self.registry();
-        if self.is_stopping() {
-            // The stop began (it fed every registered session `ServiceStop`).
-            return Err(Refusal::new(
-                503,
-                "service_stopping",
-                "room-core is stopping; start the session once it is back.",
-            ));
-        }
-        if let Some(existing) = start
-            .request_id
-            .as_ref()
-            .and_then(|r| reg.by_request.get(r))
-            .and_then(|id| reg.by_id.get(id))
-            .cloned()
-        {
+        loop {
+            let mut reg = self.registry();
+            if self.is_stopping() {
+                // The stop began (it fed every registered session `ServiceStop`).
+                return Err(Refusal::new(
+                    503,
+                    "service_stopping",
+                    "room-core is stopping; start the session once it is back.",
+                ));
+            }
+            let existing = start
+                .request_id
+                .as_ref()
+                .and_then(|r| reg.by_request.get(r))
+                .and_then(|id| reg.by_id.get(id))
+                .cloned();
+            if let Some(existing) = existing {
+                drop(reg);
+                // Its lock is held until its start is recorded or refused.
+                let s = lock(&existing);
+                if !self.registry().by_id.contains_key(&s.id) {
+                    // Refused (its record could not be written): look again.
+                    continue;
+                }
+                if let Some(field) = retry_difference(&fields(&s.start), &fields(&start)) {
+                    return Err(Refusal::new(
+                        409,
+                        "request_conflict",
+                        format!(
+                            "Request ID {} already started session {} with a different {field}.",
+                            start.request_id.as_deref().unwrap_or_default(),
+                            s.id
+                        ),
+                    ));
+                }
+                return Ok((self.render(&s), false));
+            }
+            let id = new_id();
+            let now = self.clock.now();
+            let prompt = start.prompt.clone();
+            let m = machine::Session::new(
+                self.machine_config(),
+                sessions::options(&start),
+                prompt.clone(),
+                now,
+            );
+            let extras = Extras {
+                created_ms: unix_ms(),
+                ..Extras::default()
+            };
+            let shared = Session::shared(id.clone(), start, m, extras, self.journal_for(&id));
+            let mut s = lock(&shared);
+            // Known (to a retry with the same request ID, which waits for
+            // this lock) before its record is written; the write runs
+            // without the registry's lock, so starts write side by side.
+            reg.reserve(&id, &s.start, shared.clone());
             drop(reg);
-            let s = lock(&existing);
-            if let Some(field) = retry_difference(&fields(&s.start), &fields(&start)) {
-                return Err(Refusal::new(
-                    409,
-                    "request_conflict",
-                    format!(
-                        "Request ID {} already started session {} with a different {field}.",
-                        start.request_id.as_deref().unwrap_or_default(),
-                        s.id
-                    ),
-                ));
-            }
-            return Ok((self.render(&s), false));
+            s.recording = self.recording(&s, Begin::New { at: now, prompt });
+            // The machine's first effect is `Persist`: a kill -9 from here on
+            // restores the start and it waits again. A start that cannot be
+            // recorded is refused rather than run unrecorded.
+            let pass = match self.persist_first(&mut s) {
+                Ok(pass) => pass,
+                Err(e) => {
+                    log::error!("{id}: cannot persist the start: {e}");
+                    self.registry().forget(&id, &s.start);
+                    return Err(Refusal::new(
+                        500,
+                        "state_unwritable",
+                        format!(
+                            "Cannot record the session in {}: {e}. It was not started.",
+                            self.config.state_dir.display()
+                        ),
+                    ));
+                }
+            };
+            self.registry().register_workspace(&s.start);
+            log::info!(
+                "{id}: start in {} (project_copy: {})",
+                s.start.folder.display(),
+                s.start.project_copy
+            );
+            self.pass(&mut s, pass);
+            return Ok((self.render(&s), true));
         }
-        let id = new_id();
-        let now = self.clock.now();
-        let prompt = start.prompt.clone();
-        let m = machine::Session::new(
-            self.machine_config(),
-            sessions::options(&start),
-            prompt.clone(),
-            now,
-        );
-        let extras = Extras {
-            created_ms: unix_ms(),
-            ..Extras::default()
-        };
-        let shared = Session::shared(id.clone(), start, m, extras, self.journal_for(&id));
-        let mut s = lock(&shared);
-        s.recording = self.recording(&s, Begin::New { at: now, prompt });
-        // The machine's first effect is `Persist`: a kill -9 from here on
-        // restores the start and it waits again. A start that cannot be
-        // recorded is refused rather than run unrecorded.
-        let pass = match self.persist_first(&mut s) {
-            Ok(pass) => pass,
-            Err(e) => {
-                log::error!("{id}: cannot persist the start: {e}");
-                return Err(Refusal::new(
-                    500,
-                    "state_unwritable",
-                    format!(
-                        "Cannot record the session in {}: {e}. It was not started.",
-                        self.config.state_dir.display()
-                    ),
-                ));
-            }
-        };
-        reg.insert(&id, &s.start, shared.clone());
-        drop(reg);
-        log::info!(
-            "{id}: start in {} (project_copy: {})",
-            s.start.folder.display(),
-            s.start.project_copy
-        );
-        self.pass(&mut s, pass);
-        Ok((self.render(&s), true))
     }
 
     pub(super) fn render(&self, s: &Session) -> Value {

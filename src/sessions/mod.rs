@@ -242,12 +242,33 @@ pub struct Registry {
 impl Registry {
     /// Adds session `id` and registers its request ID and workspace.
     pub fn insert(&mut self, id: &str, start: &Start, session: SessionRef) {
+        self.reserve(id, start, session);
+        self.register_workspace(start);
+    }
+
+    /// Adds session `id` and its request ID, before its start is recorded
+    /// (see [`Registry::forget`]).
+    pub fn reserve(&mut self, id: &str, start: &Start, session: SessionRef) {
         if let Some(r) = &start.request_id {
             self.by_request.insert(r.clone(), id.to_string());
         }
+        self.by_id.insert(id.to_string(), session);
+    }
+
+    /// Registers the workspace of a start.
+    pub fn register_workspace(&mut self, start: &Start) {
         self.workspaces
             .insert(start.workspace.clone(), start.folder.clone());
-        self.by_id.insert(id.to_string(), session);
+    }
+
+    /// Drops session `id`, whose start could not be recorded.
+    pub fn forget(&mut self, id: &str, start: &Start) {
+        self.by_id.remove(id);
+        if let Some(r) = &start.request_id {
+            if self.by_request.get(r).is_some_and(|x| x == id) {
+                self.by_request.remove(r);
+            }
+        }
     }
 }
 
