@@ -276,3 +276,58 @@ impl Registry {
 pub fn new_id() -> String {
     format!("cr_{}", uuid::Uuid::new_v4().simple())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use room_machines::copy::Observation;
+    use room_machines::launch;
+
+    fn start() -> Start {
+        serde_json::from_value(serde_json::json!({
+            "workspace": "w", "folder": "/w/code", "harness": "claude", "prompt": "hi"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_record_names_the_key_of_a_turn_asked_for_and_the_process_of_one_spawned() {
+        let start = start();
+        let mut m = machine::Session::new(
+            machine::Config::default(),
+            options(&start),
+            start.prompt.clone(),
+            0,
+        );
+        let journal = Arc::new(Journal::new(std::path::Path::new("/nonexistent"), "cr_a"));
+        let s = Session::shared("cr_a".into(), start, m.clone(), Extras::default(), journal);
+        let mut s = lock(&s);
+        assert_eq!(s.record().turn_process, None);
+        for input in [
+            machine::Input::Launch(launch::Input::Observed(Observation::missing())),
+            machine::Input::Launch(launch::Input::PermitGranted),
+        ] {
+            m.handle(0, input);
+        }
+        s.machine = m;
+        let planned = s
+            .record()
+            .turn_process
+            .expect("the key of the turn asked for");
+        assert_eq!((planned.key.as_str(), planned.pid), ("cr_a-1", None));
+        // Once spawned, the supervisor's record of it, and only for its turn.
+        let spawned = TurnRecord {
+            pid: Some(7),
+            ..planned
+        };
+        s.supervised = Some((1, spawned.clone()));
+        assert_eq!(s.record().turn_process, Some(spawned.clone()));
+        s.supervised = Some((2, spawned));
+        assert_eq!(s.record().turn_process.and_then(|t| t.pid), None);
+        // The record reads back as written.
+        let text = serde_json::to_string(&s.record()).unwrap();
+        let back: Record = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.core, *s.machine.record());
+        assert_eq!(back.start.prompt.as_deref(), Some("hi"));
+    }
+}
