@@ -193,10 +193,14 @@ fn health_and_metrics_show_sessions_permits_turns_calls_and_events() {
     ));
     // A start answers before its launch's first read (on the service's
     // event pool), after which it asks for its permit.
-    let h = wait_until("the permit asked for twice", Duration::from_secs(10), || {
-        let (_, h) = svc.get("/v1/health");
-        (h["permits"] == json!({"total": 1, "in_use": 1, "queued": 1})).then_some(h)
-    });
+    let h = wait_until(
+        "the permit asked for twice",
+        Duration::from_secs(10),
+        || {
+            let (_, h) = svc.get("/v1/health");
+            (h["permits"] == json!({"total": 1, "in_use": 1, "queued": 1})).then_some(h)
+        },
+    );
     assert_eq!(h["sessions"]["pending"], 2);
     let metrics = svc.get("/metrics").1;
     let metrics = metrics.as_str().unwrap();
