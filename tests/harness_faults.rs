@@ -28,9 +28,6 @@ fn a_silent_harness_times_out_gives_its_permit_back_and_the_next_start_runs() {
         json!({"prompt": "silent: 600"}),
     ));
     let a = id_of(&a);
-    let held = svc.await_record(&silent, 1, Duration::from_secs(10))["pid"]
-        .as_u64()
-        .unwrap() as u32;
     // The second start waits behind the silent one's permit.
     let b = svc.start_session(start_body(&next, "claude", json!({"prompt": "hello"})));
     let v = svc.await_session(&a, "the startup timeout", |v| v["state"] == "failed");
@@ -48,9 +45,15 @@ fn a_silent_harness_times_out_gives_its_permit_back_and_the_next_start_runs() {
     let record = svc.await_record(&next, 1, Duration::from_secs(10));
     assert_eq!(record["prompt"], "hello");
     svc.await_session(&id_of(&b), "the next start", |v| v["state"] == "idle");
-    // The silent harness is gone and its prompt waits for a relaunch.
+    // The silent harness is gone (whether or not it had got as far as
+    // recording itself) and its prompt waits for a relaunch.
     wait_until("the silent harness to die", Duration::from_secs(10), || {
-        (!alive(held) && turn_processes(&a).is_empty()).then_some(())
+        let held = svc
+            .records_in(&silent)
+            .first()
+            .map(|r| r["pid"].as_u64().unwrap() as u32);
+        let gone = held.map_or(true, |p| !alive(p));
+        (gone && turn_processes(&a).is_empty()).then_some(())
     });
     let v = svc.await_session(&a, "its prompt back in the queue", |v| {
         v["queue"]["length"] == 1
