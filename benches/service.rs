@@ -18,7 +18,9 @@
 //!   agent-socket client that times requests and prints them as JSON.
 //!
 //! `ROOM_BENCH_KEEP=1` keeps each service's temp folder (config, log, state);
-//! `ROOM_BENCH_LAG_WATCH_ONLY=1` skips the polling half of the lag section.
+//! `ROOM_BENCH_LAG_WATCH_ONLY=1` skips the polling half of the lag section;
+//! `ROOM_BENCH_SUPERVISION=process_group` (or `cgroup`) sets every
+//! service's `supervision` (default: the service's own choice, `auto`).
 
 #[path = "../tests/real_support/model.rs"]
 mod fake_model;
@@ -279,6 +281,9 @@ impl Service {
             "claude_program": me,
             "codex_program": me,
         });
+        if let Ok(mode) = std::env::var("ROOM_BENCH_SUPERVISION") {
+            config["supervision"] = json!(mode);
+        }
         for (k, v) in extra.as_object().unwrap() {
             config[k] = v.clone();
         }
@@ -371,6 +376,11 @@ impl Service {
 
     /// Waits (at most 10 s) until session `id` is in `state`.
     fn await_state(&self, id: &str, state: &str) {
+        self.await_view(id, state, |v| v["state"] == state);
+    }
+
+    /// Waits (at most 10 s) until session `id`'s view satisfies `done`.
+    fn await_view(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let (_, v) = Service::call(
@@ -380,12 +390,18 @@ impl Service {
                 &format!("/v1/sessions/{id}"),
                 None,
             );
-            if v["state"] == state {
+            if done(&v) {
                 return;
             }
-            assert!(Instant::now() < deadline, "{id} never got {state}: {v}");
+            assert!(Instant::now() < deadline, "{id} never got {what}: {v}");
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    /// Waits until session `id` waits for its copy (the 201 answers before
+    /// the launch's first read, which runs on the service's event pool).
+    fn await_waiting(&self, id: &str) {
+        self.await_view(id, "its wait", |v| !v["waiting_for"].is_null());
     }
 
     /// Starts `from..to` that wait for promised copies that never land, each
@@ -406,7 +422,7 @@ impl Service {
                             "project_copy": true,
                             "prompt": "never runs",
                         }));
-                        assert!(!v["waiting_for"].is_null(), "{v}");
+                        self.await_waiting(v["id"].as_str().unwrap());
                     }
                 });
             }
@@ -594,8 +610,9 @@ impl Service {
             "project_copy": true,
             "prompt": "go",
         }));
-        assert!(!v["waiting_for"].is_null(), "{v}");
-        v["id"].as_str().unwrap().to_string()
+        let id = v["id"].as_str().unwrap().to_string();
+        self.await_waiting(&id);
+        id
     }
 
     /// When (realtime µs) the harness stamped as `name` ran; returns once

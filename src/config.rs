@@ -74,6 +74,10 @@ pub struct Config {
     /// `ROOM_CORE_TURN` marker, with the service a child subreaper). The
     /// choice is logged at start.
     pub supervision: crate::supervise::Supervision,
+    /// How long a launch's first turn has to name its session (its first
+    /// event) before it is killed and the launch fails, its startup permit
+    /// returned and its prompt kept for a relaunch (ms).
+    pub startup_timeout_ms: u64,
 }
 
 impl Default for Config {
@@ -102,6 +106,7 @@ impl Default for Config {
             codex_network: true,
             kill_grace_ms: 4000,
             supervision: crate::supervise::Supervision::Auto,
+            startup_timeout_ms: room_machines::session::STARTUP_TIMEOUT,
         }
     }
 }
@@ -242,6 +247,7 @@ mod tests {
         assert_eq!(c.mark_max_age_ms, 300_000);
         assert_eq!(c.poll_ms, 250);
         assert_eq!(c.kill_grace_ms, 4000);
+        assert_eq!(c.startup_timeout_ms, 120_000);
         assert_eq!(c.supervision, crate::supervise::Supervision::Auto);
         let c: Config = serde_json::from_str(r#"{"supervision": "process_group"}"#).unwrap();
         assert_eq!(c.supervision, crate::supervise::Supervision::ProcessGroup);

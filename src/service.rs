@@ -55,8 +55,18 @@ const STOP_SIGNALS: [Signal; 4] = [
 
 /// If a stop has not finished this long after the signal (something the
 /// service waits on hangs), the socket file is removed and the process exits
-/// anyway. The stop itself is bounded well below it (about a second).
+/// anyway; or later, when the turns' own bound is longer (see
+/// [`backstop`]). The stop itself takes about a second, plus the kill grace
+/// when a turn ignores SIGTERM.
 const STOP_BACKSTOP: Duration = Duration::from_secs(10);
+
+/// The backstop for `config`: [`STOP_BACKSTOP`], or the front ends' second
+/// plus the longest the runtime waits for its turns to end (the kill grace
+/// and SIGKILL's bound), whichever is longer.
+fn backstop(config: &Config) -> Duration {
+    let turns = Duration::from_millis(config.kill_grace_ms) + crate::runtime::TURN_MARGIN;
+    STOP_BACKSTOP.max(turns + Duration::from_secs(2))
+}
 
 /// A stop signal: note it and wake `run` through the pipe.
 /// Only async-signal-safe calls (an atomic store, `write`); errno is kept.
@@ -141,17 +151,20 @@ pub fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     crate::notify::notify("STOPPING=1");
     log::info!("{signal:?}: stopping");
     let socket = shared.config.agent_socket_path();
+    let backstop = backstop(&shared.config);
     std::thread::Builder::new()
         .name("stop-backstop".into())
         .spawn(move || {
-            std::thread::sleep(STOP_BACKSTOP);
-            log::error!("the stop did not finish in {STOP_BACKSTOP:?}; exiting anyway");
+            std::thread::sleep(backstop);
+            log::error!("the stop did not finish in {backstop:?}; exiting anyway");
             let _ = std::fs::remove_file(&socket);
             std::process::exit(1);
         })?;
     // Both front ends stop side by side, each bounded: the agent socket
     // stops accepting, removes its file and gives its callers a moment; the
-    // HTTP API gives requests in hand a moment, then ends every wait and turn.
+    // HTTP API gives requests in hand a moment, then ends every wait and
+    // turn, returning once every turn has ended (SIGTERM, the kill grace,
+    // SIGKILL), each cut turn recorded.
     std::thread::scope(|scope| {
         scope.spawn(|| agent.stop());
         api.stop();

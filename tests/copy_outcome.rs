@@ -126,5 +126,7 @@ fn a_copying_mark_dated_over_a_minute_ahead_holds_no_unpromised_start() {
     mark(&near, "copying\n");
     date_ahead(&near, Duration::from_secs(30));
     let s = svc.start_session(start_body(&near, "codex", json!({})));
-    assert_eq!(s["waiting_for"]["mark"], "copying", "{s}");
+    let id = s["id"].as_str().unwrap();
+    let v = svc.await_session(id, "the wait", |v| !v["waiting_for"].is_null());
+    assert_eq!(v["waiting_for"]["mark"], "copying", "{v}");
 }

@@ -191,11 +191,15 @@ fn health_and_metrics_show_sessions_permits_turns_calls_and_events() {
         "claude",
         json!({"prompt": "two"}),
     ));
-    let (_, h) = svc.get("/v1/health");
-    assert_eq!(
-        h["permits"],
-        json!({"total": 1, "in_use": 1, "queued": 1}),
-        "{h}"
+    // A start answers before its launch's first read (on the service's
+    // event pool), after which it asks for its permit.
+    let h = wait_until(
+        "the permit asked for twice",
+        Duration::from_secs(10),
+        || {
+            let (_, h) = svc.get("/v1/health");
+            (h["permits"] == json!({"total": 1, "in_use": 1, "queued": 1})).then_some(h)
+        },
     );
     assert_eq!(h["sessions"]["pending"], 2);
     let metrics = svc.get("/metrics").1;

@@ -16,8 +16,11 @@ fn a_stuck_copy_starts_the_harness_at_its_limit() {
     let t0 = Instant::now();
     let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
     let id = s["id"].as_str().unwrap();
-    let until = s["waiting_for"]["until_ms"].as_u64().unwrap();
-    let since = s["waiting_for"]["since_ms"].as_u64().unwrap();
+    // The 201 shows what the machine knows at once; the first read of the
+    // status file follows on the event pool.
+    let v = svc.await_session(id, "the wait", |v| !v["waiting_for"].is_null());
+    let until = v["waiting_for"]["until_ms"].as_u64().unwrap();
+    let since = v["waiting_for"]["since_ms"].as_u64().unwrap();
     assert_eq!(until - since, 2500);
     let record = svc.await_record(&folder, 1, Duration::from_secs(5));
     let waited = t0.elapsed();
@@ -74,8 +77,9 @@ fn a_harness_that_cannot_run_fails_the_session() {
     });
     assert_eq!(
         v["error"],
-        "cannot run /nonexistent/codex: No such file or directory (os error 2)"
+        "codex could not be started: cannot run /nonexistent/codex: No such file or directory (os error 2); its prompt stays queued for a relaunch"
     );
+    assert_eq!(v["queue"]["length"], 1, "{v}");
     // The permit came back: another start still runs.
     let other = svc.folder("other");
     svc.start_session(start_body(&other, "claude", json!({})));
@@ -161,14 +165,27 @@ fn a_first_turn_cut_off_before_its_harness_reported_in_keeps_its_prompt() {
     });
     assert_eq!(svc.session(&id)["state"], "pending");
     svc.kill9();
-    let pid = nix::unistd::Pid::from_raw(held.trim().parse().unwrap());
-    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    let held: u32 = held.trim().parse().unwrap();
+    assert!(alive(held), "the held harness outlives the killed service");
     std::fs::remove_file(root.join("hold")).unwrap();
 
     svc.start_again();
+    // The restore kills it first, and its prompt, which it never began,
+    // runs again in a new first turn.
     let record = svc.await_record(&folder, 1, Duration::from_secs(5));
+    assert!(!alive(held), "the held harness survived the restore");
     assert_eq!(record["prompt"], "first");
-    svc.await_session(&id, "the start", |v| v["state"] != "pending");
+    let v = svc.await_session(&id, "the start", |v| v["state"] == "idle");
+    assert_eq!(v["native_id"], record["native_id"], "{v}");
+    let cut: Vec<serde_json::Value> = journal(&svc.state, &id)
+        .into_iter()
+        .filter(|e| e["kind"] == "error")
+        .map(|e| e["data"]["message"].clone())
+        .collect();
+    assert_eq!(
+        cut,
+        [json!("turn 1 was cut by room-core ending without stopping it before claude reported in; prompt 1 is queued again")]
+    );
     drop(svc);
     let _ = std::fs::remove_dir_all(&root);
 }

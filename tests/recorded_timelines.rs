@@ -1,26 +1,71 @@
-//! The runtime records each launch it drives (`record_timelines`) in the
-//! format of `fixtures/timelines/`; a recording of a real run, across a
-//! service restart, replays through the launch machine step for step. This
-//! ties the driver to the machine: an effect the driver missed, or an input
-//! fed outside it, would make the replay differ.
+//! The runtime records each session it drives (`record_timelines`) in the
+//! format of `fixtures/timelines/`: one run per service process, begun by
+//! `Session::new` or by `Session::restore` with the record the service read.
+//! A recording of a real session, across a service stop or a kill -9,
+//! replays through the session machine step for step. This ties the driver
+//! to the machine: an effect the driver missed, or an input fed outside it,
+//! would make the replay differ.
 
 mod common;
 
 use std::time::Duration;
 
 use common::*;
-use room_machines::launch::{Effect, Reason, WaitEnd, WaitOn};
-use room_machines::timeline::Timeline;
+use room_machines::launch::{self, Reason, WaitEnd, WaitOn};
+use room_machines::session::{Effect, Event, Stage};
+use room_machines::timeline::{Begin, SessionRun, Timeline};
 use serde_json::json;
 
-#[test]
-fn a_recorded_launch_across_a_restart_replays_through_the_machine() {
+/// Starts a service that records timelines; returns it and the folder.
+fn recording_service() -> (Service, std::path::PathBuf) {
     let mut svc = Service::start(json!({}));
     let dir = svc.root.join("timelines");
-    // The config is the test default plus the recording folder.
     svc.set_config("record_timelines", json!(dir));
     svc.restart();
+    (svc, dir)
+}
 
+/// The recording of session `id` once it has `runs` runs and `done` holds.
+fn recording(
+    dir: &std::path::Path,
+    id: &str,
+    runs: usize,
+    done: impl Fn(&SessionRun) -> bool,
+) -> Timeline {
+    let path = dir.join(format!("{id}.json"));
+    wait_until("the recording", Duration::from_secs(10), || {
+        let t: Timeline = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+        match &t {
+            Timeline::Session { runs: r, .. } if r.len() == runs && done(&r[runs - 1]) => Some(t),
+            _ => None,
+        }
+    })
+}
+
+/// Every effect of a run, in order.
+fn effects(run: &SessionRun) -> Vec<Effect> {
+    run.effects
+        .iter()
+        .chain(run.steps.iter().flat_map(|s| s.effects.iter()))
+        .cloned()
+        .collect()
+}
+
+fn position(all: &[Effect], want: impl Fn(&Effect) -> bool) -> usize {
+    all.iter()
+        .position(want)
+        .unwrap_or_else(|| panic!("not in {all:?}"))
+}
+
+fn ended_turn(run: &SessionRun) -> bool {
+    effects(run)
+        .iter()
+        .any(|e| matches!(e, Effect::Emit(Event::TurnEnded { .. })))
+}
+
+#[test]
+fn a_recorded_session_across_a_service_stop_replays_through_the_machine() {
+    let (mut svc, dir) = recording_service();
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(&folder, "codex", json!({"project_copy": true})));
     let id = s["id"].as_str().unwrap().to_string();
@@ -36,67 +81,124 @@ fn a_recorded_launch_across_a_restart_replays_through_the_machine() {
     land_project(&folder);
     mark(&folder, "ready\n");
     svc.await_record(&folder, 1, Duration::from_secs(10));
+    svc.await_session(&id, "the first turn to end", |v| v["state"] == "idle");
 
-    let path = dir.join(format!("{id}.json"));
-    let timeline: Timeline = wait_until("the recording", Duration::from_secs(10), || {
-        let t: Timeline = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-        match &t {
-            Timeline::Launch { runs, .. } if runs.len() == 2 => Some(t),
-            _ => None,
-        }
+    let timeline = recording(&dir, &id, 2, ended_turn);
+    timeline
+        .replay()
+        .unwrap_or_else(|e| panic!("{e}\n{}", svc.log()));
+    let Timeline::Session { runs, .. } = &timeline else {
+        unreachable!()
+    };
+    assert!(
+        matches!(runs[0].begin, Begin::New { .. }),
+        "{:?}",
+        runs[0].begin
+    );
+    let first = effects(&runs[0]);
+    assert!(
+        first.contains(&Effect::Launch(launch::Effect::Ended(Reason::ServiceStop))),
+        "{first:?}"
+    );
+    assert!(!first.iter().any(|e| matches!(e, Effect::SpawnTurn { .. })));
+    // The second run restores the waiting start, which waits again: on a
+    // missing mark, then on copying, until ready; then the turn runs.
+    let Begin::Restore { record, .. } = &runs[1].begin else {
+        panic!("{:?}", runs[1].begin)
+    };
+    assert_eq!(record.stage, Stage::Starting);
+    assert_eq!(
+        runs[1].effects,
+        [
+            Effect::Launch(launch::Effect::Watch),
+            Effect::Launch(launch::Effect::Observe)
+        ]
+    );
+    let second = effects(&runs[1]);
+    let wait_for = position(&second, |e| {
+        matches!(
+            e,
+            Effect::Launch(launch::Effect::WaitFor {
+                on: WaitOn::MissingMark,
+                ..
+            })
+        )
+    });
+    let landed = position(&second, |e| {
+        matches!(
+            e,
+            Effect::Launch(launch::Effect::WaitEnded {
+                why: WaitEnd::Landed,
+                ..
+            })
+        )
+    });
+    let ask = position(&second, |e| *e == Effect::Launch(launch::Effect::AskPermit));
+    let spawn = position(&second, |e| matches!(e, Effect::SpawnTurn { seq: 1, .. }));
+    let deliver = position(&second, |e| *e == Effect::DeliverPrompt { seq: 1 });
+    let release = position(&second, |e| {
+        *e == Effect::Launch(launch::Effect::ReleasePermit)
+    });
+    assert!(
+        wait_for < landed && landed < ask && ask < spawn && spawn < deliver && deliver < release,
+        "{second:?}"
+    );
+}
+
+#[test]
+fn a_recorded_session_across_a_kill_9_mid_turn_replays_through_the_machine() {
+    let (mut svc, dir) = recording_service();
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "sleep: 600"}),
+    ));
+    let id = s["id"].as_str().unwrap().to_string();
+    svc.await_record(&folder, 1, Duration::from_secs(10));
+    svc.await_session(&id, "the turn to run", |v| v["state"] == "running");
+    svc.kill9();
+    svc.start_again();
+    let v = svc.await_session(&id, "the survivor to be killed", |v| v["state"] == "idle");
+    assert!(
+        v["error"].as_str().unwrap_or_default().contains("cut by"),
+        "{v}"
+    );
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "after"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    svc.await_record(&folder, 2, Duration::from_secs(10));
+    svc.await_session(&id, "the second turn to end", |v| {
+        v["state"] == "idle" && v["queue"]["length"] == 0
+    });
+
+    let timeline = recording(&dir, &id, 2, |r| {
+        effects(r)
+            .iter()
+            .filter(|e| matches!(e, Effect::Emit(Event::TurnEnded { .. })))
+            .count()
+            == 2
     });
     timeline
         .replay()
         .unwrap_or_else(|e| panic!("{e}\n{}", svc.log()));
-
-    let Timeline::Launch { runs, .. } = &timeline else {
+    let Timeline::Session { runs, .. } = &timeline else {
         unreachable!()
     };
-    let effects = |r: usize| -> Vec<Effect> {
-        runs[r]
-            .effects
-            .iter()
-            .chain(runs[r].steps.iter().flat_map(|s| s.effects.iter()))
-            .cloned()
-            .collect()
+    // The restored turn is killed before anything else runs.
+    let Begin::Restore { record, .. } = &runs[1].begin else {
+        panic!("{:?}", runs[1].begin)
     };
-    let first = effects(0);
+    assert!(record.turn.as_ref().is_some_and(|t| t.process.is_some()));
     assert!(
-        first.contains(&Effect::Ended(Reason::ServiceStop)),
-        "{first:?}"
+        matches!(
+            runs[1].effects.as_slice(),
+            [Effect::KillSurvivor { seq: 1, .. }]
+        ),
+        "{:?}",
+        runs[1].effects
     );
-    assert!(!first.contains(&Effect::AskPermit), "{first:?}");
-    // The second run waits again, on a missing mark, then on copying, until ready.
-    let second = effects(1);
-    let position = |want: &dyn Fn(&Effect) -> bool| {
-        second
-            .iter()
-            .position(want)
-            .unwrap_or_else(|| panic!("{second:?}"))
-    };
-    let wait_for = position(&|e| {
-        matches!(
-            e,
-            Effect::WaitFor {
-                on: WaitOn::MissingMark,
-                ..
-            }
-        )
-    });
-    let landed = position(&|e| {
-        matches!(
-            e,
-            Effect::WaitEnded {
-                why: WaitEnd::Landed,
-                ..
-            }
-        )
-    });
-    let ask = position(&|e| *e == Effect::AskPermit);
-    let start = position(&|e| *e == Effect::StartHarness);
-    let release = position(&|e| *e == Effect::ReleasePermit);
-    assert!(wait_for < landed && landed < ask && ask < start && start < release);
-    // A new run begins with a new watch and read (its clock is the new
-    // process's own).
-    assert_eq!(runs[1].effects, [Effect::Watch, Effect::Observe]);
+    assert!(effects(&runs[1]).contains(&Effect::DeliverPrompt { seq: 2 }));
 }

@@ -172,6 +172,52 @@ fn a_tool_that_ignores_sigterm_is_killed_after_the_grace() {
     both(term_ignored);
 }
 
+fn signal_at_once(kind: Kind) {
+    let Some(sup) = supervisor(kind, GRACE) else {
+        return;
+    };
+    // A setsid daemon that ignores SIGTERM, and a tool that obeys it.
+    let (k, mut turn, rx) = start(
+        &sup,
+        "signal",
+        "setsid sh -c 'trap \"\" TERM; echo $$; exec sleep 600' & sleep 600 & echo $!; wait",
+    );
+    let (a, b): (u32, u32) = (next(&rx).parse().unwrap(), next(&rx).parse().unwrap());
+    let (daemon, tool) = if process::stat(a).is_some_and(|s| s.sid == a) {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    let t = Instant::now();
+    let signalled = sup.signal(&turn.tree, nix::sys::signal::Signal::SIGTERM);
+    assert!(t.elapsed() < GRACE, "signal waits for nothing");
+    for pid in [turn.tree.pid(), daemon, tool] {
+        assert!(signalled.contains(&pid), "{pid} not in {signalled:?}");
+    }
+    wait_for(|| !running(tool));
+    assert!(running(daemon), "the daemon ignores SIGTERM");
+    sup.signal(&turn.tree, nix::sys::signal::Signal::SIGKILL);
+    wait_for(|| !running(daemon));
+    let _ = turn.child.wait();
+    let ended = sup.terminate(&turn.tree);
+    assert!(ended.is_clean() && !ended.forced, "{ended:?}");
+    assert_nothing_left(&sup, &k, &[turn.tree.pid(), daemon, tool]);
+}
+
+/// Waits (up to `WAIT`) until `done`.
+fn wait_for(done: impl Fn() -> bool) {
+    let until = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < until, "timed out");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn signal_reaches_the_whole_tree_at_once_and_leaves_the_grace_to_the_caller() {
+    both(signal_at_once);
+}
+
 fn setsid_tree(kind: Kind) {
     let Some(sup) = supervisor(kind, GRACE) else {
         return;

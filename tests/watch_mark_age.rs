@@ -26,7 +26,8 @@ fn an_unpromised_start_is_released_when_its_mark_ages_past_mark_max_age() {
 
     let s = svc.start_session(start_body(&folder, "codex", json!({})));
     let id = s["id"].as_str().unwrap();
-    assert_eq!(s["waiting_for"]["mark"], "copying", "{s}");
+    let v = svc.await_session(id, "the wait", |v| !v["waiting_for"].is_null());
+    assert_eq!(v["waiting_for"]["mark"], "copying", "{v}");
 
     let record = svc.await_record(&folder, 1, Duration::from_secs(5));
     let started = record["started_ms"].as_u64().unwrap();

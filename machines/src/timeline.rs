@@ -1,7 +1,8 @@
 //! Recorded timelines: a machine's inputs with the effects they produced,
 //! as JSON (`fixtures/timelines/`), and their replay. The runtime records
-//! launches in this format (`record_timelines` in its config); the tests
-//! replay hand-written and recorded ones alike.
+//! whole sessions in this format (`record_timelines` in its config: one run
+//! per service process, begun by `Session::new` or `Session::restore`); the
+//! tests replay hand-written and recorded ones alike.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +10,7 @@ use crate::caller::{classify, Caller, ProcView};
 use crate::command::Command;
 use crate::launch::{Config, Effect, Input, Launch, Outcome, Phase, Plan};
 use crate::policy::{decide, Decision};
+use crate::session::{self, Session};
 use crate::Millis;
 
 /// One timeline file.
@@ -26,6 +28,21 @@ pub enum Timeline {
         config: Option<Config>,
         /// The runs, in order.
         runs: Vec<Run>,
+    },
+    /// Session runs: each begins with `Session::new` (the start) or
+    /// `Session::restore` (a service restart, from the record it read).
+    Session {
+        /// The test or session it stands for.
+        test: String,
+        /// What it shows.
+        about: String,
+        /// The session's limits (the defaults when absent).
+        #[serde(default)]
+        config: Option<session::Config>,
+        /// What the start fixed.
+        options: session::Options,
+        /// The runs, one per service process, in order.
+        runs: Vec<SessionRun>,
     },
     /// Caller classification and the policy's decision, case by case.
     Caller {
@@ -68,6 +85,52 @@ pub struct Step {
     /// The phase after it, when the record says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
+}
+
+/// How a session run began.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Begin {
+    /// `Session::new(config, options, prompt, at)`: the start.
+    New {
+        /// When.
+        at: Millis,
+        /// The first prompt.
+        prompt: Option<String>,
+    },
+    /// `Session::restore(config, options, record, at)`: a restart.
+    Restore {
+        /// When.
+        at: Millis,
+        /// The record the service read.
+        record: session::Record,
+    },
+}
+
+/// One service process's life of a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRun {
+    /// How it began.
+    pub begin: Begin,
+    /// What `new` or `restore` emitted.
+    pub effects: Vec<session::Effect>,
+    /// Every input after that, with what it produced.
+    pub steps: Vec<SessionStep>,
+}
+
+/// One input to a session and what it produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionStep {
+    /// When it was handled.
+    pub at: Millis,
+    /// The input.
+    pub input: session::Input,
+    /// The effects it produced, in order.
+    pub effects: Vec<session::Effect>,
+    /// Whether it applied.
+    pub outcome: session::Outcome,
 }
 
 /// One classification and decision.
@@ -156,6 +219,74 @@ impl Run {
     }
 }
 
+impl SessionRun {
+    /// A run that began with `begin`, nothing recorded yet.
+    pub fn new(begin: Begin) -> SessionRun {
+        SessionRun {
+            begin,
+            effects: Vec::new(),
+            steps: Vec::new(),
+        }
+    }
+
+    /// Records that `input` was handled at `at` with `outcome`.
+    pub fn record_input(&mut self, at: Millis, input: session::Input, outcome: session::Outcome) {
+        self.steps.push(SessionStep {
+            at,
+            input,
+            effects: Vec::new(),
+            outcome,
+        });
+    }
+
+    /// Records an effect of the last input (or of the beginning).
+    pub fn record_effect(&mut self, effect: &session::Effect) {
+        match self.steps.last_mut() {
+            Some(step) => step.effects.push(effect.clone()),
+            None => self.effects.push(effect.clone()),
+        }
+    }
+
+    /// Replays the run; the first step that differs is the error.
+    pub fn replay(
+        &self,
+        config: session::Config,
+        options: &session::Options,
+    ) -> Result<(), String> {
+        let mut s = match &self.begin {
+            Begin::New { at, prompt } => Session::new(config, options.clone(), prompt.clone(), *at),
+            Begin::Restore { at, record } => {
+                Session::restore(config, options.clone(), record.clone(), *at)
+            }
+        };
+        let got: Vec<session::Effect> = std::iter::from_fn(|| s.poll_effect()).collect();
+        if got != self.effects {
+            return Err(format!(
+                "at the beginning: expected {:?}, got {got:?}",
+                self.effects
+            ));
+        }
+        for (i, step) in self.steps.iter().enumerate() {
+            let outcome = s.handle(step.at, step.input.clone());
+            let got: Vec<session::Effect> = std::iter::from_fn(|| s.poll_effect()).collect();
+            let at = format!("step {i} (at {} ms, {:?})", step.at, step.input);
+            if got != step.effects {
+                return Err(format!(
+                    "{at}: expected effects {:?}, got {got:?}",
+                    step.effects
+                ));
+            }
+            if outcome != step.outcome {
+                return Err(format!(
+                    "{at}: expected {:?}, got {outcome:?}",
+                    step.outcome
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Case {
     /// Classifies and decides; a difference is the error.
     pub fn replay(&self) -> Result<(), String> {
@@ -182,7 +313,9 @@ impl Timeline {
     /// The test (or session) it stands for.
     pub fn test(&self) -> &str {
         match self {
-            Timeline::Launch { test, .. } | Timeline::Caller { test, .. } => test,
+            Timeline::Launch { test, .. }
+            | Timeline::Session { test, .. }
+            | Timeline::Caller { test, .. } => test,
         }
     }
 
@@ -195,6 +328,15 @@ impl Timeline {
                         .map_err(|e| format!("run {r} {e}"))
                 })
             }
+            Timeline::Session {
+                config,
+                options,
+                runs,
+                ..
+            } => runs.iter().enumerate().try_for_each(|(r, run)| {
+                run.replay(config.unwrap_or_default(), options)
+                    .map_err(|e| format!("run {r} {e}"))
+            }),
             Timeline::Caller { cases, .. } => cases
                 .iter()
                 .enumerate()

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use room_machines::launch::Effect;
 use room_machines::policy::Decision;
-use room_machines::timeline::Timeline;
+use room_machines::session;
+use room_machines::timeline::{Begin, Timeline};
 
 fn load_all() -> Vec<(String, Timeline)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/timelines");
@@ -43,7 +44,9 @@ fn every_recorded_timeline_replays() {
 fn every_seed_test_has_a_timeline() {
     let all = load_all();
     for (_, t) in &all {
-        let (Timeline::Launch { about, .. } | Timeline::Caller { about, .. }) = t;
+        let (Timeline::Launch { about, .. }
+        | Timeline::Session { about, .. }
+        | Timeline::Caller { about, .. }) = t;
         assert!(!about.is_empty(), "{} says what it shows", t.test());
     }
     for seed_test in [
@@ -108,4 +111,29 @@ fn the_replay_fails_at_the_first_differing_step() {
     }
     let e = t.replay().unwrap_err();
     assert!(e.starts_with("run 0 step 1 "), "{e}");
+
+    // A session run: a recorded outcome that differs is the error, and so is
+    // a restore from another record than the one the service read.
+    let mut t = find("a_session_across_a_kill_9_mid_turn");
+    let Timeline::Session { runs, .. } = &mut t else {
+        panic!("a session timeline")
+    };
+    assert_eq!(runs.len(), 2);
+    let step = &mut runs[1].steps[0];
+    step.outcome = match step.outcome {
+        session::Outcome::Ignored => session::Outcome::Applied,
+        _ => session::Outcome::Ignored,
+    };
+    let e = t.replay().unwrap_err();
+    assert!(e.starts_with("run 1 step 0 "), "{e}");
+    let mut t = find("a_session_across_a_kill_9_mid_turn");
+    let Timeline::Session { runs, .. } = &mut t else {
+        unreachable!()
+    };
+    let Begin::Restore { record, .. } = &mut runs[1].begin else {
+        panic!("the second run is a restore")
+    };
+    record.turn = None;
+    let e = t.replay().unwrap_err();
+    assert!(e.starts_with("run 1 at the beginning"), "{e}");
 }

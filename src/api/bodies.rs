@@ -102,27 +102,54 @@ pub fn create(body: &[u8]) -> Result<Start, Refusal> {
     if c.kind != Kind::Thread && c.parent.as_deref().map_or(true, str::is_empty) {
         return invalid("A side chat or child needs its parent session.");
     }
-    // Both CLIs fail a turn whose prompt has no text.
-    if c.prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
-        return invalid("The prompt must not be empty or only whitespace.");
+    if let Some(p) = c.prompt.as_deref() {
+        prompt(p)?;
     }
     Ok(c)
+}
+
+/// A prompt a harness can take: some text (both CLIs fail a turn whose
+/// prompt has none), and no NUL byte (a C string ends at one, so the CLI
+/// would see less than was sent).
+fn prompt(p: &str) -> Result<(), Refusal> {
+    let invalid = |m: &str| Err(Refusal::new(422, "invalid_field", m));
+    if p.trim().is_empty() {
+        return invalid("The prompt must not be empty or only whitespace.");
+    }
+    if p.contains('\0') {
+        return invalid("The prompt must not contain a NUL byte (\\u0000).");
+    }
+    Ok(())
 }
 
 /// Parses a message.
 pub fn message(body: &[u8]) -> Result<Message, Refusal> {
     let m: Message = parse(body, &["prompt"])?;
-    if m.prompt.trim().is_empty() {
-        return Err(Refusal::new(
-            422,
-            "invalid_field",
-            "The prompt must not be empty or only whitespace.",
-        ));
-    }
+    prompt(&m.prompt)?;
     Ok(m)
 }
 
 /// Parses a relaunch.
 pub fn relaunch(body: &[u8]) -> Result<Relaunch, Refusal> {
     parse(body, &["mode"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prompt_with_a_nul_byte_is_refused_and_a_long_one_taken() {
+        let e = message(br#"{"prompt": "a\u0000b"}"#).unwrap_err();
+        assert_eq!((e.status, e.code), (422, "invalid_field"));
+        assert!(e.message.contains("NUL"), "{}", e.message);
+        let body = serde_json::json!({
+            "workspace": "w", "folder": "/w", "harness": "claude", "prompt": "x\u{0}"
+        });
+        let e = create(body.to_string().as_bytes()).unwrap_err();
+        assert!(e.message.contains("NUL"), "{}", e.message);
+        let long = "y".repeat(200 << 10);
+        let m = message(serde_json::json!({ "prompt": long }).to_string().as_bytes()).unwrap();
+        assert_eq!(m.prompt.len(), 200 << 10);
+    }
 }

@@ -8,7 +8,7 @@ use super::routes::{Ctx, Reply};
 use crate::error::Refusal;
 use crate::journal::{JournalError, MAX_PAGE};
 use crate::runtime::{ListQuery, Runtime, DEFAULT_LIST, MAX_LIST};
-use crate::sessions::SessionState;
+use room_machines::session::Shown;
 
 /// The default page of events.
 pub const DEFAULT_PAGE: usize = 256;
@@ -57,7 +57,7 @@ pub fn list_query(query: &Query) -> Result<ListQuery, Refusal> {
     let state = query
         .get("state")
         .map(|s| {
-            serde_json::from_value::<SessionState>(json!(s)).map_err(|_| {
+            serde_json::from_value::<Shown>(json!(s)).map_err(|_| {
                 Refusal::new(
                     422,
                     "invalid_parameter",

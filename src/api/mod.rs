@@ -36,12 +36,14 @@ pub struct Server {
 /// bound address is written to `<state_dir>/listen`, so `listen` may use port 0.
 pub fn start(shared: &Shared) -> std::io::Result<Server> {
     let config = shared.config.clone();
-    let token = auth::token(&config)?;
+    // The runtime first: it makes the state dir private (the token file
+    // 0600 included) before the token is read from it.
     let runtime = Runtime::start(
         config.clone(),
         shared.harness_pids.clone(),
         shared.metrics.clone(),
     )?;
+    let token = auth::token(&config)?;
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -106,8 +108,9 @@ impl Server {
 
     /// Stops serving within about a second whatever the clients do (requests
     /// in hand get `STOP_GRACE`, streams end at once, stalled connections
-    /// are dropped), then ends every wait and turn; waiting starts stay
-    /// persisted and wait again next run.
+    /// are dropped), then ends every wait and turn and returns once every
+    /// turn has ended (SIGTERM, the kill grace, SIGKILL; each cut turn
+    /// recorded); waiting starts stay persisted and wait again next run.
     pub fn stop(mut self) {
         self.runtime.set_stopping();
         let _ = self.stop.send(true);

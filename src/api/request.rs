@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use super::auth;
 use super::limits::{BODY_TIMEOUT, LINGER_BYTES, LINGER_TIME, MAX_BODY};
 use super::query::Query;
-use super::routes::{self, Ctx, Op, Reply};
+use super::routes::{self, Ctx, Op, Reply, Routed};
 use super::stream;
 use crate::error::Refusal;
 use crate::runtime::Runtime;
@@ -160,26 +160,55 @@ pub async fn serve(
     }
     let runtime = front.runtime.clone();
     let streams_open = front.streams_open();
+    // Told when the turn a command ends is gone (see below).
+    let (gone, turn_gone) = tokio::sync::oneshot::channel::<()>();
     // The runtime takes per-session locks and may fsync: it runs on the
     // blocking pool (`http_workers` threads), never on this thread. The
     // queue in front of the pool is bounded by the connection cap, since a
     // connection has at most one request in hand.
-    let reply = tokio::task::spawn_blocking(move || {
+    let routed = tokio::task::spawn_blocking(move || {
         let ctx = Ctx {
             rt: &runtime,
             streams_open,
         };
-        routes::answer(ctx, op, &ids, &query, &bytes)
+        let routed = routes::answer(ctx, op, &ids, &query, &bytes);
+        if let Routed::AfterTurn { id, turn } = &routed {
+            let notify = Box::new(move || {
+                let _ = gone.send(());
+            });
+            runtime.when_turn_gone(id, *turn, notify);
+        }
+        routed
     })
-    .await
-    .unwrap_or_else(|e| {
-        log::error!("a request failed inside the service: {e}");
-        Reply::json(
-            500,
-            json!({"error": "The service failed to answer this request.", "code": "internal"}),
-        )
-    });
+    .await;
+    let reply = match routed {
+        Ok(Routed::Now(reply)) => reply,
+        Ok(Routed::AfterTurn { id, turn }) => {
+            // Stop, close, interrupt and relaunch restart answer once
+            // nothing of the turn runs. The wait (up to the kill grace and
+            // SIGKILL's bound) is awaited here, holding no worker of the
+            // blocking pool, so commands on turns that ignore SIGTERM
+            // never hold up other requests.
+            let runtime = front.runtime.clone();
+            let ended = tokio::time::timeout(runtime.turn_bound(), turn_gone)
+                .await
+                .is_ok_and(|r| r.is_ok());
+            tokio::task::spawn_blocking(move || routes::after_turn(&runtime, &id, turn, ended))
+                .await
+                .unwrap_or_else(failed)
+        }
+        Err(e) => failed(e),
+    };
     Ok(respond(reply, After::KeepAlive))
+}
+
+/// A request that failed inside the service (a panic on the pool).
+fn failed(e: tokio::task::JoinError) -> Reply {
+    log::error!("a request failed inside the service: {e}");
+    Reply::json(
+        500,
+        json!({"error": "The service failed to answer this request.", "code": "internal"}),
+    )
 }
 
 /// Reads the whole body, counting bytes as they arrive: past `MAX_BODY`

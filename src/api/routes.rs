@@ -4,16 +4,20 @@
 //! same routes, and a test holds the two together (tests/follow_openapi.rs).
 //! Answers run on the front end's blocking pool (the runtime takes locks and
 //! may fsync), with the body already read and bounded; the event stream is
-//! the one route answered on the async thread (stream.rs).
+//! the one route answered on the async thread (stream.rs). Stop, close,
+//! interrupt and relaunch `restart` answer only once the turn they end is
+//! gone: they route to [`Routed::AfterTurn`], which the front end awaits
+//! without holding a worker of that pool.
 
 use hyper::Method;
+use room_machines::session::TurnSeq;
 use serde_json::{json, Value};
 
 use super::bodies;
 use super::follow;
 use super::query::Query;
 use crate::error::Refusal;
-use crate::runtime::Runtime;
+use crate::runtime::{Answer, Runtime};
 
 /// An answer: its status, its body and the body's content type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,37 +205,90 @@ pub struct Ctx<'a> {
     pub streams_open: usize,
 }
 
-/// Answers a matched JSON route whose whole body is `body`.
-pub fn answer(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Reply {
-    run(ctx, op, ids, query, body).unwrap_or_else(Reply::from)
+/// An answer now, or one due once a session's turn is gone.
+#[derive(Debug)]
+pub enum Routed {
+    /// The answer.
+    Now(Reply),
+    /// Session `id`'s view, once its turn `turn` is gone
+    /// ([`Runtime::when_turn_gone`]); see [`after_turn`].
+    AfterTurn {
+        /// The session.
+        id: String,
+        /// The turn the command ends.
+        turn: TurnSeq,
+    },
 }
 
-fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<Reply, Refusal> {
+/// Answers a matched JSON route whose whole body is `body`.
+pub fn answer(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Routed {
+    match run(ctx, op, ids, query, body) {
+        Ok(Done::Reply(reply)) => Routed::Now(reply),
+        Ok(Done::Command(id, a)) => match a.turn {
+            Some(turn) => Routed::AfterTurn { id, turn },
+            None => Routed::Now(Reply::json(200, a.view)),
+        },
+        Err(r) => Routed::Now(r.into()),
+    }
+}
+
+/// The answer of a command that ended a turn, once the turn is gone
+/// (`gone`) or the wait for it is over: the view as it is then, or, if a
+/// process of the turn outlived SIGKILL's bound, `500 turn_not_ended`.
+pub fn after_turn(rt: &Runtime, id: &str, turn: TurnSeq, gone: bool) -> Reply {
+    if !gone {
+        return Refusal::new(
+            500,
+            "turn_not_ended",
+            format!(
+                "Session {id} took the command, but its turn {turn} had not ended {} s later: a process of it does not die. Its state says what it is now.",
+                rt.turn_bound().as_secs()
+            ),
+        )
+        .into();
+    }
+    match rt.get(id) {
+        Ok(v) => Reply::json(200, v),
+        Err(r) => r.into(),
+    }
+}
+
+/// What a route did: an answer, or an app command's (which may be due later).
+enum Done {
+    Reply(Reply),
+    Command(String, Answer),
+}
+
+fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<Done, Refusal> {
     let rt = ctx.rt;
     let id = ids.first().map_or("", String::as_str);
-    let ok = |v: Value| Ok(Reply::json(200, v));
+    let ok = |v: Value| Ok(Done::Reply(Reply::json(200, v)));
+    let command = |a: Answer| Ok(Done::Command(id.to_string(), a));
     match op {
         Op::Capabilities => ok(json!({"capabilities": ["project_copy"]})),
         Op::Health => ok(follow::health(ctx)),
-        Op::Ready => Ok(follow::ready(rt)),
-        Op::Metrics => Ok(Reply {
+        Op::Ready => Ok(Done::Reply(follow::ready(rt))),
+        Op::Metrics => Ok(Done::Reply(Reply {
             status: 200,
             body: rt.metrics_text(ctx.streams_open),
             content_type: "text/plain; version=0.0.4",
-        }),
+        })),
         Op::List => ok(rt.list(&follow::list_query(query)?)?),
         Op::Create => {
             let (view, created) = rt.create(bodies::create(body)?)?;
-            Ok(Reply::json(if created { 201 } else { 200 }, view))
+            Ok(Done::Reply(Reply::json(
+                if created { 201 } else { 200 },
+                view,
+            )))
         }
         Op::Get => ok(rt.get(id)?),
-        Op::Events => follow::events(rt, id, query),
-        Op::Message => ok(rt.message(id, bodies::message(body)?.prompt)?),
-        Op::Stop => ok(rt.stop(id)?),
-        Op::Interrupt => ok(rt.interrupt(id)?),
-        Op::Resume => ok(rt.resume(id)?),
-        Op::Close => ok(rt.close(id)?),
-        Op::Relaunch => ok(rt.relaunch(id, bodies::relaunch(body)?.mode)?),
+        Op::Events => follow::events(rt, id, query).map(Done::Reply),
+        Op::Message => command(rt.message(id, bodies::message(body)?.prompt)?),
+        Op::Stop => command(rt.stop(id)?),
+        Op::Interrupt => command(rt.interrupt(id)?),
+        Op::Resume => command(rt.resume(id)?),
+        Op::Close => command(rt.close(id)?),
+        Op::Relaunch => command(rt.relaunch(id, bodies::relaunch(body)?.mode)?),
         Op::Workspace => ok(rt.workspace(id)?),
         // Answered on the async thread before it gets here.
         Op::Stream => Err(Refusal::new(

@@ -1,179 +1,287 @@
-//! The driver: applies an input to a session's launch, drains its effects
-//! and carries each out in order, then re-arms the timer from `poll_timeout`
-//! (only if the deadline changed). Effects that answer at once (`Watch`,
-//! `Observe`, a free permit, a start with nothing to run) feed their answer
-//! back in the same pass, so one call runs the launch as far as it can go.
-//! The launch decides when the status file is read; the driver only reads it
-//! when asked (`Observe`) and passes on what the watch says.
+//! The driver: feeds one input to a locked session's machine, drains its
+//! effects and carries each out in order, feeds back the answers known at
+//! once (a watch armed, a free permit, a spawn) under the same lock, then
+//! journals the pass's events, re-arms the timer from `poll_timeout` (only
+//! when it changed) and tells whoever waits for a turn that it is gone.
+//!
+//! `Persist` is always the first effect of the input that emits it. For an
+//! app command ([`Runtime::command`]) a failed write puts the snapshot taken
+//! before `handle` back and drops the rest: the app is told nothing changed.
+//! After any other input the world has already changed (a process exited, a
+//! timer fired): the new state stays, the write is tried again at the end of
+//! every pass (and a second later if nothing comes), and a prompt whose turn
+//! could not be recorded is not handed over (`PromptUndelivered`).
 
 use std::collections::VecDeque;
 
-use room_machines::launch::{Effect, Phase, Reason, WaitEnd};
-use room_machines::session::Event as SessionEvent;
-use room_machines::{Input, MarkError, Outcome};
+use room_machines::launch::{self, Phase};
+use room_machines::session::{Effect, EndWhy, Event, Exit, Input, Outcome, Refusal as Refused};
+use room_machines::Millis;
 
 use super::Runtime;
-use crate::files;
-use crate::sessions::{lock, Session, SessionState};
+use crate::error::Refusal;
+use crate::journal::NewEvent;
+use crate::sessions::Session;
+
+/// How long after a failed write of a record it is tried again when no
+/// other input comes first.
+const RETRY_WRITE: Millis = 1000;
+
+/// What one pass over a session collects while it carries out effects.
+#[derive(Default)]
+pub(super) struct Pass {
+    /// Answers known at once, fed back in under the same lock.
+    pub inputs: VecDeque<Input>,
+    /// Events to journal, in order.
+    pub events: Vec<NewEvent>,
+    /// Why the last `Persist` of this pass failed, if it did.
+    pub unwritten: Option<String>,
+}
+
+/// Whether the session's launch is under way.
+pub(super) fn launch_live(s: &Session) -> bool {
+    s.machine.launch().is_some_and(|l| {
+        matches!(
+            l.state().phase,
+            Phase::Checking | Phase::Waiting(_) | Phase::AwaitingPermit | Phase::Starting
+        )
+    })
+}
+
+/// The refusal an app gets for the machine's.
+pub(super) fn refusal(id: &str, why: Refused) -> Refusal {
+    match why {
+        Refused::Closed => Refusal::finished(id, "closed"),
+        Refused::Failed => Refusal::finished(id, "failed"),
+        Refused::Starting => Refusal::new(
+            409,
+            "session_starting",
+            format!(
+                "Session {id} is still starting; it cannot be relaunched before its harness has started."
+            ),
+        ),
+        Refused::ServiceStopping => Refusal::new(
+            503,
+            "service_stopping",
+            format!("room-core is stopping; session {id} takes commands again once it is back."),
+        ),
+    }
+}
 
 impl Runtime {
-    /// Feeds `input` to session `id`'s launch (ignored if it has none).
-    pub(crate) fn feed(&self, id: &str, input: Input) {
-        let Some(s) = self.session(id) else {
-            return;
-        };
-        let mut s = lock(&s);
-        if s.launch.is_none() {
-            // The launch is over (closed while queued for a permit): a permit
-            // handed to it must go back, or it would be lost.
-            if input == Input::PermitGranted {
-                self.release_permit();
-            }
-            return;
-        }
-        self.drive(&mut s, Some(input));
+    /// Feeds `input` to the locked session `s` and carries out everything
+    /// that follows.
+    pub(crate) fn drive(&self, s: &mut Session, input: Input) -> Outcome {
+        let outcome = self.step(s, input);
+        self.pass(s, Pass::default());
+        outcome
     }
 
-    /// Steps the launch with `input` and everything that follows from it.
-    pub(crate) fn drive(&self, s: &mut Session, input: Option<Input>) {
-        let mut inputs: VecDeque<Input> = input.into_iter().collect();
-        loop {
-            while let Some(effect) = s.launch.as_mut().and_then(|l| l.poll_effect()) {
-                if let Some(run) = &mut s.recording {
-                    run.record_effect(&effect);
+    /// An app command: snapshot, handle, write the record first or roll
+    /// back, then carry out the rest. `Err` changed nothing.
+    pub(super) fn command(&self, s: &mut Session, input: Input) -> Result<Outcome, Refusal> {
+        let (before, permit_at) = (s.machine.clone(), s.permit_at);
+        let outcome = self.step(s, input);
+        if let Outcome::Refused(why) = outcome {
+            return Err(refusal(&s.id, why));
+        }
+        let pass = match self.persist_first(s) {
+            Ok(pass) => pass,
+            Err(e) => {
+                log::error!(
+                    "{}: cannot write its record: {e}; the command is undone",
+                    s.id
+                );
+                s.machine = before;
+                s.permit_at = permit_at;
+                if let Some(r) = &mut s.recording {
+                    r.unrecord_last();
                 }
-                self.effect(s, effect, &mut inputs);
+                return Err(Refusal::new(
+                    500,
+                    "state_unwritable",
+                    format!(
+                        "Cannot record session {} in {}: {e}. Nothing was changed.",
+                        s.id,
+                        self.config.state_dir.display()
+                    ),
+                ));
             }
-            let Some(input) = inputs.pop_front() else {
+        };
+        self.pass(s, pass);
+        Ok(outcome)
+    }
+
+    /// Carries out the input's first effect, which is `Persist` when the
+    /// record changed: `Err` when that write failed (and nothing else was
+    /// done). The pass it begins goes on with [`Runtime::pass`].
+    pub(super) fn persist_first(&self, s: &mut Session) -> std::io::Result<Pass> {
+        let mut pass = Pass::default();
+        if let Some(first) = s.machine.poll_effect() {
+            if let Some(r) = &mut s.recording {
+                r.effect(&first);
+            }
+            if first == Effect::Persist {
+                self.write(s)?;
+            } else {
+                self.carry_out(s, first, &mut pass);
+            }
+        }
+        Ok(pass)
+    }
+
+    /// Drains the machine, feeding back what is answered at once, then
+    /// finishes the pass.
+    pub(super) fn pass(&self, s: &mut Session, mut pass: Pass) {
+        loop {
+            while let Some(effect) = s.machine.poll_effect() {
+                if let Some(r) = &mut s.recording {
+                    r.effect(&effect);
+                }
+                self.carry_out(s, effect, &mut pass);
+            }
+            let Some(input) = pass.inputs.pop_front() else {
                 break;
             };
-            let now = self.clock.now();
-            if input == Input::PermitGranted {
+            self.step(s, input);
+        }
+        self.finish(s, pass);
+    }
+
+    /// Hands one input to the machine (recorded when timelines are), and
+    /// measures what only the runtime measures: a permit's grant, and the
+    /// harness startup from it to the event that completes the launch.
+    pub(super) fn step(&self, s: &mut Session, input: Input) -> Outcome {
+        let now = self.clock.now();
+        let granted = input == Input::Launch(launch::Input::PermitGranted);
+        let named = matches!(input, Input::NativeId { .. });
+        let was_live = launch_live(s);
+        let recorded = s.recording.is_some().then(|| input.clone());
+        let shown = log::log_enabled!(log::Level::Debug).then(|| format!("{input:?}"));
+        let outcome = s.machine.handle(now, input);
+        if let Some(shown) = shown {
+            log::debug!("{}: {shown} -> {outcome:?}", s.id);
+        }
+        if let (Some(r), Some(input)) = (&mut s.recording, recorded) {
+            r.input(now, input, outcome);
+        }
+        if granted {
+            if outcome == Outcome::Applied && launch_live(s) {
                 s.permit_at = Some(now);
+            } else if outcome != Outcome::Applied {
+                // Not this session's any more (its launch is over): the
+                // permit goes to the next launch that waits.
+                self.release_permit();
             }
-            let Some(launch) = s.launch.as_mut() else {
-                if input == Input::PermitGranted {
-                    self.release_permit();
+        }
+        if was_live && !launch_live(s) {
+            let started = s
+                .machine
+                .launch()
+                .is_some_and(|l| matches!(l.state().phase, Phase::Started { .. }));
+            if let Some(at) = s.permit_at.take().filter(|_| named && started) {
+                let ms = now.saturating_sub(at);
+                s.extras.agent_start_ms = Some(ms);
+                self.metrics.agent_start.observe_ms(ms);
+            }
+        }
+        outcome
+    }
+
+    /// Carries out one effect.
+    fn carry_out(&self, s: &mut Session, effect: Effect, pass: &mut Pass) {
+        match effect {
+            Effect::Persist => match self.write(s) {
+                Ok(()) => pass.unwritten = None,
+                Err(e) => {
+                    log::error!("{}: cannot write its record: {e}", s.id);
+                    s.unsaved = true;
+                    pass.unwritten = Some(e.to_string());
                 }
-                continue;
-            };
-            let shown = log::log_enabled!(log::Level::Debug).then(|| format!("{input:?}"));
-            let recorded = s.recording.is_some().then(|| input.clone());
-            let outcome = launch.handle(now, input);
-            if let (Some(run), Some(input)) = (&mut s.recording, recorded) {
-                run.record_input(now, input, outcome);
+            },
+            Effect::Launch(e) => self.launch_effect(s, e, pass),
+            Effect::SpawnTurn {
+                seq,
+                prompt,
+                resume,
+                plan_only,
+            } => self.spawn_turn(s, pass, seq, prompt, resume, plan_only),
+            Effect::DeliverPrompt { seq } => self.deliver(s, pass, seq),
+            Effect::Signal { seq, signal } => self.signal_turn(s, seq, signal),
+            Effect::KillSurvivor { seq, process } => self.kill_survivor(s, seq, process),
+            Effect::Emit(event) => {
+                log_event(&s.id, &event);
+                if let Event::TurnEnded { exit, by, .. } = &event {
+                    self.metrics.turns.inc(turn_outcome(*exit, *by));
+                }
+                pass.events.push(NewEvent::tagged(&event));
             }
-            if outcome == Outcome::Ignored {
-                // Late timers and duplicate watch events land here; harmless.
-                log::debug!("{}: ignored {}", s.rec.id, shown.unwrap_or_default());
+        }
+    }
+
+    /// Writes the session's record now.
+    pub(super) fn write(&self, s: &mut Session) -> std::io::Result<()> {
+        let record = s.record();
+        self.store.save(&s.id, &record)?;
+        s.unsaved = false;
+        s.written_turn = record
+            .turn_process
+            .and(record.core.turn.as_ref().map(|t| t.seq));
+        Ok(())
+    }
+
+    /// Appends the pass's events to the journal (one write, one fdatasync),
+    /// so they are durable before anyone can read them.
+    pub(super) fn flush_events(&self, s: &Session, pass: &mut Pass) {
+        let events = std::mem::take(&mut pass.events);
+        if events.is_empty() {
+            return;
+        }
+        if let Err(e) = s.journal.append(events, super::clock::unix_ms()) {
+            log::error!("{}: cannot journal its events: {e}", s.id);
+        }
+    }
+
+    /// The end of a pass: events journalled, a failed write tried again,
+    /// what belonged to a finished turn dropped, the timer re-armed,
+    /// waiters told, the timeline written.
+    fn finish(&self, s: &mut Session, mut pass: Pass) {
+        self.flush_events(s, &mut pass);
+        super::follow::close_if_over(s);
+        let current = s.machine.record().turn.as_ref().map(|t| t.seq);
+        if s.live.as_ref().is_some_and(|l| Some(l.seq) != current) {
+            s.live = None;
+        }
+        if s.supervised
+            .as_ref()
+            .is_some_and(|(q, _)| Some(*q) != current)
+        {
+            s.supervised = None;
+        }
+        if s.unsaved {
+            if let Err(e) = self.write(s) {
+                log::warn!("{}: its record is still unwritten: {e}", s.id);
+                self.timer
+                    .arm(s.me.clone(), self.clock.now().saturating_add(RETRY_WRITE));
             }
         }
         self.rearm(s);
-        self.settle(s);
-        // WRITE SIDE (follow.rs): the pass's events and state change.
-        self.journal_state(s);
-    }
-
-    fn effect(&self, s: &mut Session, effect: Effect, inputs: &mut VecDeque<Input>) {
-        log::debug!("{}: {effect:?}", s.rec.id);
-        if effect == Effect::Observe {
-            let observation = files::observe(&s.rec.start.folder);
-            inputs.push_back(Input::Observed(observation));
-            return;
+        let mut i = 0;
+        while i < s.waiters.len() {
+            if Some(s.waiters[i].0) == current {
+                i += 1;
+            } else {
+                (s.waiters.swap_remove(i).1)();
+            }
         }
-        let id = s.rec.id.clone();
-        match effect {
-            // Answered above.
-            Effect::Observe => {}
-            // With `watch: false` there is no watch and no answer: the
-            // launch polls.
-            Effect::Watch => {
-                if let Some(w) = &self.watch {
-                    let watched = w.add(&id, &s.rec.start.folder);
-                    inputs.push_back(Input::Watched(watched));
-                }
-            }
-            Effect::Unwatch => {
-                if let Some(w) = &self.watch {
-                    w.remove(&id);
-                }
-            }
-            Effect::MarkInFuture { ahead } => log::warn!(
-                "{id}: {} is dated {} s ahead of this machine's clock: clock trouble, not a fresh copy",
-                files::status_file(&s.rec.start.folder).display(),
-                ahead / 1000
-            ),
-            // An empty file is what a read between a writer's truncation and
-            // its write sees: not worth a warning.
-            Effect::MalformedMark(MarkError::Empty) => {
-                log::debug!("{id}: the status file is empty; treated as missing")
-            }
-            Effect::MalformedMark(e) => log::warn!(
-                "{id}: {} is not a status mark ({e}); treated as missing",
-                files::status_file(&s.rec.start.folder).display()
-            ),
-            Effect::WaitFor { on, until } => {
-                let limit_ms =
-                    until.saturating_sub(s.launch.as_ref().map_or(0, |l| l.state().began));
-                log::info!("{id}: waiting for the project copy ({on:?}) up to {limit_ms} ms");
-                // WRITE SIDE (follow.rs).
-                self.journal_event(s, SessionEvent::CopyWaitBegan { on, limit_ms });
-            }
-            Effect::WaitEnded { why, waited } => {
-                match &why {
-                    WaitEnd::CopyFailed(reason) => log::warn!(
-                        "{id}: the project copy failed ({}); starting the harness after {waited} ms",
-                        if reason.is_empty() { "no reason given" } else { reason }
-                    ),
-                    WaitEnd::NoCopy | WaitEnd::Landed if waited == 0 => {
-                        log::debug!("{id}: copy check over at once: {why:?}")
-                    }
-                    _ => log::info!("{id}: copy wait over after {waited} ms: {why:?}"),
-                }
-                // WRITE SIDE (follow.rs): staged, so the spawn that may follow
-                // does not wait for the journal.
-                self.journal_event(
-                    s,
-                    SessionEvent::CopyWaitEnded {
-                        why: why.clone(),
-                        waited_ms: waited,
-                    },
-                );
-                self.metrics.copy_wait.observe_ms(waited);
-                s.rec.copy = Some(why);
-            }
-            Effect::AskPermit => {
-                if self.permits.ask(&id) {
-                    inputs.push_back(Input::PermitGranted);
-                }
-            }
-            Effect::StartHarness => self.start_harness(s, inputs),
-            Effect::ReleasePermit => self.release_permit(),
-            Effect::PauseQueue => {
-                s.rec.paused = true;
-                self.persist(s);
-            }
-            // Settled from the launch's phase once the pass is over.
-            Effect::Closed | Effect::Ended(_) => {}
+        if let Some(r) = &s.recording {
+            r.save();
         }
     }
 
-    /// Gives a permit back, handing it to the oldest queued launch.
-    pub(crate) fn release_permit(&self) {
-        if let Some(next) = self.permits.release() {
-            let _ = self
-                .events
-                .send(super::Event::Input(next, Input::PermitGranted));
-        }
-    }
-
-    /// Re-arms the timer when the launch's next deadline changed.
+    /// Re-arms the timer when the machine's next deadline changed.
     fn rearm(&self, s: &mut Session) {
-        let next = s
-            .launch
-            .as_ref()
-            .and_then(|l| l.poll_timeout())
-            .map(|(at, _)| at);
+        let next = s.machine.poll_timeout().map(|(at, _)| at);
         if next != s.armed {
             s.armed = next;
             if let Some(at) = next {
@@ -182,62 +290,47 @@ impl Runtime {
         }
     }
 
-    /// Applies a finished launch to the session: started, closed or ended.
-    fn settle(&self, s: &mut Session) {
-        let Some(phase) = s.launch.as_ref().map(|l| l.state().phase.clone()) else {
-            return;
+    /// Calls `notify` once the session's turn `seq` is gone (at once if it
+    /// is already); `false` for an unknown session.
+    pub fn when_turn_gone(
+        &self,
+        id: &str,
+        seq: room_machines::session::TurnSeq,
+        notify: Box<dyn FnOnce() + Send>,
+    ) -> bool {
+        let Some(s) = self.session(id) else {
+            return false;
         };
-        match phase {
-            Phase::Started { native_id } => {
-                let now = self.clock.now();
-                if let Some(at) = s.permit_at.take() {
-                    let ms = now.saturating_sub(at);
-                    s.rec.agent_start_ms = Some(ms);
-                    self.metrics.agent_start.observe_ms(ms);
-                }
-                if native_id.is_some() {
-                    s.rec.native_id = native_id;
-                }
-                s.rec.waiting_start = false;
-                s.rec.state = if s.turn.is_some() {
-                    SessionState::Running
-                } else {
-                    SessionState::Idle
-                };
-                log::info!("{}: harness started", s.rec.id);
-            }
-            Phase::Closed => {
-                s.rec.state = SessionState::Closed;
-                s.rec.waiting_start = false;
-            }
-            Phase::Ended(Reason::ServiceStop) => {
-                // Keep `waiting_start`: the next run waits again.
-            }
-            Phase::Ended(Reason::HarnessFailed(msg)) => {
-                log::error!("{}: harness failed to start: {msg}", s.rec.id);
-                self.journal_error(s, &msg); // WRITE SIDE (follow.rs)
-                s.rec.state = SessionState::Failed;
-                s.rec.error = Some(msg);
-                s.rec.waiting_start = false;
-            }
-            _ => return,
+        let mut s = crate::sessions::lock(&s);
+        if s.machine.record().turn.as_ref().map(|t| t.seq) == Some(seq) {
+            s.waiters.push((seq, notify));
+        } else {
+            drop(s);
+            notify();
         }
-        let id = s.rec.id.clone();
-        if let (Some(dir), Some(run)) = (&self.config.record_timelines, s.recording.take()) {
-            super::record::append(dir, &id, self.config.launch(), run);
-        }
-        s.launch = None;
-        s.armed = None;
-        self.permits.cancel(&id);
-        self.persist(s);
-        self.pump(s);
+        true
     }
+}
 
-    /// Writes the session's record; a failed write is logged, not fatal.
-    pub(crate) fn persist(&self, s: &Session) {
-        if let Err(e) = self.store.save(&s.rec.id, &s.rec) {
-            log::error!("{}: cannot persist: {e}", s.rec.id);
+/// How a turn ended, as `room_core_turns_total` counts it.
+fn turn_outcome(exit: Option<Exit>, by: Option<EndWhy>) -> &'static str {
+    match by {
+        Some(EndWhy::Stop) => "stopped",
+        Some(EndWhy::Interrupt) => "interrupted",
+        Some(EndWhy::Close) => "closed",
+        Some(EndWhy::Restart) => "restarted",
+        _ if exit.is_some_and(Exit::success) => "succeeded",
+        _ => "failed",
+    }
+}
+
+/// Logs what the journal records, at a level that fits it.
+fn log_event(id: &str, event: &Event) {
+    match event {
+        Event::Error { message } => log::warn!("{id}: {message}"),
+        Event::State { .. } | Event::PromptQueued { .. } | Event::NativeId { .. } => {
+            log::debug!("{id}: {event:?}")
         }
-        self.journal_state(s); // WRITE SIDE (follow.rs)
+        _ => log::info!("{id}: {event:?}"),
     }
 }

@@ -3,10 +3,10 @@
 //! exits; the agent socket reads it to classify callers.
 //!
 //! A harness is keyed by its pid and start time ([`ProcKey`]), not its pid
-//! alone: an entry can outlive its process (it is removed only once the
-//! harness's output closes, which a `setsid` descendant holding stderr can
-//! delay long after the harness was reaped), and a pid reused in that time
-//! must not be taken for the harness. A harness always wins, so that mistake
+//! alone: an entry outlives its process (it is removed once the harness has
+//! exited and the supervisor has ended what it left behind, which takes up
+//! to the kill grace when a `setsid` descendant ignores SIGTERM), and a pid
+//! reused in that time must not be taken for the harness. A harness always wins, so that mistake
 //! would hand a session's rights to an unrelated process.
 
 use std::collections::HashMap;

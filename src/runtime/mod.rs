@@ -1,30 +1,40 @@
 //! The runtime: the event pool, the timer and watch threads, the startup
-//! permits, and the driver that steps each session's launch machine and
-//! carries out its effects. It holds no business rules: the launch machine
-//! decides when a harness may start; this module only does the I/O.
+//! permits, the supervisor, and the driver that steps each session's
+//! machine and carries out its effects. It holds no business rule: the
+//! session machine (`room_machines::session`) decides what happens to a
+//! session; this module looks sessions up, locks them, feeds them inputs and
+//! does the I/O their effects ask for (docs/machines.md, "Driving the
+//! session machine", is the contract).
 
 pub mod clock;
 mod driver;
 mod follow;
 pub mod harness_pids;
+mod launching;
 mod ops;
 pub mod permits;
 pub mod record;
+mod restore;
 pub mod timer;
-mod turns;
+pub(crate) mod turns;
 pub mod watch;
 
+use std::cell::Cell;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use room_machines::Input;
+use room_machines::launch;
+use room_machines::session::{Input, TurnSeq};
 
 use crate::config::Config;
 use crate::harness::Programs;
 use crate::metrics::Metrics;
-use crate::sessions::{Registry, Session, SessionRef};
+use crate::sessions::{lock, Registry, Session, SessionRef};
 use crate::store::Store;
+use crate::supervise::{Supervisor, TurnRecord, KILL_WAIT};
 use clock::Clock;
 use harness_pids::HarnessPids;
 use permits::Permits;
@@ -33,22 +43,26 @@ use watch::Watch;
 
 pub use crate::sessions::Start;
 pub use follow::{ListQuery, DEFAULT_LIST, MAX_LIST};
-pub use ops::RelaunchMode;
+pub use ops::Answer;
+pub use room_machines::session::RelaunchMode;
 
-/// A session as the timer knows it: its own handle, no registry lookup.
+/// A session as the timer and the pool know it: its own handle, no
+/// registry lookup.
 pub type SessionHandle = Weak<Mutex<Session>>;
 
 /// Work for the event pool.
 #[derive(Debug)]
 pub enum Event {
-    /// Feed an input to a session's launch.
-    Input(String, Input),
+    /// A launch input for session `id`: the watch's `Changed` and
+    /// `Watched(false)`, a permit handed over by a release.
+    Input(String, launch::Input),
     /// Deadlines that fell due together: feed each session a `Timeout`.
     Timeouts(Vec<SessionHandle>),
-    /// A launch's first pass (its first status-file read), run here rather
-    /// than on the thread that began it (an HTTP request, the restore at
-    /// start-up); `done` hears when it has run.
-    Begin(SessionHandle, Option<Sender<()>>),
+    /// Read the status file of this folder and feed the session what it says.
+    Observe(SessionHandle, PathBuf),
+    /// Kill what the restored turn's record still names, then feed
+    /// `SurvivorGone`.
+    Survivor(SessionHandle, TurnSeq, TurnRecord),
 }
 
 /// Everything the driver needs; shared by the API, the pool and turn threads.
@@ -63,6 +77,8 @@ pub struct Runtime {
     pub harness_pids: HarnessPids,
     /// Metrics.
     pub metrics: Arc<Metrics>,
+    /// Starts turns and ends their whole process trees.
+    pub supervisor: Arc<Supervisor>,
     store: Store,
     registry: Mutex<Registry>,
     events: Sender<Event>,
@@ -75,19 +91,35 @@ pub struct Runtime {
     follow: follow::Follow,
 }
 
-/// Event pool workers: short jobs only (inputs from the timer, the watch and
-/// permit hand-offs). Turns, which block for their whole run, get their own
-/// threads.
-const POOL_WORKERS: usize = 2;
+/// Event pool workers: short jobs only (timeouts, status reads, permit
+/// hand-offs, survivors). Turns, which block for their whole run, get their
+/// own threads. Four, not two: a launch's first turn is spawned from here,
+/// with a record write before it and one after (each an fsync), so the
+/// workers mostly wait for the disk (docs/performance.md, section 4).
+const POOL_WORKERS: usize = 4;
+
+/// How much longer than the kill grace an answer (stop, close, interrupt,
+/// relaunch restart) or the service's stop waits for a turn to be gone:
+/// SIGKILL's own bound in the supervisor and a timer bucket.
+pub const TURN_MARGIN: Duration = Duration::from_millis(KILL_WAIT.as_millis() as u64 + 1000);
+
+thread_local! {
+    /// Set on the event pool's threads: a status read asked for there is
+    /// done at once, under the session's lock, as part of the same pass.
+    static ON_POOL: Cell<bool> = const { Cell::new(false) };
+}
 
 impl Runtime {
-    /// Builds the runtime, starts its threads and restores persisted sessions.
+    /// Builds the runtime (the state dir made private, crash leftovers
+    /// removed, the supervisor chosen and logged), starts its threads and
+    /// restores persisted sessions.
     pub fn start(
         config: Arc<Config>,
         harness_pids: HarnessPids,
         metrics: Arc<Metrics>,
     ) -> std::io::Result<Arc<Runtime>> {
         let store = Store::open(&config.state_dir)?;
+        let supervisor = Supervisor::from_config(&config).map_err(std::io::Error::other)?;
         let clock = Clock::default();
         let (events, rx) = crossbeam_channel::unbounded();
         let watch = if config.watch {
@@ -108,6 +140,7 @@ impl Runtime {
             programs,
             harness_pids,
             metrics,
+            supervisor: Arc::new(supervisor),
             store,
             registry: Mutex::default(),
             events,
@@ -121,35 +154,69 @@ impl Runtime {
             std::thread::Builder::new()
                 .name(format!("pool-{n}"))
                 .spawn(move || {
+                    ON_POOL.with(|p| p.set(true));
                     while let Ok(ev) = rx.recv() {
                         let Some(rt) = rt.upgrade() else { return };
-                        match ev {
-                            Event::Input(id, input) => rt.feed(&id, input),
-                            Event::Begin(s, done) => {
-                                if let Some(s) = s.upgrade() {
-                                    let mut s = crate::sessions::lock(&s);
-                                    if s.launch.is_some() {
-                                        rt.drive(&mut s, None);
-                                    }
-                                }
-                                if let Some(done) = done {
-                                    let _ = done.send(());
-                                }
-                            }
-                            Event::Timeouts(due) => {
-                                for s in due.iter().filter_map(Weak::upgrade) {
-                                    let mut s = crate::sessions::lock(&s);
-                                    if s.launch.is_some() {
-                                        rt.drive(&mut s, Some(Input::Timeout));
-                                    }
-                                }
-                            }
-                        }
+                        rt.work(ev);
                     }
                 })?;
         }
         rt.restore()?;
         Ok(rt)
+    }
+
+    /// One job of the event pool.
+    fn work(&self, ev: Event) {
+        match ev {
+            Event::Input(id, input) => self.feed_id(&id, Input::Launch(input)),
+            Event::Timeouts(due) => {
+                for s in due.iter().filter_map(Weak::upgrade) {
+                    self.drive(&mut lock(&s), Input::Timeout);
+                }
+            }
+            Event::Observe(s, folder) => {
+                // Read without the session's lock; the launch takes the
+                // answer whenever it comes (a late one changes nothing).
+                let observation = crate::files::observe(&folder);
+                self.feed(&s, Input::Launch(launch::Input::Observed(observation)));
+            }
+            Event::Survivor(s, seq, record) => {
+                let ended = self.supervisor.kill_survivor(&record);
+                if !ended.is_clean() {
+                    log::error!(
+                        "turn {}: not all of it could be killed: {ended:?}",
+                        record.key
+                    );
+                }
+                self.feed(&s, Input::SurvivorGone { seq });
+            }
+        }
+    }
+
+    /// Feeds `input` to the session behind `handle`, if it still exists.
+    pub(crate) fn feed(&self, handle: &SessionHandle, input: Input) {
+        if let Some(s) = handle.upgrade() {
+            self.drive(&mut lock(&s), input);
+        }
+    }
+
+    /// Feeds `input` to session `id`. A permit handed to a session that is
+    /// not there goes back at once.
+    fn feed_id(&self, id: &str, input: Input) {
+        match self.session(id) {
+            Some(s) => {
+                self.drive(&mut lock(&s), input);
+            }
+            None if input == Input::Launch(launch::Input::PermitGranted) => self.release_permit(),
+            None => {}
+        }
+    }
+
+    /// Hands `ev` to the pool.
+    fn send(&self, ev: Event) {
+        if let Err(e) = self.events.send(ev) {
+            log::error!("the event pool is gone: {:?} is dropped", e.0);
+        }
     }
 
     fn registry(&self) -> MutexGuard<'_, Registry> {
@@ -168,21 +235,51 @@ impl Runtime {
         self.stopping.load(Ordering::SeqCst)
     }
 
-    /// Service stop: ends every wait (the persisted starts wait again next
-    /// run) and kills running turns.
+    /// How long an answer waits for a turn to be gone at most: the kill
+    /// grace and [`TURN_MARGIN`].
+    pub fn turn_bound(&self) -> Duration {
+        Duration::from_millis(self.config.kill_grace_ms) + TURN_MARGIN
+    }
+
+    /// Service stop: every session gets `ServiceStop` (launches end, a
+    /// start that had not started waits again next run, each running turn
+    /// gets SIGTERM and, after the kill grace, SIGKILL); returns once no
+    /// session has a turn any more, each cut turn recorded, or at
+    /// [`Runtime::turn_bound`]. One grace for all: the turns end side by side.
     pub fn shutdown(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        for s in self.all_sessions() {
-            let mut s = crate::sessions::lock(&s);
-            if s.launch.is_some() {
-                self.drive(&mut s, Some(Input::ServiceStop));
-            }
-            if s.turn.is_some() {
-                // WRITE SIDE (follow.rs): the turn is cut.
-                self.journal_event(&s, room_machines::session::Event::ServiceStopped);
-                self.journal_flush(&s);
-            }
-            self.kill_turn(&mut s);
+        // Under the registry's lock: a start either is registered before
+        // (and gets `ServiceStop` below) or sees the stop and is refused.
+        let all: Vec<SessionRef> = {
+            let reg = self.registry();
+            self.stopping.store(true, Ordering::SeqCst);
+            reg.by_id.values().cloned().collect()
+        };
+        for s in &all {
+            self.drive(&mut lock(s), Input::ServiceStop);
         }
+        let give_up = Instant::now() + self.turn_bound();
+        loop {
+            let left: Vec<String> = all
+                .iter()
+                .filter_map(|s| {
+                    let s = lock(s);
+                    s.machine.record().turn.is_some().then(|| s.id.clone())
+                })
+                .collect();
+            if left.is_empty() {
+                break;
+            }
+            if Instant::now() >= give_up {
+                log::error!(
+                    "the turns of {} did not end within {:?}; stopping anyway",
+                    left.join(", "),
+                    self.turn_bound()
+                );
+                break;
+            }
+            // Turn threads and the pool feed the ends; this only looks.
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        log::info!("every turn has ended");
     }
 }

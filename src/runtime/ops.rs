@@ -1,335 +1,228 @@
-//! What the API asks of the runtime: start, look up, message, stop, resume,
-//! close and relaunch sessions, and restore them after a restart.
+//! What the API asks of the runtime: start a session, look one up, and the
+//! app's commands (message, stop, interrupt, resume, close, relaunch), each
+//! one input to the session machine.
 
-use room_machines::session::{EndWhy, Event as SessionEvent, RelaunchMode as MachineMode};
-use room_machines::{Input, Launch, Plan};
+use std::sync::Arc;
+
+use room_machines::session::{self as machine, retry_difference, Input, StartFields, TurnSeq};
 use serde_json::{json, Value};
 
 use super::clock::unix_ms;
-use super::{Event, Runtime};
+use super::record::Recording;
+use super::Runtime;
 use crate::error::Refusal;
 use crate::files;
-use crate::sessions::{lock, new_id, view, Record, Session, SessionState, Start};
+use crate::harness::Harness;
+use crate::journal::Journal;
+use crate::sessions::{self, lock, new_id, view, Extras, Kind, Session, Start};
+use room_machines::session::RelaunchMode;
+use room_machines::timeline::Begin;
 
-/// How `POST /v1/sessions/{id}/relaunch` brings a started session back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RelaunchMode {
-    /// Unpause the queue and run what is queued, resuming the native session.
-    Resume,
-    /// Run what is queued; the pause stays as it is.
-    Wake,
-    /// Kill the running turn first, then as `resume`.
-    Restart,
+/// What an app command answers.
+#[derive(Debug)]
+pub struct Answer {
+    /// The session's view once the command is applied.
+    pub view: Value,
+    /// The turn the command ends, when it still runs: the answer is due
+    /// only once it is gone ([`Runtime::when_turn_gone`], at most
+    /// [`Runtime::turn_bound`] later), and then shows the view as it is.
+    pub turn: Option<TurnSeq>,
 }
 
-/// The longest `POST /v1/sessions` waits for its launch's first pass on the
-/// event pool before answering (pending, what holds it not known yet).
-const FIRST_PASS_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+/// The fields a retry is compared on.
+fn fields(s: &Start) -> StartFields<'_, Harness, Kind> {
+    StartFields {
+        workspace: &s.workspace,
+        folder: &s.folder,
+        harness: &s.harness,
+        kind: &s.kind,
+        parent: s.parent.as_deref(),
+        shared_sandbox: s.shared_sandbox,
+        prompt: s.prompt.as_deref(),
+        project_copy: s.project_copy,
+        plan_only: s.plan_only,
+    }
+}
 
 impl Runtime {
-    fn launch_config(&self) -> room_machines::LaunchConfig {
-        self.config.launch()
+    /// The session machine's limits, from the config.
+    pub(super) fn machine_config(&self) -> machine::Config {
+        machine::Config {
+            launch: self.config.launch(),
+            startup_timeout: self.config.startup_timeout_ms,
+            kill_grace: self.config.kill_grace_ms,
+        }
     }
 
-    /// Rebuilds sessions from the store: a waiting start waits again (a new
-    /// limit from now); a started session is idle with its native ID and
-    /// runs what is queued, without waiting.
-    pub(super) fn restore(&self) -> std::io::Result<()> {
-        let records: Vec<Record> = self.store.load_all()?;
-        let mut restored = Vec::new();
-        {
-            let mut reg = self.registry();
-            for mut rec in records {
-                let was = rec.state;
-                // A turn or relaunch in progress died with the old process.
-                let started = !rec.waiting_start;
-                if let Some(prompt) = rec.in_flight.take() {
-                    if !started {
-                        rec.queue.push_front(prompt);
-                    }
-                }
-                if rec.state == SessionState::Running
-                    || (started && rec.state == SessionState::Pending)
-                {
-                    rec.state = SessionState::Idle;
-                }
-                let s = Session::shared(rec.clone());
-                reg.insert(&rec, s.clone());
-                restored.push((s, was));
-            }
-        }
-        for (s, was) in restored {
-            let mut s = lock(&s);
-            // WRITE SIDE (follow.rs): a state event if the restore changed it.
-            self.journal_restored(&s, was);
-            if s.rec.waiting_start && s.rec.state != SessionState::Closed {
-                log::info!("{}: restored start waits again", s.rec.id);
-                // Its first read runs on the pool: whatever lies at a status
-                // path cannot hold up the start-up.
-                let _ = self.begin_launch(&mut s, false);
-            } else {
-                self.pump(&mut s);
-            }
-        }
-        Ok(())
+    /// A session's journal: the one its readers (pages, streams) share.
+    pub(super) fn journal_for(&self, id: &str) -> Arc<Journal> {
+        self.follow.journals.get(id)
     }
 
-    /// Begins a launch. A relaunch (no status read) runs its first pass
-    /// here; a start's first pass, which reads the status file, runs on the
-    /// event pool, and the returned receiver hears when it has.
-    fn begin_launch(
-        &self,
-        s: &mut Session,
-        relaunch: bool,
-    ) -> Option<crossbeam_channel::Receiver<()>> {
-        let plan = Plan {
-            promised: s.rec.start.project_copy && !relaunch,
-            relaunch,
-        };
-        // A relaunch keeps its state on record (the view shows it pending
-        // while the launch runs), so a crash mid-relaunch restores it idle.
-        if !relaunch {
-            s.rec.state = SessionState::Pending;
-        } else if s.rec.state == SessionState::Failed {
-            s.rec.state = SessionState::Idle;
-        }
-        let now = self.clock.now();
-        s.recording = self
-            .config
-            .record_timelines
-            .is_some()
-            .then(|| room_machines::timeline::Run::new(plan, now));
-        s.launch = Some(Launch::new(self.launch_config(), plan, now));
-        s.armed = None;
-        if relaunch {
-            self.drive(s, None);
-            return None;
-        }
-        let (done, first_pass) = crossbeam_channel::bounded(1);
-        if let Err(e) = self.events.send(Event::Begin(s.me.clone(), Some(done))) {
-            // The pool is gone (the service is stopping): run it here.
-            log::debug!("{}: no event pool ({e}); first pass inline", s.rec.id);
-            self.drive(s, None);
-            return None;
-        }
-        Some(first_pass)
+    /// Begins recording a session's timeline, when `record_timelines` is set.
+    pub(super) fn recording(&self, s: &Session, begin: Begin) -> Option<Recording> {
+        let dir = self.config.record_timelines.as_ref()?;
+        Some(Recording::begin(
+            dir,
+            &s.id,
+            self.machine_config(),
+            sessions::options(&s.start),
+            begin,
+        ))
     }
 
     /// `POST /v1/sessions`: starts a session, or returns the one a retry
     /// with the same request ID started (`false` when it already existed).
+    /// The answer shows what the machine knows at once: the launch's first
+    /// read of the status file runs on the event pool and shows in the view
+    /// a moment later.
     pub fn create(&self, start: Start) -> Result<(Value, bool), Refusal> {
-        let mut reg = self.registry();
-        if let Some(existing) = start
-            .request_id
-            .as_ref()
-            .and_then(|r| reg.by_request.get(r))
-            .and_then(|id| reg.by_id.get(id))
-            .cloned()
-        {
-            drop(reg);
-            let s = lock(&existing);
-            if let Some(field) = retry_difference(&s.rec.start, &start) {
+        loop {
+            let mut reg = self.registry();
+            if self.is_stopping() {
+                // The stop began (it fed every registered session `ServiceStop`).
                 return Err(Refusal::new(
-                    409,
-                    "request_conflict",
-                    format!(
-                        "Request ID {} already started session {} with a different {field}.",
-                        start.request_id.as_deref().unwrap_or_default(),
-                        s.rec.id
-                    ),
+                    503,
+                    "service_stopping",
+                    "room-core is stopping; start the session once it is back.",
                 ));
             }
-            return Ok((self.render(&s), false));
+            let existing = start
+                .request_id
+                .as_ref()
+                .and_then(|r| reg.by_request.get(r))
+                .and_then(|id| reg.by_id.get(id))
+                .cloned();
+            if let Some(existing) = existing {
+                drop(reg);
+                // Its lock is held until its start is recorded or refused.
+                let s = lock(&existing);
+                if !self.registry().by_id.contains_key(&s.id) {
+                    // Refused (its record could not be written): look again.
+                    continue;
+                }
+                if let Some(field) = retry_difference(&fields(&s.start), &fields(&start)) {
+                    return Err(Refusal::new(
+                        409,
+                        "request_conflict",
+                        format!(
+                            "Request ID {} already started session {} with a different {field}.",
+                            start.request_id.as_deref().unwrap_or_default(),
+                            s.id
+                        ),
+                    ));
+                }
+                return Ok((self.render(&s), false));
+            }
+            let id = new_id();
+            let now = self.clock.now();
+            let prompt = start.prompt.clone();
+            let m = machine::Session::new(
+                self.machine_config(),
+                sessions::options(&start),
+                prompt.clone(),
+                now,
+            );
+            let extras = Extras {
+                created_ms: unix_ms(),
+                ..Extras::default()
+            };
+            let shared = Session::shared(id.clone(), start, m, extras, self.journal_for(&id));
+            let mut s = lock(&shared);
+            // Known (to a retry with the same request ID, which waits for
+            // this lock) before its record is written; the write runs
+            // without the registry's lock, so starts write side by side.
+            reg.reserve(&id, &s.start, shared.clone());
+            drop(reg);
+            s.recording = self.recording(&s, Begin::New { at: now, prompt });
+            // The machine's first effect is `Persist`: a kill -9 from here on
+            // restores the start and it waits again. A start that cannot be
+            // recorded is refused rather than run unrecorded.
+            let pass = match self.persist_first(&mut s) {
+                Ok(pass) => pass,
+                Err(e) => {
+                    log::error!("{id}: cannot persist the start: {e}");
+                    self.registry().forget(&id, &s.start);
+                    return Err(Refusal::new(
+                        500,
+                        "state_unwritable",
+                        format!(
+                            "Cannot record the session in {}: {e}. It was not started.",
+                            self.config.state_dir.display()
+                        ),
+                    ));
+                }
+            };
+            self.registry().register_workspace(&s.start);
+            log::info!(
+                "{id}: start in {} (project_copy: {})",
+                s.start.folder.display(),
+                s.start.project_copy
+            );
+            self.pass(&mut s, pass);
+            return Ok((self.render(&s), true));
         }
-        let rec = Record {
-            id: new_id(),
-            queue: start.prompt.iter().cloned().collect(),
-            start,
-            state: SessionState::Pending,
-            native_id: None,
-            paused: false,
-            waiting_start: true,
-            agent_start_ms: None,
-            error: None,
-            created_ms: unix_ms(),
-            in_flight: None,
-            copy: None,
-        };
-        // Persist before the launch begins: a kill -9 from here on restores
-        // the start and it waits again. A start that cannot be recorded is
-        // refused rather than run unrecorded.
-        if let Err(e) = self.store.save(&rec.id, &rec) {
-            log::error!("{}: cannot persist the start: {e}", rec.id);
-            return Err(Refusal::new(
-                500,
-                "state_unwritable",
-                format!(
-                    "Cannot record the session in {}: {e}. It was not started.",
-                    self.config.state_dir.display()
-                ),
-            ));
-        }
-        let s = Session::shared(rec.clone());
-        let mut guard = lock(&s);
-        reg.insert(&rec, s.clone());
-        drop(reg);
-        log::info!(
-            "{}: start in {} (project_copy: {})",
-            rec.id,
-            rec.start.folder.display(),
-            rec.start.project_copy
-        );
-        let first_pass = self.begin_launch(&mut guard, false);
-        // WRITE SIDE (follow.rs): `pending` is the session's first event,
-        // written with what its first pass journals.
-        self.note_state(&guard);
-        drop(guard);
-        // The answer shows the first read's outcome (what holds the start)
-        // when the pool runs it promptly, as it does unless it is busy; it
-        // never waits longer than FIRST_PASS_WAIT for it.
-        if let Some(first_pass) = first_pass {
-            let _ = first_pass.recv_timeout(FIRST_PASS_WAIT);
-        }
-        let view = self.render(&lock(&s));
-        Ok((view, true))
     }
 
     pub(super) fn render(&self, s: &Session) -> Value {
         view::render(s, &self.clock, self.config.copy_wait_ms)
     }
 
-    pub(super) fn with<T>(
-        &self,
-        id: &str,
-        f: impl FnOnce(&mut Session) -> Result<T, Refusal>,
-    ) -> Result<T, Refusal> {
-        let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
-        let mut s = lock(&s);
-        let result = f(&mut s);
-        // WRITE SIDE (follow.rs): what the command staged is written.
-        self.journal_flush(&s);
-        result
-    }
-
-    pub(super) fn open_or_refuse(s: &Session) -> Result<(), Refusal> {
-        match s.rec.state {
-            SessionState::Closed => Err(Refusal::finished(&s.rec.id, "closed")),
-            _ => Ok(()),
-        }
-    }
-
     /// `GET /v1/sessions/{id}`.
     pub fn get(&self, id: &str) -> Result<Value, Refusal> {
-        self.with(id, |s| Ok(self.render(s)))
+        let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
+        let s = lock(&s);
+        Ok(self.render(&s))
     }
 
-    /// `POST /v1/sessions/{id}/messages`: queues a prompt; it runs when the
-    /// session is started, idle and unpaused.
-    pub fn message(&self, id: &str, prompt: String) -> Result<Value, Refusal> {
-        self.with(id, |s| {
-            Self::open_or_refuse(s)?;
-            if s.rec.state == SessionState::Failed {
-                return Err(Refusal::finished(&s.rec.id, "failed"));
-            }
-            s.rec.queue.push_back(prompt);
-            self.persist(s);
-            self.pump(s);
-            Ok(self.render(s))
+    /// An app command: the input to the session machine under its lock,
+    /// the record written before anything else is done (or nothing
+    /// changed), and the turn to wait for when `ends_turn`.
+    fn apply(&self, id: &str, input: Input, ends_turn: bool) -> Result<Answer, Refusal> {
+        let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
+        let mut s = lock(&s);
+        let turn = s.machine.record().turn.as_ref().map(|t| t.seq);
+        self.command(&mut s, input)?;
+        let still = s.machine.record().turn.as_ref().map(|t| t.seq);
+        Ok(Answer {
+            view: self.render(&s),
+            turn: turn.filter(|t| ends_turn && still == Some(*t)),
         })
     }
 
-    /// `POST /v1/sessions/{id}/stop`: kills the running turn and pauses the
-    /// queue; during the launch (and its copy wait) it completes at once.
-    pub fn stop(&self, id: &str) -> Result<Value, Refusal> {
-        self.with(id, |s| {
-            Self::open_or_refuse(s)?;
-            self.journal_event(s, SessionEvent::Stopped);
-            if s.launch.is_some() {
-                // The launch answers with `PauseQueue`, which pauses and persists.
-                self.drive(s, Some(Input::Stop));
-            }
-            self.end_turn(s, EndWhy::Stop);
-            if !s.rec.paused {
-                s.rec.paused = true;
-                self.persist(s);
-            }
-            Ok(self.render(s))
-        })
+    /// `POST /v1/sessions/{id}/messages`: queues a prompt.
+    pub fn message(&self, id: &str, prompt: String) -> Result<Answer, Refusal> {
+        self.apply(id, Input::Message(prompt), false)
+    }
+
+    /// `POST /v1/sessions/{id}/stop`: ends the running turn and pauses the
+    /// queue; due once the turn is gone.
+    pub fn stop(&self, id: &str) -> Result<Answer, Refusal> {
+        self.apply(id, Input::Stop, true)
+    }
+
+    /// `POST /v1/sessions/{id}/interrupt`: ends the running turn; the queue
+    /// goes on. Due once the turn is gone.
+    pub fn interrupt(&self, id: &str) -> Result<Answer, Refusal> {
+        self.apply(id, Input::Interrupt, true)
     }
 
     /// `POST /v1/sessions/{id}/resume`: unpauses the queue.
-    pub fn resume(&self, id: &str) -> Result<Value, Refusal> {
-        self.with(id, |s| {
-            Self::open_or_refuse(s)?;
-            if s.rec.paused {
-                self.journal_event(s, SessionEvent::Resumed);
-            }
-            s.rec.paused = false;
-            self.persist(s);
-            self.pump(s);
-            Ok(self.render(s))
-        })
+    pub fn resume(&self, id: &str) -> Result<Answer, Refusal> {
+        self.apply(id, Input::Resume, false)
     }
 
-    /// `POST /v1/sessions/{id}/close`: ends the launch (its harness never
-    /// starts) or kills the running turn, and closes the session.
-    pub fn close(&self, id: &str) -> Result<Value, Refusal> {
-        self.with(id, |s| {
-            if s.rec.state == SessionState::Closed {
-                return Ok(self.render(s));
-            }
-            self.journal_event(s, SessionEvent::Closed);
-            if s.launch.is_some() {
-                // The launch settles as closed: unwatched, its permit (held or
-                // queued) given back, the record persisted.
-                self.drive(s, Some(Input::Close));
-            }
-            self.end_turn(s, EndWhy::Close);
-            if s.rec.state != SessionState::Closed {
-                s.rec.state = SessionState::Closed;
-                s.rec.waiting_start = false;
-                self.persist(s);
-            }
-            Ok(self.render(s))
-        })
+    /// `POST /v1/sessions/{id}/close`: ends the launch or the turn; nothing
+    /// starts again. Due once the turn is gone.
+    pub fn close(&self, id: &str) -> Result<Answer, Refusal> {
+        self.apply(id, Input::Close, true)
     }
 
     /// `POST /v1/sessions/{id}/relaunch`: brings a started session back
-    /// through a relaunch, which never waits for a copy.
-    pub fn relaunch(&self, id: &str, mode: RelaunchMode) -> Result<Value, Refusal> {
-        self.with(id, |s| {
-            Self::open_or_refuse(s)?;
-            if s.rec.waiting_start || s.launch.is_some() {
-                return Err(Refusal::new(
-                    409,
-                    "session_starting",
-                    format!(
-                        "Session {} is still starting; it cannot be relaunched before its harness has started.",
-                        s.rec.id
-                    ),
-                ));
-            }
-            self.journal_event(
-                s,
-                SessionEvent::Relaunched {
-                    mode: match mode {
-                        RelaunchMode::Resume => MachineMode::Resume,
-                        RelaunchMode::Wake => MachineMode::Wake,
-                        RelaunchMode::Restart => MachineMode::Restart,
-                    },
-                },
-            );
-            if mode == RelaunchMode::Restart {
-                self.end_turn(s, EndWhy::Restart);
-            }
-            if mode != RelaunchMode::Wake {
-                s.rec.paused = false;
-            }
-            s.rec.error = None;
-            let _ = self.begin_launch(s, true);
-            Ok(self.render(s))
-        })
+    /// through a relaunch (never a copy wait); `restart` is due once the
+    /// turn it ends is gone.
+    pub fn relaunch(&self, id: &str, mode: RelaunchMode) -> Result<Answer, Refusal> {
+        self.apply(id, Input::Relaunch(mode), mode == RelaunchMode::Restart)
     }
 
     /// `GET /v1/workspaces/{id}`: the folder a start registered.
@@ -346,27 +239,5 @@ impl Runtime {
             "folder": folder,
             "status_file": files::status_file(&folder),
         }))
-    }
-}
-
-/// The first field (other than `project_copy` and `plan_only`, which a retry
-/// may change) in which a retry differs from the start it repeats.
-fn retry_difference(was: &Start, start: &Start) -> Option<&'static str> {
-    if was.workspace != start.workspace {
-        Some("workspace")
-    } else if was.folder != start.folder {
-        Some("folder")
-    } else if was.harness != start.harness {
-        Some("harness")
-    } else if was.kind != start.kind {
-        Some("kind")
-    } else if was.parent != start.parent {
-        Some("parent")
-    } else if was.shared_sandbox != start.shared_sandbox {
-        Some("shared_sandbox")
-    } else if was.prompt != start.prompt {
-        Some("prompt")
-    } else {
-        None
     }
 }

@@ -1,229 +1,440 @@
-//! Turns: one harness process per prompt, run in the session's folder. The
-//! launch's `StartHarness` runs the first queued prompt; later prompts run
-//! one at a time as the queue is pumped. Each turn's pid is registered in
-//! `HarnessPids` while it runs.
+//! A turn's effects, carried out with the supervisor: spawn (its own
+//! process group, and cgroup where there is one, the key on record first),
+//! hand the prompt over on stdin, signal the whole tree, kill a survivor of
+//! the last run; and the threads that follow a turn:
+//!
+//! - the exit watcher waits for the harness to exit, ends what it left
+//!   behind (`Supervisor::terminate`), waits a moment for the output
+//!   readers and feeds `TurnEnded`. It never waits for stdout's end first:
+//!   a daemon the harness left could hold it open;
+//! - the stdout reader (started once the turn's start is journalled)
+//!   journals every JSON line as a `harness` event, batching lines that
+//!   arrived together, and feeds `NativeId` for the first event that names
+//!   the session; lines over the cap or not UTF-8 are skipped and reading
+//!   goes on;
+//! - the stderr drain reads to the end, keeping a tail for the error;
+//! - the prompt writer writes the prompt to stdin and closes it
+//!   (`PromptUndelivered` if that fails), so no prompt meets an argv limit
+//!   and a big one blocks no shared thread.
 
-use std::collections::VecDeque;
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Stdio};
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ChildStdin, ChildStdout};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
-use room_machines::Input;
+use nix::sys::signal::Signal as Sig;
+use room_machines::session::{Exit, Input, Process, Signal, TurnSeq};
+use serde_json::Value;
 
-use super::Runtime;
-use crate::harness::{command, Harness};
-use crate::procfs::{ProcKey, Procfs};
-use crate::sessions::{lock, Session, SessionState};
+use super::driver::Pass;
+use super::{Event, Runtime, SessionHandle};
+use crate::harness::{account, command, Harness};
+use crate::journal::{Journal, NewEvent, MAX_LINE};
+use crate::procfs::ProcKey;
+use crate::sessions::{lock, turn_key, Session};
+use crate::supervise::output::{self, Line, LineReader, Tail};
+use crate::supervise::{self, Child, SpawnSpec, Tree, TurnKey, TurnRecord};
 
-/// The last bytes of a turn's stderr kept for a failure message.
-const STDERR_TAIL: usize = 2048;
+/// The longest stdout line journalled: 1 MiB less the room the journal's
+/// own fields take, so every line read fits a journal line.
+const LINE_CAP: usize = MAX_LINE - 1024;
+
+/// How long, once a turn's whole tree is gone, its output readers get to
+/// reach the end of their pipes (at once, unless something escaped the tree).
+const OUTPUT_WAIT: Duration = Duration::from_secs(2);
+
+/// The running turn's process, as the session holds it.
+#[derive(Debug)]
+pub struct LiveTurn {
+    /// The turn.
+    pub seq: TurnSeq,
+    /// Its tree, for signals.
+    tree: Tree,
+    /// Its stdin, until the prompt is handed over.
+    stdin: Option<ChildStdin>,
+    /// Its stdout, until the reader starts.
+    stdout: Option<ChildStdout>,
+    /// Its prompt, until it is handed over.
+    prompt: Option<String>,
+    /// The stdout reader, once started; the exit watcher waits for it.
+    reader: Option<JoinHandle<()>>,
+}
 
 impl Runtime {
-    /// `StartHarness`: makes the folder and runs the first queued prompt. With
-    /// a paused or empty queue the launch completes at once (the harness
-    /// runs on the next message or resume).
-    pub(super) fn start_harness(&self, s: &mut Session, inputs: &mut VecDeque<Input>) {
-        if let Err(e) = std::fs::create_dir_all(&s.rec.start.folder) {
-            let msg = format!("cannot create {}: {e}", s.rec.start.folder.display());
-            inputs.push_back(Input::HarnessFailed(msg));
-            return;
-        }
-        // A relaunch while a turn still runs: that harness is up already.
-        if s.turn.is_some() || s.rec.paused || s.rec.queue.is_empty() {
-            // Nothing starts now, so there is no harness startup to measure.
-            s.permit_at = None;
-            let native_id = s.rec.native_id.clone();
-            inputs.push_back(Input::HarnessStarted { native_id });
-            return;
-        }
-        let prompt = s.rec.queue.pop_front().expect("queue is not empty");
-        if let Err(e) = self.spawn_turn(s, prompt, true) {
-            inputs.push_back(Input::HarnessFailed(e));
+    /// `SpawnTurn`: makes the folder, puts the turn's key on record, starts
+    /// the harness through the supervisor and answers `TurnSpawned` (or
+    /// `SpawnFailed` with why).
+    pub(super) fn spawn_turn(
+        &self,
+        s: &mut Session,
+        pass: &mut Pass,
+        seq: TurnSeq,
+        prompt: String,
+        resume: Option<String>,
+        plan_only: bool,
+    ) {
+        match self.try_spawn(s, seq, prompt, resume, plan_only) {
+            Ok(process) => pass.inputs.push_back(Input::TurnSpawned { seq, process }),
+            Err(reason) => {
+                s.supervised = None;
+                pass.inputs.push_back(Input::SpawnFailed { seq, reason });
+            }
         }
     }
 
-    /// Runs the next queued prompt if the session is started, idle and unpaused.
-    pub(crate) fn pump(&self, s: &mut Session) {
-        if self.is_stopping()
-            || s.launch.is_some()
-            || s.turn.is_some()
-            || s.rec.paused
-            || s.rec.waiting_start
-            || !matches!(s.rec.state, SessionState::Idle | SessionState::Running)
-        {
-            return;
+    fn try_spawn(
+        &self,
+        s: &mut Session,
+        seq: TurnSeq,
+        prompt: String,
+        resume: Option<String>,
+        plan_only: bool,
+    ) -> Result<Process, String> {
+        let key = TurnKey::new(turn_key(&s.id, seq))?;
+        let folder = s.start.folder.clone();
+        make_folder(&folder, self.config.agent_uid)
+            .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+        // The key on record before anything runs, so a restart after a
+        // kill -9 in between finds the turn by it (the `Persist` of the
+        // input that asked for the turn wrote it already, unless the turn
+        // is a launch's first). A failed write does not stop the spawn: the
+        // `Persist` after it fails too, and then the prompt is not handed
+        // over.
+        s.supervised = Some((seq, TurnRecord::planned(&key)));
+        if s.written_turn != Some(seq) {
+            if let Err(e) = self.write(s) {
+                log::error!("{}: cannot record turn {seq} before its spawn: {e}", s.id);
+                s.unsaved = true;
+            }
         }
-        let Some(prompt) = s.rec.queue.pop_front() else {
-            return;
-        };
-        if let Err(e) = self.spawn_turn(s, prompt.clone(), false) {
-            log::error!("{}: {e}", s.rec.id);
-            s.rec.queue.push_front(prompt);
-            self.journal_error(s, &e); // WRITE SIDE (follow.rs)
-            s.rec.error = Some(e);
-            self.persist(s);
-        }
-    }
-
-    /// Starts one turn's process and the thread that follows it.
-    fn spawn_turn(&self, s: &mut Session, prompt: String, launch_turn: bool) -> Result<(), String> {
-        let harness = s.rec.start.harness;
-        s.rec.in_flight = Some(prompt.clone());
+        let harness = s.start.harness;
         let turn = command::Turn {
             harness,
             prompt: &prompt,
-            native_id: s.rec.native_id.as_deref(),
-            plan_only: s.rec.start.plan_only,
-            folder: &s.rec.start.folder,
+            native_id: resume.as_deref(),
+            plan_only,
+            folder: &folder,
         };
-        let spec = command::build(&self.config, &self.programs, &turn)?;
-        // `spec.command()` sets no `pre_exec` unless the turn runs as
-        // another account, so std uses posix_spawn (see `TurnSpec::command`).
-        // The child's signal mask is the spawning thread's, which is empty
-        // (see `service::run`).
-        let mut child = spec
-            .command()
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group, so stop kills the tools it runs too.
-            .process_group(0)
-            .spawn()
-            .map_err(|e| spec.spawn_error(&e))?;
-        let stdin = child.stdin.take().expect("piped");
-        if let Err(e) = command::feed_stdin(stdin, spec.stdin) {
-            log::warn!("{}: cannot write the prompt: {e}", s.rec.id);
-        }
-        let pid = child.id();
-        // Keyed with its start time, read while the child is not yet reaped
-        // (so the pid is still its): a reused pid is never taken for it.
-        let key = Procfs::default().key(pid);
-        match key {
-            Some(key) => self.harness_pids.insert(key, &s.rec.id),
-            None => log::error!(
-                "{}: no start time for pid {pid}; its room-cli calls will be refused",
-                s.rec.id
-            ),
-        }
-        s.turn = Some(pid);
-        s.turn_killed = false;
-        s.rec.state = SessionState::Running;
-        s.rec.error = None;
-        // A launch's first turn is not written here: what is on disk (the
-        // prompt queued, the start waiting) restores exactly as this record
-        // would (its in-flight prompt goes back to the queue), and the
-        // launch writes the record once the harness has reported in. That
-        // saves an fsync while the startup permit is held.
-        // WRITE SIDE (follow.rs): after the spawn, before its lines.
-        self.journal_turn_started(s);
-        if !launch_turn {
-            self.persist(s);
-        }
-        self.journal_flush(s); // WRITE SIDE: a launch's turn does not persist
-        log::info!("{}: {} turn started (pid {pid})", s.rec.id, harness.name());
-        let rt = self.me.upgrade().expect("runtime is alive");
-        let id = s.rec.id.clone();
-        let stdout = child.stdout.take().expect("piped");
-        let stderr = child.stderr.take().expect("piped");
-        std::thread::Builder::new()
+        let spec = spawn_spec(command::build(&self.config, &self.programs, &turn)?);
+        let mut started = self
+            .supervisor
+            .start(&key, spec)
+            .map_err(|e| e.to_string())?;
+        let (pid, start_time) = (started.child.pid(), started.child.start_time());
+        let pgid = started.child.pgid();
+        let proc_key = ProcKey { pid, start_time };
+        let stderr = started.child.stderr.take().expect("piped");
+        let stdin = started.child.stdin.take();
+        let stdout = started.child.stdout.take();
+        let tail = output::spawn_tail(stderr, format!("turn-{pid}-err")).ok();
+        // Known as a harness before anything of it can call room-cli.
+        self.harness_pids.insert(proc_key, &s.id);
+        let rt = self.me.upgrade().expect("the runtime is alive");
+        let (handle, tree, child) = (s.me.clone(), started.tree.clone(), started.child);
+        let watcher = std::thread::Builder::new()
             .name(format!("turn-{pid}"))
-            .spawn(move || rt.follow_turn(id, harness, (child, key), stdout, stderr, launch_turn))
-            .map_err(|e| format!("cannot follow the turn: {e}"))?;
-        Ok(())
+            .spawn(move || rt.follow_exit(handle, seq, child, tree, proc_key, tail));
+        if let Err(e) = watcher {
+            // Nobody would follow it: it must not run.
+            self.supervisor.signal(&started.tree, Sig::SIGKILL);
+            self.harness_pids.remove(proc_key);
+            return Err(format!("cannot follow the turn: {e}"));
+        }
+        s.supervised = Some((seq, started.tree.record()));
+        s.live = Some(LiveTurn {
+            seq,
+            tree: started.tree,
+            stdin,
+            stdout,
+            prompt: Some(prompt),
+            reader: None,
+        });
+        log::info!(
+            "{}: {} turn {seq} started (pid {pid})",
+            s.id,
+            harness.name()
+        );
+        Ok(Process {
+            pid,
+            pgid,
+            start_time,
+        })
     }
 
-    /// Reads a turn's events until it exits: the first event that names the
-    /// native session is recorded (and completes a launch's first turn).
-    /// `child` comes with its `HarnessPids` key, removed once it is done.
-    fn follow_turn(
-        &self,
-        id: String,
-        harness: Harness,
-        (mut child, key): (Child, Option<ProcKey>),
-        stdout: std::process::ChildStdout,
-        stderr: std::process::ChildStderr,
-        launch_turn: bool,
-    ) {
-        let pid = child.id();
-        let err_thread = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = stderr.take(1 << 20).read_to_end(&mut buf);
-            let start = buf.len().saturating_sub(STDERR_TAIL);
-            String::from_utf8_lossy(&buf[start..]).trim().to_string()
-        });
-        // WRITE SIDE (follow.rs): reads the events, journals each as printed.
-        let reported = self.read_harness(&id, harness, stdout, |native_id| {
-            self.turn_named(&id, native_id, launch_turn)
-        });
-        let status = child.wait();
-        let err_tail = err_thread.join().unwrap_or_default();
-        if let Some(key) = key {
-            self.harness_pids.remove(key);
-        }
-        if self.is_stopping() {
+    /// `DeliverPrompt`: writes the prompt to stdin on a thread of its own
+    /// and closes it, then journals what the pass has emitted (the turn's
+    /// start) and only then starts reading the turn's output, so the start
+    /// comes before anything the harness prints. A prompt whose turn could
+    /// not be recorded is not handed over.
+    pub(super) fn deliver(&self, s: &mut Session, pass: &mut Pass, seq: TurnSeq) {
+        if let Some(e) = pass.unwritten.clone() {
+            pass.inputs.push_back(Input::PromptUndelivered {
+                seq,
+                error: format!("its turn could not be recorded ({e})"),
+            });
             return;
         }
-        let Some(s) = self.session(&id) else { return };
-        let mut s = lock(&s);
-        let killed = s.turn_killed;
-        if s.turn == Some(pid) {
-            s.turn = None;
-            s.rec.in_flight = None;
+        let rt = self.me.upgrade().expect("the runtime is alive");
+        let (id, harness, handle) = (s.id.clone(), s.start.harness, s.me.clone());
+        let Some(live) = s.live.as_mut().filter(|l| l.seq == seq) else {
+            pass.inputs.push_back(Input::PromptUndelivered {
+                seq,
+                error: "its process is not there".into(),
+            });
+            return;
+        };
+        if let (Some(stdin), Some(prompt)) = (live.stdin.take(), live.prompt.take()) {
+            let (rt, handle) = (rt.clone(), handle.clone());
+            let writer = std::thread::Builder::new()
+                .name(format!("turn-{seq}-in"))
+                .spawn(move || {
+                    if let Err(e) = write_prompt(stdin, prompt.as_bytes()) {
+                        rt.feed(&handle, Input::PromptUndelivered { seq, error: e });
+                    }
+                });
+            if let Err(e) = writer {
+                pass.inputs.push_back(Input::PromptUndelivered {
+                    seq,
+                    error: format!("no thread could write it ({e})"),
+                });
+            }
         }
-        self.journal_turn_ended(&s, &status); // WRITE SIDE (follow.rs)
-        let ok = status.as_ref().is_ok_and(|st| st.success());
-        log::info!("{id}: turn (pid {pid}) ended: {status:?}");
-        if launch_turn && !reported {
-            let input = if ok || killed {
-                Input::HarnessStarted {
-                    native_id: s.rec.native_id.clone(),
+        self.flush_events(s, pass);
+        let journal = s.journal.clone();
+        let Some(live) = s.live.as_mut().filter(|l| l.seq == seq) else {
+            return;
+        };
+        if let Some(stdout) = live.stdout.take() {
+            let reader = std::thread::Builder::new()
+                .name(format!("turn-{seq}-out"))
+                .spawn(move || rt.read_output(handle, seq, harness, journal, stdout));
+            match reader {
+                Ok(r) => live.reader = Some(r),
+                Err(e) => log::error!("{id}: cannot read turn {seq}'s output: {e}"),
+            }
+        }
+    }
+
+    /// `Signal`: the signal to everything the turn started, at once; the
+    /// grace before SIGKILL is the machine's timer.
+    pub(super) fn signal_turn(&self, s: &Session, seq: TurnSeq, signal: Signal) {
+        let sig = match signal {
+            Signal::Term => Sig::SIGTERM,
+            Signal::Kill => Sig::SIGKILL,
+        };
+        match s.live.as_ref().filter(|l| l.seq == seq) {
+            Some(l) => {
+                let pids = self.supervisor.signal(&l.tree, sig);
+                log::info!("{}: {sig} to turn {seq}: {pids:?}", s.id);
+            }
+            None => log::debug!("{}: {sig} for turn {seq}, which has no process", s.id),
+        }
+    }
+
+    /// `KillSurvivor`: on the pool, SIGKILL to what the turn's record still
+    /// names (its cgroup, or its pid if the start time matches, and its
+    /// marked processes), then `SurvivorGone`.
+    pub(super) fn kill_survivor(&self, s: &Session, seq: TurnSeq, process: Process) {
+        let record = s
+            .supervised
+            .as_ref()
+            .filter(|(q, _)| *q == seq)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| TurnRecord {
+                // A record without the supervisor's part: the machine's.
+                key: turn_key(&s.id, seq),
+                pid: Some(process.pid),
+                pgid: Some(process.pgid),
+                start_time: Some(process.start_time),
+                boot_id: None,
+                cgroup: None,
+            });
+        self.send(Event::Survivor(s.me.clone(), seq, record));
+    }
+
+    /// A turn's exit watcher: the harness's exit, the end of what it left
+    /// behind, a bounded wait for its output, then `TurnEnded`.
+    fn follow_exit(
+        &self,
+        handle: SessionHandle,
+        seq: TurnSeq,
+        mut child: Child,
+        tree: Tree,
+        key: ProcKey,
+        tail: Option<JoinHandle<Tail>>,
+    ) {
+        let status = child.wait();
+        let ended = self.supervisor.terminate(&tree);
+        self.harness_pids.remove(key);
+        // Taken under the session's lock, so after the pass that spawned
+        // the turn (and started its reader, if it got its prompt).
+        let reader = handle.upgrade().and_then(|s| {
+            lock(&s)
+                .live
+                .as_mut()
+                .filter(|l| l.seq == seq)?
+                .reader
+                .take()
+        });
+        let until = Instant::now() + OUTPUT_WAIT;
+        if let Some(r) = reader {
+            if join_by(r, until).is_none() {
+                log::warn!(
+                    "turn {}: its stdout is still open; not waiting for it",
+                    tree.key()
+                );
+            }
+        }
+        let detail = tail
+            .and_then(|t| join_by(t, until))
+            .map(|t| t.text())
+            .unwrap_or_default();
+        let exit = match status {
+            Ok(st) => st
+                .code()
+                .map(Exit::Code)
+                .or_else(|| st.signal().map(Exit::Signal))
+                .unwrap_or(Exit::Code(-1)),
+            Err(e) => {
+                log::error!("turn {}: cannot wait for its harness: {e}", tree.key());
+                Exit::Code(-1)
+            }
+        };
+        log::info!("turn {} ended: {exit} ({ended:?})", tree.key());
+        self.feed(&handle, Input::TurnEnded { seq, exit, detail });
+    }
+
+    /// A turn's stdout reader.
+    fn read_output(
+        &self,
+        handle: SessionHandle,
+        seq: TurnSeq,
+        harness: Harness,
+        journal: Arc<Journal>,
+        stdout: ChildStdout,
+    ) {
+        let what = format!("{} turn {seq}", journal_name(&journal));
+        let mut lines = LineReader::with_cap(stdout, LINE_CAP);
+        let mut batch = Vec::new();
+        let mut named = false;
+        loop {
+            let line = match lines.next_line() {
+                Ok(Some(Line::Text(line))) => line,
+                Ok(Some(Line::TooLong(n))) => {
+                    log::warn!(
+                        "{what}: dropped a stdout line of {n} bytes (the cap is {LINE_CAP})"
+                    );
+                    continue;
                 }
-            } else {
-                let st = status.map_or_else(|e| e.to_string(), |st| st.to_string());
-                Input::HarnessFailed(format!("{} exited ({st}): {err_tail}", harness.name()))
+                Ok(Some(Line::NotUtf8(n))) => {
+                    log::warn!("{what}: skipped a stdout line of {n} bytes that is not UTF-8");
+                    continue;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    log::warn!("{what}: cannot read stdout: {e}");
+                    break;
+                }
             };
-            if s.launch.is_some() {
-                self.drive(&mut s, Some(input));
+            let native_id = (!named)
+                .then(|| serde_json::from_str::<Value>(&line).ok())
+                .flatten()
+                .and_then(|event| harness.native_id(&event));
+            if let Some(event) = NewEvent::harness(&line) {
+                batch.push(event);
+            }
+            // Lines that arrived together are journalled together (one
+            // fdatasync); the one that names the session before it is fed.
+            if native_id.is_some() || !lines.has_line() {
+                append(&journal, &mut batch, &what);
+            }
+            if let Some(native_id) = native_id {
+                named = true;
+                self.feed(&handle, Input::NativeId { seq, native_id });
             }
         }
-        if s.rec.state == SessionState::Running && s.turn.is_none() {
-            s.rec.state = SessionState::Idle;
-        }
-        if !ok && !killed && s.rec.state == SessionState::Idle {
-            let error = format!("the last turn failed: {err_tail}");
-            self.journal_error(&s, &error); // WRITE SIDE (follow.rs)
-            s.rec.error = Some(error);
-        }
-        self.persist(&s);
-        self.pump(&mut s);
+        append(&journal, &mut batch, &what);
     }
+}
 
-    /// Records the native ID the turn's first event gave.
-    fn turn_named(&self, id: &str, native_id: String, launch_turn: bool) {
-        let Some(s) = self.session(id) else { return };
-        let mut s = lock(&s);
-        self.journal_native_id(&s, &native_id); // WRITE SIDE (follow.rs)
-        s.rec.native_id = Some(native_id.clone());
-        if launch_turn && s.launch.is_some() {
-            // The launch settles as started and persists the record then
-            // (one write, not two, on the path that holds a startup permit).
-            let native_id = Some(native_id);
-            self.drive(&mut s, Some(Input::HarnessStarted { native_id }));
-            if s.launch.is_none() {
-                return;
-            }
-        }
-        self.persist(&s);
-    }
+/// The session ID a journal belongs to, for log lines.
+fn journal_name(journal: &Journal) -> String {
+    journal
+        .path()
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+}
 
-    /// Kills the running turn's process group, if any.
-    pub(crate) fn kill_turn(&self, s: &mut Session) {
-        if let Some(pid) = s.turn {
-            s.turn_killed = true;
-            if let Err(e) = killpg(Pid::from_raw(pid as i32), Signal::SIGTERM) {
-                log::warn!("{}: cannot kill turn {pid}: {e}", s.rec.id);
+/// Journals `batch` (and empties it).
+fn append(journal: &Journal, batch: &mut Vec<NewEvent>, what: &str) {
+    if batch.is_empty() {
+        return;
+    }
+    let events = std::mem::take(batch);
+    if let Err(e) = journal.append(events, super::clock::unix_ms()) {
+        log::error!("{what}: cannot journal the harness's events: {e}");
+    }
+}
+
+/// Waits for `thread` until `until`; `None` if it has not finished by then
+/// (it is left to finish on its own).
+fn join_by<T>(thread: JoinHandle<T>, until: Instant) -> Option<T> {
+    while !thread.is_finished() {
+        if Instant::now() >= until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    thread.join().ok()
+}
+
+/// Writes the prompt and closes stdin; why not, in a sentence.
+fn write_prompt(mut stdin: ChildStdin, prompt: &[u8]) -> Result<(), String> {
+    stdin.write_all(prompt).map_err(|e| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => {
+            "its stdin was closed before it read the prompt (the harness exited or stopped reading)"
+                .to_string()
+        }
+        _ => format!("writing its stdin failed: {e}"),
+    })
+    // Dropping `stdin` closes it: the CLI sees the end of its prompt.
+}
+
+/// The supervisor's spec for a harness turn's spec.
+fn spawn_spec(turn: command::TurnSpec) -> SpawnSpec {
+    let mut spec = SpawnSpec::new(turn.program, turn.cwd);
+    spec.args = turn.args.into_iter().map(Into::into).collect();
+    spec.env = turn.env;
+    spec.account = turn.account.map(|a| supervise::Account {
+        uid: a.uid,
+        gid: a.gid,
+        groups: a.groups,
+    });
+    spec
+}
+
+/// Creates `folder` and the folders above it that are missing. With a
+/// separate agent account (`agent_uid`), each folder created here is
+/// handed to that account, so its harness can write in it.
+fn make_folder(folder: &Path, agent_uid: Option<u32>) -> std::io::Result<()> {
+    if folder.is_dir() {
+        return Ok(());
+    }
+    let account = account::for_agent(agent_uid).map_err(std::io::Error::other)?;
+    let missing: Vec<&Path> = folder.ancestors().take_while(|p| !p.exists()).collect();
+    for dir in missing.into_iter().rev() {
+        match std::fs::create_dir(dir) {
+            Ok(()) => {
+                if let Some(a) = &account {
+                    std::os::unix::fs::chown(dir, Some(a.uid), Some(a.gid))?;
+                }
             }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
         }
     }
+    Ok(())
 }

@@ -1,17 +1,23 @@
-//! Sessions: the persisted record, the in-memory session around it (launch
-//! machine, running turn) and the registry that finds them by ID, request ID
-//! and workspace.
+//! Sessions: the record on disk, the live session around the session
+//! machine (its running turn, its waiters) and the registry that finds them
+//! by ID, request ID and workspace.
 
+pub mod old;
 pub mod view;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use room_machines::{Launch, Millis};
+use room_machines::session::{self as machine, TurnSeq};
+use room_machines::Millis;
 use serde::{Deserialize, Serialize};
 
 use crate::harness::Harness;
+use crate::journal::Journal;
+use crate::runtime::record::Recording;
+use crate::runtime::turns::LiveTurn;
+use crate::supervise::{TurnKey, TurnRecord};
 
 /// What kind of session the app started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,22 +29,6 @@ pub enum Kind {
     SideChat,
     /// A child thread (own sandbox unless `shared_sandbox`).
     Child,
-}
-
-/// A session's state on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionState {
-    /// The launch has not started the harness yet (this includes the copy wait).
-    Pending,
-    /// A turn is in progress.
-    Running,
-    /// Started, no turn running.
-    Idle,
-    /// Closed by the app.
-    Closed,
-    /// The harness could not be started.
-    Failed,
 }
 
 /// What a start asked for: the body of `POST /v1/sessions`, and the part of
@@ -78,85 +68,155 @@ fn thread() -> Kind {
     Kind::Thread
 }
 
-/// What is persisted for a session (one JSON file per session).
+/// A session's record on disk (one JSON file per session): the start
+/// request, the session machine's [`machine::Record`] (its stage, queue,
+/// pause, current turn, error), and what only the runtime knows, side by
+/// side at the top level. The format before the session machine is read by
+/// [`old`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
     /// `cr_` + 32 lowercase hex.
     pub id: String,
-    /// What the start asked for (its fields sit at the record's top level).
+    /// What the start asked for.
     #[serde(flatten)]
     pub start: Start,
-    /// The state (`pending` while `waiting_start`).
-    pub state: SessionState,
-    /// The harness's own session ID, once its first event named it.
-    pub native_id: Option<String>,
-    /// Prompts not run yet, oldest first.
-    pub queue: VecDeque<String>,
-    /// Stop paused the queue; resume unpauses it.
-    pub paused: bool,
-    /// The start has not launched its harness yet: a restart waits again.
-    pub waiting_start: bool,
-    /// Harness startup time of the launch, from permit to harness up.
-    pub agent_start_ms: Option<u64>,
-    /// Why the session failed.
-    pub error: Option<String>,
+    /// The session machine's persisted core.
+    #[serde(flatten)]
+    pub core: machine::Record,
+    /// The runtime's own measurements.
+    #[serde(flatten)]
+    pub extras: Extras,
+    /// The supervisor's record of the current turn's process (its key, pid,
+    /// process group, start time, boot and cgroup), so a restart after a
+    /// kill -9 kills what survives; written with the machine's turn, before
+    /// the turn gets its prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_process: Option<TurnRecord>,
+}
+
+/// What the runtime measures and shows beside the machine's record.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Extras {
     /// Unix ms of the start.
     pub created_ms: u64,
-    /// The prompt of the running turn. A launch's first turn that dies before
-    /// its harness reported in (service stop, kill -9) gets it back in the
-    /// queue on restore, so the restored start does not lose its prompt.
+    /// Harness startup time of the last launch that started one: from its
+    /// startup permit to the event that named the session.
     #[serde(default)]
-    pub in_flight: Option<String>,
-    /// How the launch's check for a project copy ended (a failed copy with
-    /// its reason), once it has; shown as the view's `copy`.
+    pub agent_start_ms: Option<u64>,
+    /// How the first launch's check for a project copy ended (a failed copy
+    /// with its reason), once it has; shown as the view's `copy`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy: Option<room_machines::launch::WaitEnd>,
 }
 
-/// A live session: the record plus what only exists while the service runs.
-#[derive(Debug)]
+/// A live session: the session machine, the start it came from, and what
+/// only exists while the service runs (the turn's process, the timer, the
+/// callers waiting for a turn to end).
 pub struct Session {
-    /// The persisted part.
-    pub rec: Record,
-    /// The launch in progress (first start or relaunch).
-    pub launch: Option<Launch>,
-    /// The deadline last armed on the timer for this launch.
+    /// `cr_` + 32 lowercase hex.
+    pub id: String,
+    /// What the start asked for.
+    pub start: Start,
+    /// The session's rules and state.
+    pub machine: machine::Session,
+    /// The runtime's measurements.
+    pub extras: Extras,
+    /// The supervisor's record of the machine's current turn, by turn number.
+    pub supervised: Option<(TurnSeq, TurnRecord)>,
+    /// The turn whose record (its key at least) the last write held.
+    pub written_turn: Option<TurnSeq>,
+    /// The running turn's process, pipes and threads.
+    pub live: Option<LiveTurn>,
+    /// The deadline last armed on the timer.
     pub armed: Option<Millis>,
-    /// When the launch got its startup permit (for `agent_start`).
+    /// When the current launch got its startup permit (for `agent_start_ms`).
     pub permit_at: Option<Millis>,
-    /// The pid (and process group) of the running turn.
-    pub turn: Option<u32>,
-    /// The running turn was killed by stop, close or restart on purpose.
-    pub turn_killed: bool,
-    /// The launch's timeline, when `record_timelines` is set.
-    pub recording: Option<room_machines::timeline::Run>,
-    /// This session's own handle, for the timer (no registry lookup when a
-    /// deadline fires).
+    /// The machine changed and its record could not be written yet.
+    pub unsaved: bool,
+    /// Whoever waits for a turn to be gone (an answer to stop, close,
+    /// interrupt, relaunch restart).
+    pub waiters: Vec<(TurnSeq, Box<dyn FnOnce() + Send>)>,
+    /// The session's timeline, when `record_timelines` is set.
+    pub recording: Option<Recording>,
+    /// The session's event journal.
+    pub journal: Arc<Journal>,
+    /// This session's own handle, for the timer, the pool and turn threads.
     pub me: Weak<Mutex<Session>>,
 }
 
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("state", self.machine.state())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Session {
-    /// A session around a record, with nothing running.
-    pub fn new(rec: Record) -> Session {
-        Session {
-            rec,
-            launch: None,
-            armed: None,
-            permit_at: None,
-            turn: None,
-            turn_killed: false,
-            recording: None,
-            me: Weak::new(),
-        }
+    /// A shared session around `machine` that knows its own handle.
+    pub fn shared(
+        id: String,
+        start: Start,
+        machine: machine::Session,
+        extras: Extras,
+        journal: Arc<Journal>,
+    ) -> SessionRef {
+        Arc::new_cyclic(|me| {
+            Mutex::new(Session {
+                id,
+                start,
+                machine,
+                extras,
+                supervised: None,
+                written_turn: None,
+                live: None,
+                armed: None,
+                permit_at: None,
+                unsaved: false,
+                waiters: Vec::new(),
+                recording: None,
+                journal,
+                me: me.clone(),
+            })
+        })
     }
 
-    /// A shared session around a record that knows its own handle.
-    pub fn shared(rec: Record) -> SessionRef {
-        Arc::new_cyclic(|me| {
-            let mut s = Session::new(rec);
-            s.me = me.clone();
-            Mutex::new(s)
-        })
+    /// The record to write now. The supervisor's record goes with the
+    /// machine's turn it belongs to, and only with it; a turn asked for and
+    /// not spawned yet goes with its key (`TurnRecord::planned`), so the
+    /// write that records the turn also names what its spawn will be.
+    pub fn record(&self) -> Record {
+        let core = self.machine.record().clone();
+        let turn_process = match (&core.turn, &self.supervised) {
+            (Some(t), Some((seq, r))) if *seq == t.seq => Some(r.clone()),
+            (Some(t), _) if t.process.is_none() => TurnKey::new(turn_key(&self.id, t.seq))
+                .ok()
+                .map(|k| TurnRecord::planned(&k)),
+            _ => None,
+        };
+        Record {
+            id: self.id.clone(),
+            start: self.start.clone(),
+            core,
+            extras: self.extras.clone(),
+            turn_process,
+        }
+    }
+}
+
+/// The supervisor's key of session `id`'s turn `seq`: it names the turn's
+/// cgroup and marks its processes.
+pub fn turn_key(id: &str, seq: TurnSeq) -> String {
+    format!("{id}-{seq}")
+}
+
+/// The machine's options for a start.
+pub fn options(start: &Start) -> machine::Options {
+    machine::Options {
+        harness: start.harness.name().to_string(),
+        promised: start.project_copy,
+        plan_only: start.plan_only,
     }
 }
 
@@ -180,18 +240,94 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Adds a session and registers its request ID and workspace.
-    pub fn insert(&mut self, rec: &Record, session: SessionRef) {
-        if let Some(r) = &rec.start.request_id {
-            self.by_request.insert(r.clone(), rec.id.clone());
+    /// Adds session `id` and registers its request ID and workspace.
+    pub fn insert(&mut self, id: &str, start: &Start, session: SessionRef) {
+        self.reserve(id, start, session);
+        self.register_workspace(start);
+    }
+
+    /// Adds session `id` and its request ID, before its start is recorded
+    /// (see [`Registry::forget`]).
+    pub fn reserve(&mut self, id: &str, start: &Start, session: SessionRef) {
+        if let Some(r) = &start.request_id {
+            self.by_request.insert(r.clone(), id.to_string());
         }
+        self.by_id.insert(id.to_string(), session);
+    }
+
+    /// Registers the workspace of a start.
+    pub fn register_workspace(&mut self, start: &Start) {
         self.workspaces
-            .insert(rec.start.workspace.clone(), rec.start.folder.clone());
-        self.by_id.insert(rec.id.clone(), session);
+            .insert(start.workspace.clone(), start.folder.clone());
+    }
+
+    /// Drops session `id`, whose start could not be recorded.
+    pub fn forget(&mut self, id: &str, start: &Start) {
+        self.by_id.remove(id);
+        if let Some(r) = &start.request_id {
+            if self.by_request.get(r).is_some_and(|x| x == id) {
+                self.by_request.remove(r);
+            }
+        }
     }
 }
 
 /// A new session ID: `cr_` + a UUID v4 in 32 lowercase hex.
 pub fn new_id() -> String {
     format!("cr_{}", uuid::Uuid::new_v4().simple())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use room_machines::copy::Observation;
+    use room_machines::launch;
+
+    fn start() -> Start {
+        serde_json::from_value(serde_json::json!({
+            "workspace": "w", "folder": "/w/code", "harness": "claude", "prompt": "hi"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_record_names_the_key_of_a_turn_asked_for_and_the_process_of_one_spawned() {
+        let start = start();
+        let mut m = machine::Session::new(
+            machine::Config::default(),
+            options(&start),
+            start.prompt.clone(),
+            0,
+        );
+        let journal = Arc::new(Journal::new(std::path::Path::new("/nonexistent"), "cr_a"));
+        let s = Session::shared("cr_a".into(), start, m.clone(), Extras::default(), journal);
+        let mut s = lock(&s);
+        assert_eq!(s.record().turn_process, None);
+        for input in [
+            machine::Input::Launch(launch::Input::Observed(Observation::missing())),
+            machine::Input::Launch(launch::Input::PermitGranted),
+        ] {
+            m.handle(0, input);
+        }
+        s.machine = m;
+        let planned = s
+            .record()
+            .turn_process
+            .expect("the key of the turn asked for");
+        assert_eq!((planned.key.as_str(), planned.pid), ("cr_a-1", None));
+        // Once spawned, the supervisor's record of it, and only for its turn.
+        let spawned = TurnRecord {
+            pid: Some(7),
+            ..planned
+        };
+        s.supervised = Some((1, spawned.clone()));
+        assert_eq!(s.record().turn_process, Some(spawned.clone()));
+        s.supervised = Some((2, spawned));
+        assert_eq!(s.record().turn_process.and_then(|t| t.pid), None);
+        // The record reads back as written.
+        let text = serde_json::to_string(&s.record()).unwrap();
+        let back: Record = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.core, *s.machine.record());
+        assert_eq!(back.start.prompt.as_deref(), Some("hi"));
+    }
 }

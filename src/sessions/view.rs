@@ -1,24 +1,28 @@
-//! A session as `GET /v1/sessions/{id}` shows it.
+//! A session as `GET /v1/sessions/{id}` shows it: built from what the
+//! session machine shows (`shown()`, `launch()`, `record()`) and the
+//! runtime's measurements. No rule here: the state is the machine's.
 
 use room_machines::launch::{Phase, WaitEnd, WaitOn};
+use room_machines::session::Shown;
 use serde_json::{json, Value};
 
-use super::{Session, SessionState};
+use super::Session;
 use crate::runtime::clock::Clock;
 
-/// The wire state: `pending` while a launch has not started the harness.
-pub fn state(s: &Session) -> SessionState {
-    match s.rec.state {
-        SessionState::Closed | SessionState::Failed => s.rec.state,
-        _ if s.launch.is_some() || s.rec.waiting_start => SessionState::Pending,
-        _ if s.turn.is_some() => SessionState::Running,
-        _ => SessionState::Idle,
+/// The wire name of a shown state.
+pub fn state_name(state: Shown) -> &'static str {
+    match state {
+        Shown::Pending => "pending",
+        Shown::Running => "running",
+        Shown::Idle => "idle",
+        Shown::Closed => "closed",
+        Shown::Failed => "failed",
     }
 }
 
 /// `waiting_for`: what a waiting launch is held by, or null.
 pub fn waiting_for(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
-    let Some(launch) = &s.launch else {
+    let Some(launch) = s.machine.launch() else {
         return Value::Null;
     };
     let mark = match launch.state().phase {
@@ -55,10 +59,10 @@ pub fn copy(outcome: Option<&WaitEnd>) -> Value {
 
 /// The whole view.
 pub fn render(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
-    let r = &s.rec;
-    let start = &r.start;
+    let r = s.machine.record();
+    let start = &s.start;
     json!({
-        "id": r.id,
+        "id": s.id,
         "workspace": start.workspace,
         "folder": start.folder,
         "harness": start.harness,
@@ -68,14 +72,14 @@ pub fn render(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
         "request_id": start.request_id,
         "plan_only": start.plan_only,
         "project_copy": start.project_copy,
-        "state": state(s),
+        "state": state_name(s.machine.shown()),
         "waiting_for": waiting_for(s, clock, copy_wait),
-        "copy": copy(r.copy.as_ref()),
+        "copy": copy(s.extras.copy.as_ref()),
         "native_id": r.native_id,
         "queue": {"length": r.queue.len(), "paused": r.paused},
-        "agent_start_ms": r.agent_start_ms,
+        "agent_start_ms": s.extras.agent_start_ms,
         "error": r.error,
-        "created_ms": r.created_ms,
+        "created_ms": s.extras.created_ms,
     })
 }
 

@@ -392,6 +392,24 @@ impl Supervisor {
         endings.into_iter().map(|e| e.ended).collect()
     }
 
+    /// Sends `signal` once to everything of `tree` that runs now (the
+    /// leader through its pidfd, every member found as
+    /// [`terminate`](Self::terminate) finds them) and returns at once: the
+    /// caller keeps the grace itself (the session machine's kill grace) and
+    /// sends SIGKILL when it is over. Returns the pids signalled.
+    pub fn signal(&self, tree: &Tree, signal: Signal) -> Vec<u32> {
+        let table = match self.mode {
+            Mode::ProcessGroups { .. } => process::snapshot(),
+            Mode::Cgroup(_) => Vec::new(),
+        };
+        let pids = self.signal_tree(&mut Ending::new(tree), &table, signal);
+        if !pids.contains(&tree.pid) {
+            // The look missed the leader (a no-op if it has exited).
+            tree.signal_leader(signal);
+        }
+        pids
+    }
+
     /// Sends `signal` to what of `e`'s tree has not had it; returns the pids
     /// still running.
     fn signal_tree(&self, e: &mut Ending<'_>, table: &[Stat], signal: Signal) -> Vec<u32> {

@@ -69,6 +69,13 @@ impl<R: Read> LineReader<R> {
         self.peak
     }
 
+    /// Whether a whole line is already read in, so [`next_line`](Self::next_line)
+    /// returns it without reading (a reader batching what arrived together
+    /// asks this before it writes its batch).
+    pub fn has_line(&self) -> bool {
+        self.buf[self.start..].contains(&b'\n')
+    }
+
     /// The next line; `None` at the end. A last line without a newline
     /// counts as a line.
     pub fn next_line(&mut self) -> io::Result<Option<Line>> {

@@ -361,3 +361,61 @@ pub fn start_body(folder: &Path, harness: &str, extra: Value) -> Value {
     }
     body
 }
+
+/// Whether `pid` runs (exists and is not a zombie).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let state = s.rsplit_once(')')?.1.split_whitespace().next()?.to_string();
+            Some(state != "Z" && state != "X")
+        })
+        .unwrap_or(false)
+}
+
+/// Every running process marked as one of session `id`'s turns (the
+/// supervisor puts `ROOM_CORE_TURN=<id>-<turn>` in each turn's
+/// environment, which everything the turn starts inherits).
+pub fn turn_processes(id: &str) -> Vec<u32> {
+    let marker = format!("ROOM_CORE_TURN={id}-");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.split(|b| *b == 0)
+                    .any(|e| e.starts_with(marker.as_bytes()))
+            })
+        })
+        .filter(|pid| alive(*pid))
+        .collect()
+}
+
+/// The pid a tool wrote into `file` (waited for).
+pub fn pid_in(file: &Path) -> u32 {
+    wait_until(
+        &format!("a pid in {}", file.display()),
+        Duration::from_secs(10),
+        || std::fs::read_to_string(file).ok()?.trim().parse().ok(),
+    )
+}
+
+/// Session `id`'s journal (`<state>/events/<id>.jsonl`), one event a line.
+pub fn journal(state: &Path, id: &str) -> Vec<Value> {
+    std::fs::read_to_string(state.join("events").join(format!("{id}.jsonl")))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Something a test needs is missing: skip with the reason outside CI,
+/// fail in CI (`ROOM_CORE_CI=1`), which must not skip.
+pub fn skip(test: &str, why: &str) {
+    if std::env::var("ROOM_CORE_CI").as_deref() == Ok("1") {
+        panic!("{test}: cannot run in CI: {why}");
+    }
+    eprintln!("SKIPPED {test}: {why}");
+}

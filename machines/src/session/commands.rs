@@ -134,7 +134,12 @@ impl Session {
         }
         self.state.startup_deadline = None;
         self.end_turn(now, EndWhy::ServiceStop);
-        self.emit(Event::ServiceStopped);
+        // A closed session with nothing left running is over: its journal
+        // has had its last event, and a stop of the service is not one.
+        let over = self.state.record.stage == Stage::Closed && self.state.record.turn.is_none();
+        if !over {
+            self.emit(Event::ServiceStopped);
+        }
         Outcome::Applied
     }
 }

@@ -363,12 +363,21 @@ impl Session {
 
     /// Puts `Persist` in front of what the input produced (when the record
     /// changed) and reports a change of the shown state last.
+    ///
+    /// A new session's first state is its first event (before what its
+    /// start queues and begins), so a journal opens with it.
     fn finish(&mut self) {
         if std::mem::take(&mut self.dirty) {
             self.effects.push_back(Effect::Persist);
         }
-        self.effects.extend(self.staged.drain(..));
         let shown = self.shown();
+        let first = self.shown.is_none();
+        if first {
+            self.shown = Some(shown);
+            self.effects
+                .push_back(Effect::Emit(Event::State { state: shown }));
+        }
+        self.effects.extend(self.staged.drain(..));
         if self.shown != Some(shown) {
             self.shown = Some(shown);
             self.effects

@@ -146,12 +146,13 @@ fn a_new_start_is_persisted_before_its_launch_begins() {
         e,
         vec![
             Effect::Persist,
-            Effect::Emit(Event::PromptQueued { prompt: 1 }),
-            launch_effect(launch::Effect::Watch),
-            launch_effect(launch::Effect::Observe),
+            // The session's first event is its state.
             Effect::Emit(Event::State {
                 state: Shown::Pending
             }),
+            Effect::Emit(Event::PromptQueued { prompt: 1 }),
+            launch_effect(launch::Effect::Watch),
+            launch_effect(launch::Effect::Observe),
         ]
     );
     assert_eq!(t.s.record().stage, Stage::Starting);
@@ -873,4 +874,20 @@ fn a_turn_its_startup_timeout_ended_cannot_fail_the_relaunch_that_follows() {
     let e = t.go(Input::Launch(launch::Input::PermitGranted));
     assert_eq!(spawns(&e), 1, "{e:?}");
     assert_eq!(t.s.shown(), Shown::Pending);
+}
+
+#[test]
+fn a_closed_session_with_nothing_running_journals_nothing_at_a_service_stop() {
+    let mut t = T::idle();
+    t.go(Input::Close);
+    let e = t.go(Input::ServiceStop);
+    assert_eq!(e, vec![], "its journal is over");
+    // It still refuses commands as a stopping service does.
+    let (o, _) = t.at(t.now, Input::Message("x".into()));
+    assert_eq!(o, Outcome::Refused(Refusal::ServiceStopping));
+    // A closed session whose turn is still ending says the service stopped.
+    let mut t = T::running(&[]);
+    t.go(Input::Close);
+    let e = t.go(Input::ServiceStop);
+    assert!(e.contains(&Effect::Emit(Event::ServiceStopped)), "{e:?}");
 }

@@ -1,0 +1,113 @@
+//! The restore at start: every record goes through `Session::restore` (a
+//! turn on record is killed first if it survived, a start that had not
+//! started waits again, a started session runs its queue), and a record in
+//! the format before the session machine is read once and written back in
+//! the new one.
+
+use room_machines::session as machine;
+use room_machines::timeline::Begin;
+
+use super::driver::Pass;
+use super::Runtime;
+use crate::sessions::{self, lock, old, Record, Session};
+use crate::supervise::TurnRecord;
+
+/// How many unacknowledged spawns are looked for at once at start.
+const KILLS_AT_ONCE: usize = 16;
+
+impl Runtime {
+    /// Rebuilds every session from the store and carries out what each
+    /// restore asks for.
+    pub(super) fn restore(&self) -> std::io::Result<()> {
+        let mut records = Vec::new();
+        for (path, value) in self.store.load_all()? {
+            let upgraded = old::is_old(&value);
+            let read = if upgraded {
+                old::upgrade(value)
+            } else {
+                serde_json::from_value::<Record>(value)
+            };
+            match read {
+                Ok(r) => records.push((r, upgraded)),
+                Err(e) => log::error!("skipping unreadable record {}: {e}", path.display()),
+            }
+        }
+        self.kill_unacknowledged(&records);
+        let mut restored = Vec::new();
+        {
+            let mut reg = self.registry();
+            for (record, upgraded) in records {
+                let now = self.clock.now();
+                let core = record.core.clone();
+                let m = machine::Session::restore(
+                    self.machine_config(),
+                    sessions::options(&record.start),
+                    core.clone(),
+                    now,
+                );
+                let shared = Session::shared(
+                    record.id.clone(),
+                    record.start.clone(),
+                    m,
+                    record.extras.clone(),
+                    self.journal_for(&record.id),
+                );
+                {
+                    let mut s = lock(&shared);
+                    let seq = core.turn.as_ref().map(|t| t.seq);
+                    s.supervised = seq.zip(record.turn_process.clone());
+                    s.recording = self.recording(
+                        &s,
+                        Begin::Restore {
+                            at: now,
+                            record: core,
+                        },
+                    );
+                }
+                reg.insert(&record.id, &record.start, shared.clone());
+                restored.push((shared, upgraded));
+            }
+        }
+        for (shared, upgraded) in restored {
+            let mut s = lock(&shared);
+            if upgraded {
+                match self.write(&mut s) {
+                    Ok(()) => {
+                        log::info!("{}: record rewritten in the session machine's format", s.id)
+                    }
+                    Err(e) => log::error!("{}: cannot rewrite its record: {e}", s.id),
+                }
+            }
+            self.pass(&mut s, Pass::default());
+        }
+        Ok(())
+    }
+
+    /// A record whose turn has only its key on record (`TurnRecord::planned`)
+    /// was written just before a spawn the machine never heard of: the
+    /// service died between the spawn and the record that would have
+    /// acknowledged it. Such a process never got its prompt, but it (or
+    /// what it started) may still run: it is killed before its session is
+    /// restored, so nothing of it runs beside the session's next turn.
+    fn kill_unacknowledged(&self, records: &[(Record, bool)]) {
+        let planned: Vec<&TurnRecord> = records
+            .iter()
+            .filter_map(|(r, _)| r.turn_process.as_ref().filter(|t| t.pid.is_none()))
+            .collect();
+        for chunk in planned.chunks(KILLS_AT_ONCE) {
+            std::thread::scope(|scope| {
+                for t in chunk {
+                    scope.spawn(|| {
+                        let ended = self.supervisor.kill_survivor(t);
+                        if ended.forced || !ended.is_clean() {
+                            log::warn!(
+                                "turn {}: an unacknowledged spawn survived: {ended:?}",
+                                t.key
+                            );
+                        }
+                    });
+                }
+            });
+        }
+    }
+}

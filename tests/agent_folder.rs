@@ -1,0 +1,74 @@
+//! With a separate agent account (`agent_uid`), the session folder Core
+//! creates for a blank start (and each folder above it that it creates) is
+//! that account's, so the agent can write in it.
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+
+#[test]
+fn a_folder_core_creates_belongs_to_the_agent_account() {
+    let test = "a_folder_core_creates_belongs_to_the_agent_account";
+    if !nix::unistd::geteuid().is_root() {
+        return skip(test, "switching to the agent account needs root");
+    }
+    let Ok(Some(agent)) = nix::unistd::User::from_name("room-agent") else {
+        return skip(
+            test,
+            "no room-agent account (useradd --create-home --shell /bin/bash room-agent)",
+        );
+    };
+    let root = temp_root();
+    let svc = Service::start(json!({
+        "agent_uid": agent.uid.as_raw(),
+        // The state dir is the service's and 0700: the socket lives elsewhere.
+        "agent_socket": root.join("agent.sock"),
+    }));
+    std::fs::create_dir_all(svc.folder("")).unwrap();
+    let parent = svc.folder("blank");
+    let folder = parent.join("code");
+    assert!(!parent.exists());
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "run: touch written && id -u"}),
+    ));
+    let record = wait_until("the tool's output", Duration::from_secs(10), || {
+        svc.records_in(&folder)
+            .first()
+            .filter(|r| !r["tool"].is_null())
+            .cloned()
+    });
+    assert_eq!(
+        record["tool"]["stdout"],
+        format!("{}\n", agent.uid),
+        "{record}"
+    );
+    for dir in [&parent, &folder] {
+        let meta = std::fs::metadata(dir).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.gid()),
+            (agent.uid.as_raw(), agent.gid.as_raw()),
+            "{}",
+            dir.display()
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(folder.join("written")).unwrap().uid(),
+        agent.uid.as_raw()
+    );
+    // The folders above the ones Core made stay as they were.
+    assert_eq!(
+        std::fs::metadata(parent.parent().unwrap()).unwrap().uid(),
+        0
+    );
+    svc.await_session(s["id"].as_str().unwrap(), "the turn to end", |v| {
+        v["state"] == "idle"
+    });
+    drop(svc);
+    let _ = std::fs::remove_dir_all(&root);
+}

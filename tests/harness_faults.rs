@@ -1,0 +1,198 @@
+//! What a harness (or a prompt) may do wrong, and what the session shows:
+//! a harness that never names its session times out and gives its startup
+//! permit back; prompts of any size go on stdin (a NUL byte is refused at
+//! the API); 4 MiB of stderr neither blocks nor breaks a turn and its end
+//! shows in the error; a stdout line that is not UTF-8, or one over the
+//! cap, is skipped and reading goes on. Every event lands in the journal.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+fn id_of(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_silent_harness_times_out_gives_its_permit_back_and_the_next_start_runs() {
+    let svc = Service::start(json!({"startup_permits": 1, "startup_timeout_ms": 1000}));
+    let silent = svc.folder("silent");
+    let next = svc.folder("next");
+    let t0 = Instant::now();
+    let a = svc.start_session(start_body(
+        &silent,
+        "claude",
+        json!({"prompt": "silent: 600"}),
+    ));
+    let a = id_of(&a);
+    // The second start waits behind the silent one's permit.
+    let b = svc.start_session(start_body(&next, "claude", json!({"prompt": "hello"})));
+    let v = svc.await_session(&a, "the startup timeout", |v| v["state"] == "failed");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1000),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        v["error"],
+        "claude did not start within 1 s: it never named its session; its prompt stays queued for a relaunch",
+        "{v}"
+    );
+    // The permit came back: the next start runs.
+    let record = svc.await_record(&next, 1, Duration::from_secs(10));
+    assert_eq!(record["prompt"], "hello");
+    svc.await_session(&id_of(&b), "the next start", |v| v["state"] == "idle");
+    // The silent harness is gone (whether or not it had got as far as
+    // recording itself) and its prompt waits for a relaunch.
+    wait_until("the silent harness to die", Duration::from_secs(10), || {
+        let held = svc
+            .records_in(&silent)
+            .first()
+            .map(|r| r["pid"].as_u64().unwrap() as u32);
+        let gone = held.map_or(true, |p| !alive(p));
+        (gone && turn_processes(&a).is_empty()).then_some(())
+    });
+    let v = svc.await_session(&a, "its prompt back in the queue", |v| {
+        v["queue"]["length"] == 1
+    });
+    assert_eq!(v["state"], "failed", "{v}");
+}
+
+#[test]
+fn a_200_kib_prompt_runs_and_a_nul_byte_is_refused() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let big = format!("{}end", "p".repeat(200 << 10));
+    // As the first prompt.
+    let s = svc.start_session(start_body(&folder, "codex", json!({"prompt": big})));
+    let id = id_of(&s);
+    let first = svc.await_record(&folder, 1, Duration::from_secs(10));
+    assert_eq!(first["prompt"].as_str().map(str::len), Some(big.len()));
+    svc.await_session(&id, "the first turn", |v| v["state"] == "idle");
+    // As a message.
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": big}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let second = svc.await_record(&folder, 2, Duration::from_secs(10));
+    assert_eq!(second["prompt"], json!(big));
+    let v = svc.await_session(&id, "the second turn", |v| v["state"] == "idle");
+    assert_eq!(v["error"], Value::Null, "{v}");
+    // A NUL byte: refused before anything is queued.
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "a\u{0}b"}),
+    );
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (422, Some("invalid_field")),
+        "{v}"
+    );
+    assert!(v["error"].as_str().unwrap().contains("NUL"), "{v}");
+    let other = svc.folder("other");
+    let (status, v) = svc.post(
+        "/v1/sessions",
+        start_body(&other, "claude", json!({"prompt": "\u{0}"})),
+    );
+    assert_eq!(status, 422, "{v}");
+    assert_eq!(svc.session(&id)["queue"]["length"], 0);
+}
+
+#[test]
+fn four_mib_of_stderr_ends_the_turn_normally_and_its_tail_is_the_error() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "stderr: 4194304 3"}),
+    ));
+    let id = id_of(&s);
+    let v = svc.await_session(&id, "the turn to end", |v| {
+        v["state"] == "idle" && !v["error"].is_null()
+    });
+    let error = v["error"].as_str().unwrap();
+    // It exited with its own code: no broken pipe, no signal.
+    assert!(
+        error.starts_with("the last turn failed (exit code 3): "),
+        "{error:.200}"
+    );
+    assert!(
+        error.ends_with("the end of stderr"),
+        "{}",
+        &error[error.len() - 100..]
+    );
+    assert!(error.len() < 5000, "the error holds {} bytes", error.len());
+    assert!(!v["native_id"].is_null(), "{v}");
+}
+
+#[test]
+fn a_line_that_is_not_utf8_or_too_long_is_skipped_and_reading_goes_on() {
+    let svc = Service::start(json!({}));
+    for (name, prompt) in [("bad", "bad-utf8"), ("long", "long-line: 2000000")] {
+        let folder = svc.folder(name);
+        let s = svc.start_session(start_body(&folder, "codex", json!({"prompt": prompt})));
+        let id = id_of(&s);
+        let record = svc.await_record(&folder, 1, Duration::from_secs(10));
+        // The event after the skipped line still names the session.
+        let v = svc.await_session(&id, "the turn to end", |v| v["state"] == "idle");
+        assert_eq!(v["native_id"], record["native_id"], "{v}");
+        assert_eq!(v["error"], Value::Null, "{v}");
+        let harness: Vec<Value> = journal(&svc.state, &id)
+            .into_iter()
+            .filter(|e| e["kind"] == "harness")
+            .map(|e| e["data"].clone())
+            .collect();
+        assert_eq!(harness[0]["type"], "thread.started", "{harness:?}");
+        assert_eq!(harness.last().unwrap()["type"], "turn.completed");
+    }
+    let log = svc.log();
+    assert!(log.contains("not UTF-8"), "{log}");
+    assert!(
+        log.contains("dropped a stdout line of 2000000 bytes"),
+        "{log}"
+    );
+}
+
+#[test]
+fn every_event_is_journalled_in_order_with_the_harness_events_inside_its_turn() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "hi"})));
+    let id = id_of(&s);
+    svc.await_session(&id, "the turn to end", |v| v["state"] == "idle");
+    let events = wait_until(
+        "the turn's end in the journal",
+        Duration::from_secs(5),
+        || {
+            let events = journal(&svc.state, &id);
+            events
+                .iter()
+                .any(|e| e["kind"] == "turn_ended")
+                .then_some(events)
+        },
+    );
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    let at = |k: &str| {
+        kinds
+            .iter()
+            .position(|x| *x == k)
+            .unwrap_or_else(|| panic!("no {k} in {kinds:?}"))
+    };
+    assert_eq!(events[at("state")]["data"], json!({"state": "pending"}));
+    assert!(at("prompt_queued") < at("turn_started"), "{kinds:?}");
+    assert!(at("turn_started") < at("harness"), "{kinds:?}");
+    assert!(at("harness") < at("native_id"), "{kinds:?}");
+    let last_harness = kinds.iter().rposition(|k| *k == "harness").unwrap();
+    assert!(last_harness < at("turn_ended"), "{kinds:?}");
+    assert_eq!(
+        events[at("turn_ended")]["data"],
+        json!({"turn": 1, "prompt": 1, "exit": {"code": 0}, "by": null})
+    );
+}
