@@ -72,6 +72,62 @@ impl Store {
     }
 }
 
+/// The suffix of a spawn note: `<id>.spawning` (see [`Store::note_spawn`]).
+const SPAWN_NOTE: &str = "spawning";
+
+impl Store {
+    /// Notes that `id` is about to spawn the turn keyed `key`, so a restart
+    /// after a kill -9 between the spawn and the record that acknowledges it
+    /// still finds (and kills) what the spawn started. Written without
+    /// fsync, which keeps a disk flush off the wake path: only the death of
+    /// the service has to be survived, and that leaves the page cache
+    /// intact; a crash of the machine leaves no process to find.
+    pub fn note_spawn(&self, id: &str, key: &str) -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(FILE_MODE)
+            .open(self.spawn_note(id))?;
+        f.write_all(key.as_bytes())
+    }
+
+    /// Drops `id`'s spawn note: the record acknowledges the spawn.
+    pub fn drop_spawn_note(&self, id: &str) {
+        match std::fs::remove_file(self.spawn_note(id)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => log::warn!("{id}: cannot remove its spawn note: {e}"),
+        }
+    }
+
+    /// Every spawn note left by the last run, as (session, turn key), each
+    /// removed as it is read.
+    pub fn take_spawn_notes(&self) -> Vec<(String, String)> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut notes = Vec::new();
+        for path in entries.flatten().map(|e| e.path()) {
+            if path.extension().and_then(|e| e.to_str()) != Some(SPAWN_NOTE) {
+                continue;
+            }
+            let id = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+            let key = std::fs::read_to_string(&path).unwrap_or_default();
+            let _ = std::fs::remove_file(&path);
+            // A note cut short by a crash of the machine names no process.
+            if let (Some(id), false) = (id, key.trim().is_empty()) {
+                notes.push((id, key.trim().to_string()));
+            }
+        }
+        notes
+    }
+
+    fn spawn_note(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.{SPAWN_NOTE}"))
+    }
+}
+
 /// A record's file: `<id>.json`, not a hidden temp file.
 fn is_record(path: &Path) -> bool {
     path.extension().and_then(|e| e.to_str()) == Some("json")
@@ -200,6 +256,32 @@ mod tests {
         assert_eq!(all, vec![serde_json::json!({"x": 2})]);
         assert_eq!(mode(&dir.join("sessions/a.json")), FILE_MODE);
         assert_eq!(mode(&dir), DIR_MODE);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn spawn_notes_are_private_and_read_once() {
+        let dir = temp("notes");
+        let store = Store::open(&dir).unwrap();
+        store.note_spawn("cr_a", "cr_a-1").unwrap();
+        store.note_spawn("cr_b", "cr_b-3").unwrap();
+        store.note_spawn("cr_c", "cr_c-2").unwrap();
+        store.drop_spawn_note("cr_c");
+        assert_eq!(mode(&dir.join("sessions/cr_a.spawning")), FILE_MODE);
+        let mut notes = store.take_spawn_notes();
+        notes.sort();
+        assert_eq!(
+            notes,
+            [
+                ("cr_a".into(), "cr_a-1".into()),
+                ("cr_b".into(), "cr_b-3".into())
+            ]
+        );
+        assert!(store.take_spawn_notes().is_empty());
+        assert!(
+            store.load_all().unwrap().is_empty(),
+            "a note is not a record"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -223,3 +223,53 @@ fn a_spawn_whose_record_names_only_its_key_is_killed_before_its_session_runs_aga
         "{status:?}"
     );
 }
+
+#[test]
+fn a_first_turn_known_only_from_its_spawn_note_is_killed_before_its_session_runs_again() {
+    // A kill -9 between a launch's first spawn (noted, not yet on record)
+    // and the record that acknowledges it. A marked `sleep` stands for the
+    // spawned harness; the record still says the start has not started.
+    let mut svc = Service::start(json!({}));
+    svc.stop();
+    let folder = svc.folder("noted");
+    std::fs::create_dir_all(&folder).unwrap();
+    let id = "cr_5a0e5a0e5a0e5a0e5a0e5a0e5a0e5a0e";
+    let mut survivor = std::process::Command::new("sleep")
+        .arg("600")
+        .env("ROOM_CORE_TURN", format!("{id}-1"))
+        .spawn()
+        .unwrap();
+    let pid = survivor.id();
+    let check = format!(
+        "run: s=$(sed 's/.*) //' /proc/{pid}/stat 2>/dev/null | cut -d' ' -f1); [ -n \"$s\" ] && [ \"$s\" != Z ] && echo alive || echo gone"
+    );
+    let record = json!({
+        "id": id, "workspace": "ws-noted", "folder": folder, "harness": "codex",
+        "kind": "thread", "parent": null, "shared_sandbox": false, "request_id": null,
+        "plan_only": false, "project_copy": false, "prompt": check,
+        "stage": "starting", "native_id": null,
+        "queue": [{"id": 1, "text": check}], "paused": false, "turn": null,
+        "error": null, "next_prompt": 2, "next_turn": 1,
+        "created_ms": 1700000000000u64, "agent_start_ms": null
+    });
+    let sessions = svc.state.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::write(sessions.join(format!("{id}.json")), record.to_string()).unwrap();
+    let note = sessions.join(format!("{id}.spawning"));
+    std::fs::write(&note, format!("{id}-1")).unwrap();
+    svc.start_again();
+    let ran = common::wait_until("the first turn", AT_ONCE, || {
+        svc.records_in(&folder)
+            .first()
+            .filter(|r| !r["tool"].is_null())
+            .cloned()
+    });
+    assert_eq!(ran["tool"]["stdout"], "gone\n", "{ran}");
+    let status = survivor.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9),
+        "{status:?}"
+    );
+    assert!(!note.exists(), "the note is read once");
+}

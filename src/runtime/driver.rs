@@ -36,6 +36,8 @@ pub(super) struct Pass {
     pub events: Vec<NewEvent>,
     /// Why the last `Persist` of this pass failed, if it did.
     pub unwritten: Option<String>,
+    /// The launch gave up its watch: removed once the pass is over.
+    pub unwatch: bool,
 }
 
 /// Whether the session's launch is under way.
@@ -224,9 +226,18 @@ impl Runtime {
         let record = s.record();
         self.store.save(&s.id, &record)?;
         s.unsaved = false;
+        let spawned = record
+            .turn_process
+            .as_ref()
+            .is_some_and(|t| t.pid.is_some());
         s.written_turn = record
             .turn_process
             .and(record.core.turn.as_ref().map(|t| t.seq));
+        // The record names what the note named (or the turn is over).
+        if s.spawn_noted && (spawned || s.written_turn.is_none()) {
+            self.store.drop_spawn_note(&s.id);
+            s.spawn_noted = false;
+        }
         Ok(())
     }
 
@@ -246,6 +257,9 @@ impl Runtime {
     /// what belonged to a finished turn dropped, the timer re-armed,
     /// waiters told, the timeline written.
     fn finish(&self, s: &mut Session, mut pass: Pass) {
+        if pass.unwatch {
+            self.unwatch(&s.id);
+        }
         self.flush_events(s, &mut pass);
         super::follow::close_if_over(s);
         let current = s.machine.record().turn.as_ref().map(|t| t.seq);

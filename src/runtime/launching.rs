@@ -20,13 +20,19 @@ impl Runtime {
             // With `watch: false` there is no watch and no answer: the
             // launch polls.
             Effect::Watch => {
+                // A watch given up earlier in this pass goes first.
+                if std::mem::take(&mut pass.unwatch) {
+                    self.unwatch(&id);
+                }
                 if let Some(w) = &self.watch {
                     let watched = w.add(&id, folder);
                     pass.inputs
                         .push_back(Input::Launch(launch::Input::Watched(watched)));
                 }
             }
-            Effect::Unwatch => self.unwatch(&id),
+            // Given up at the end of the pass, after the spawn a wait that
+            // just ended leads to: its removal is off the wake path.
+            Effect::Unwatch => pass.unwatch = true,
             Effect::Observe => {
                 if ON_POOL.with(|p| p.get()) {
                     // Already on the pool: read now, in this pass.
@@ -65,15 +71,12 @@ impl Runtime {
                 until.saturating_sub(s.machine.launch().map_or(0, |l| l.state().began))
             ),
             Effect::WaitEnded { why, waited } => {
-                match &why {
-                    WaitEnd::CopyFailed(reason) => log::warn!(
+                // The session's `copy_wait_ended` event says the rest.
+                if let WaitEnd::CopyFailed(reason) = &why {
+                    log::warn!(
                         "{id}: the project copy failed ({}); starting the harness after {waited} ms",
                         if reason.is_empty() { "no reason given" } else { reason }
-                    ),
-                    WaitEnd::NoCopy | WaitEnd::Landed if waited == 0 => {
-                        log::debug!("{id}: copy check over at once: {why:?}")
-                    }
-                    _ => log::info!("{id}: copy wait over after {waited} ms: {why:?}"),
+                    );
                 }
                 self.metrics.copy_wait.observe_ms(waited);
                 s.extras.copy = Some(why);
@@ -92,7 +95,7 @@ impl Runtime {
         }
     }
 
-    fn unwatch(&self, id: &str) {
+    pub(super) fn unwatch(&self, id: &str) {
         if let Some(w) = &self.watch {
             w.remove(id);
         }

@@ -10,7 +10,7 @@ use room_machines::timeline::Begin;
 use super::driver::Pass;
 use super::Runtime;
 use crate::sessions::{self, lock, old, Record, Session};
-use crate::supervise::TurnRecord;
+use crate::supervise::{TurnKey, TurnRecord};
 
 /// How many unacknowledged spawns are looked for at once at start.
 const KILLS_AT_ONCE: usize = 16;
@@ -83,16 +83,30 @@ impl Runtime {
         Ok(())
     }
 
-    /// A record whose turn has only its key on record (`TurnRecord::planned`)
-    /// was written just before a spawn the machine never heard of: the
-    /// service died between the spawn and the record that would have
-    /// acknowledged it. Such a process never got its prompt, but it (or
-    /// what it started) may still run: it is killed before its session is
-    /// restored, so nothing of it runs beside the session's next turn.
+    /// A record whose turn has only its key on record (`TurnRecord::planned`),
+    /// or a spawn note (a launch's first turn, `Store::note_spawn`), names a
+    /// spawn the machine never heard of: the service died between the spawn
+    /// and the record that would have acknowledged it. Such a process never
+    /// got its prompt, but it (or what it started) may still run: it is
+    /// killed before its session is restored, so nothing of it runs beside
+    /// the session's next turn.
     fn kill_unacknowledged(&self, records: &[(Record, bool)]) {
+        let noted: Vec<TurnRecord> = self
+            .store
+            .take_spawn_notes()
+            .into_iter()
+            .filter_map(|(id, key)| match TurnKey::new(key) {
+                Ok(key) => Some(TurnRecord::planned(&key)),
+                Err(e) => {
+                    log::warn!("{id}: ignoring its spawn note: {e}");
+                    None
+                }
+            })
+            .collect();
         let planned: Vec<&TurnRecord> = records
             .iter()
             .filter_map(|(r, _)| r.turn_process.as_ref().filter(|t| t.pid.is_none()))
+            .chain(&noted)
             .collect();
         for chunk in planned.chunks(KILLS_AT_ONCE) {
             std::thread::scope(|scope| {

@@ -98,16 +98,18 @@ impl Runtime {
         make_folder(&folder, self.config.agent_uid)
             .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
         // The key on record before anything runs, so a restart after a
-        // kill -9 in between finds the turn by it (the `Persist` of the
-        // input that asked for the turn wrote it already, unless the turn
-        // is a launch's first). A failed write does not stop the spawn: the
-        // `Persist` after it fails too, and then the prompt is not handed
-        // over.
+        // kill -9 in between finds the turn by it. The `Persist` of the
+        // input that asked for the turn wrote it already, unless the turn is
+        // a launch's first (asked for by a permit, which writes nothing):
+        // that one gets a spawn note, which a kill -9 cannot lose and which
+        // costs no disk flush on the wake path. A failed note does not stop
+        // the spawn: the prompt is only handed over once the record that
+        // acknowledges the spawn is written.
         s.supervised = Some((seq, TurnRecord::planned(&key)));
         if s.written_turn != Some(seq) {
-            if let Err(e) = self.write(s) {
-                log::error!("{}: cannot record turn {seq} before its spawn: {e}", s.id);
-                s.unsaved = true;
+            match self.store.note_spawn(&s.id, key.as_str()) {
+                Ok(()) => s.spawn_noted = true,
+                Err(e) => log::error!("{}: cannot note turn {seq} before its spawn: {e}", s.id),
             }
         }
         let harness = s.start.harness;

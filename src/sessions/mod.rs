@@ -125,6 +125,8 @@ pub struct Session {
     pub supervised: Option<(TurnSeq, TurnRecord)>,
     /// The turn whose record (its key at least) the last write held.
     pub written_turn: Option<TurnSeq>,
+    /// A spawn note names a turn the record does not acknowledge yet.
+    pub spawn_noted: bool,
     /// The running turn's process, pipes and threads.
     pub live: Option<LiveTurn>,
     /// The deadline last armed on the timer.
@@ -170,6 +172,7 @@ impl Session {
                 extras,
                 supervised: None,
                 written_turn: None,
+                spawn_noted: false,
                 live: None,
                 armed: None,
                 permit_at: None,
