@@ -172,17 +172,11 @@ fn a_record_in_the_format_before_the_session_machine_is_restored_and_rewritten()
     assert_eq!((status, v["id"].as_str()), (200, Some(id)), "{v}");
 }
 
-#[test]
-fn a_spawn_whose_record_names_only_its_key_is_killed_before_its_session_runs_again() {
-    // A kill -9 between the record that names a turn's key and the one
-    // that names its process: the process was never acknowledged. Here a
-    // marked `sleep` stands for it.
-    let mut svc = Service::start(json!({}));
-    svc.stop();
-    let folder = svc.folder("planned");
-    std::fs::create_dir_all(&folder).unwrap();
-    let id = "cr_fedcba9876543210fedcba9876543210";
-    let mut survivor = std::process::Command::new("sleep")
+/// A `sleep` marked as turn 1 of session `id`: it stands for a spawn the
+/// record never acknowledged. Returns it and a prompt that prints whether
+/// it still runs (`alive`) or not (`gone`; a zombie counts as gone).
+fn marked_survivor(id: &str) -> (std::process::Child, String) {
+    let survivor = std::process::Command::new("sleep")
         .arg("600")
         .env("ROOM_CORE_TURN", format!("{id}-1"))
         .spawn()
@@ -191,6 +185,47 @@ fn a_spawn_whose_record_names_only_its_key_is_killed_before_its_session_runs_aga
     let check = format!(
         "run: s=$(sed 's/.*) //' /proc/{pid}/stat 2>/dev/null | cut -d' ' -f1); [ -n \"$s\" ] && [ \"$s\" != Z ] && echo alive || echo gone"
     );
+    (survivor, check)
+}
+
+/// The check prompt ran in `folder` once the restart had SIGKILLed the
+/// survivor. The survivor is killed here if that failed, so no `sleep`
+/// outlives the test.
+fn assert_killed_before_the_prompt_ran(
+    svc: &Service,
+    folder: &std::path::Path,
+    mut survivor: std::process::Child,
+) {
+    let ran = common::wait_until("the prompt's turn", AT_ONCE, || {
+        svc.records_in(folder)
+            .first()
+            .filter(|r| !r["tool"].is_null())
+            .cloned()
+    });
+    let gone = survivor.try_wait().unwrap();
+    if gone.is_none() {
+        let _ = survivor.kill();
+        let _ = survivor.wait();
+    }
+    assert_eq!(ran["tool"]["stdout"], "gone\n", "{ran}");
+    let status = gone.expect("the survivor was reaped after it was killed");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn a_spawn_whose_record_names_only_its_key_is_killed_before_its_session_runs_again() {
+    // A kill -9 between the record that names a turn's key and the one
+    // that names its process: the process was never acknowledged.
+    let mut svc = Service::start(json!({}));
+    svc.stop();
+    let folder = svc.folder("planned");
+    std::fs::create_dir_all(&folder).unwrap();
+    let id = "cr_fedcba9876543210fedcba9876543210";
+    let (survivor, check) = marked_survivor(id);
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
     let record = json!({
         "id": id, "workspace": "ws-planned", "folder": folder, "harness": "codex",
@@ -209,40 +244,20 @@ fn a_spawn_whose_record_names_only_its_key_is_killed_before_its_session_runs_aga
     svc.start_again();
     // The prompt never reached a harness: it runs now, in a turn of its
     // own, once the unacknowledged process is gone.
-    let ran = common::wait_until("the prompt's turn", AT_ONCE, || {
-        svc.records_in(&folder)
-            .first()
-            .filter(|r| !r["tool"].is_null())
-            .cloned()
-    });
-    assert_eq!(ran["tool"]["stdout"], "gone\n", "{ran}");
-    let status = survivor.wait().unwrap();
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(9),
-        "{status:?}"
-    );
+    assert_killed_before_the_prompt_ran(&svc, &folder, survivor);
 }
 
 #[test]
 fn a_first_turn_known_only_from_its_spawn_note_is_killed_before_its_session_runs_again() {
     // A kill -9 between a launch's first spawn (noted, not yet on record)
-    // and the record that acknowledges it. A marked `sleep` stands for the
-    // spawned harness; the record still says the start has not started.
+    // and the record that acknowledges it; the record still says the start
+    // has not started.
     let mut svc = Service::start(json!({}));
     svc.stop();
     let folder = svc.folder("noted");
     std::fs::create_dir_all(&folder).unwrap();
     let id = "cr_5a0e5a0e5a0e5a0e5a0e5a0e5a0e5a0e";
-    let mut survivor = std::process::Command::new("sleep")
-        .arg("600")
-        .env("ROOM_CORE_TURN", format!("{id}-1"))
-        .spawn()
-        .unwrap();
-    let pid = survivor.id();
-    let check = format!(
-        "run: s=$(sed 's/.*) //' /proc/{pid}/stat 2>/dev/null | cut -d' ' -f1); [ -n \"$s\" ] && [ \"$s\" != Z ] && echo alive || echo gone"
-    );
+    let (survivor, check) = marked_survivor(id);
     let record = json!({
         "id": id, "workspace": "ws-noted", "folder": folder, "harness": "codex",
         "kind": "thread", "parent": null, "shared_sandbox": false, "request_id": null,
@@ -258,18 +273,6 @@ fn a_first_turn_known_only_from_its_spawn_note_is_killed_before_its_session_runs
     let note = sessions.join(format!("{id}.spawning"));
     std::fs::write(&note, format!("{id}-1")).unwrap();
     svc.start_again();
-    let ran = common::wait_until("the first turn", AT_ONCE, || {
-        svc.records_in(&folder)
-            .first()
-            .filter(|r| !r["tool"].is_null())
-            .cloned()
-    });
-    assert_eq!(ran["tool"]["stdout"], "gone\n", "{ran}");
-    let status = survivor.wait().unwrap();
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(9),
-        "{status:?}"
-    );
+    assert_killed_before_the_prompt_ran(&svc, &folder, survivor);
     assert!(!note.exists(), "the note is read once");
 }
