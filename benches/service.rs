@@ -1173,7 +1173,8 @@ fn startup(table: &mut Table) {
                 plan_only: false,
                 folder: &folder,
             };
-            let mut spec = command::build(&config, &programs, &turn).expect("a turn's spec");
+            let mut spec = command::build(&config, &programs, &command::secrets(&config), &turn)
+                .expect("a turn's spec");
             spec.env
                 .retain(|(k, _)| !cli_env.iter().any(|(c, _)| k == c.as_str()));
             spec.env

@@ -54,7 +54,12 @@ pub struct Turn<'a> {
 
 /// Builds a turn's spec from the config. Fails when the agent account
 /// cannot be looked up or the native ID could be read as an option.
-pub fn build(config: &Config, programs: &Programs, turn: &Turn) -> Result<TurnSpec, String> {
+pub fn build(
+    config: &Config,
+    programs: &Programs,
+    secrets: &[String],
+    turn: &Turn,
+) -> Result<TurnSpec, String> {
     if let Some(id) = turn.native_id {
         // IDs come from the CLI's own first event (UUIDs); one that starts
         // with `-` would be parsed as an option, so it is not passed at all.
@@ -67,7 +72,7 @@ pub fn build(config: &Config, programs: &Programs, turn: &Turn) -> Result<TurnSp
         std::env::vars_os(),
         &config.agent_socket_path(),
         account.as_ref(),
-        &secrets(config),
+        secrets,
     );
     let program = absolute(programs.of(turn.harness), &env);
     Ok(TurnSpec {
@@ -83,8 +88,10 @@ pub fn build(config: &Config, programs: &Programs, turn: &Turn) -> Result<TurnSp
 }
 
 /// The service's secrets: the API token (from the config or its token
-/// file) and the website token. None of them may reach a harness.
-fn secrets(config: &Config) -> Vec<String> {
+/// file) and the website token. None of them may reach a harness. Read
+/// once at start, not per turn (a file read on the wake path): a token the
+/// service generates after this cannot be in its environment anyway.
+pub fn secrets(config: &Config) -> Vec<String> {
     let file = std::fs::read_to_string(config.state_dir.join("token")).ok();
     [config.token.clone(), config.website_token.clone(), file]
         .into_iter()
@@ -309,7 +316,7 @@ mod tests {
                     plan_only: false,
                     folder: Path::new("/work/s1"),
                 };
-                let spec = build(&config, &programs, &turn).unwrap();
+                let spec = build(&config, &programs, &secrets(&config), &turn).unwrap();
                 assert_eq!(spec.stdin, prompt.as_bytes());
                 assert!(!spec.args.iter().any(|a| a == prompt), "{:?}", spec.args);
                 assert_eq!(spec.cwd, Path::new("/work/s1"));
@@ -335,7 +342,7 @@ mod tests {
             plan_only: false,
             folder: Path::new("/w"),
         };
-        let e = build(&Config::default(), &programs, &turn).unwrap_err();
+        let e = build(&Config::default(), &programs, &[], &turn).unwrap_err();
         assert!(e.contains("cannot be resumed"), "{e}");
     }
 

@@ -34,6 +34,9 @@ pub(super) struct Pass {
     pub inputs: VecDeque<Input>,
     /// Events to journal, in order.
     pub events: Vec<NewEvent>,
+    /// The same events, logged when they are journalled: a log line is a
+    /// write to stderr, kept off the way to a spawn.
+    pub logged: Vec<Event>,
     /// Why the last `Persist` of this pass failed, if it did.
     pub unwritten: Option<String>,
     /// The launch gave up its watch: removed once the pass is over.
@@ -212,11 +215,11 @@ impl Runtime {
             Effect::Signal { seq, signal } => self.signal_turn(s, seq, signal),
             Effect::KillSurvivor { seq, process } => self.kill_survivor(s, seq, process),
             Effect::Emit(event) => {
-                log_event(&s.id, &event);
                 if let Event::TurnEnded { exit, by, .. } = &event {
                     self.metrics.turns.inc(turn_outcome(*exit, *by));
                 }
                 pass.events.push(NewEvent::tagged(&event));
+                pass.logged.push(event);
             }
         }
     }
@@ -242,8 +245,11 @@ impl Runtime {
     }
 
     /// Appends the pass's events to the journal (one write, one fdatasync),
-    /// so they are durable before anyone can read them.
+    /// so they are durable before anyone can read them, and logs them.
     pub(super) fn flush_events(&self, s: &Session, pass: &mut Pass) {
+        for event in pass.logged.drain(..) {
+            log_event(&s.id, &event);
+        }
         let events = std::mem::take(&mut pass.events);
         if events.is_empty() {
             return;

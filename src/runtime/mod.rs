@@ -30,7 +30,7 @@ use room_machines::launch;
 use room_machines::session::{Input, TurnSeq};
 
 use crate::config::Config;
-use crate::harness::Programs;
+use crate::harness::{command, Programs};
 use crate::metrics::Metrics;
 use crate::sessions::{lock, Registry, Session, SessionRef};
 use crate::store::Store;
@@ -73,6 +73,8 @@ pub struct Runtime {
     pub clock: Clock,
     /// The harness programs.
     pub programs: Programs,
+    /// What no harness's environment may hold ([`command::secrets`]).
+    secrets: Vec<String>,
     /// Harness pids for the agent socket.
     pub harness_pids: HarnessPids,
     /// Metrics.
@@ -128,6 +130,7 @@ impl Runtime {
             None
         };
         let programs = Programs::resolve(&config.claude_program, &config.codex_program);
+        let secrets = command::secrets(&config);
         let rt = Arc::new_cyclic(|me| Runtime {
             permits: Permits::new(config.permits()),
             follow: follow::Follow::new(&config.state_dir),
@@ -137,6 +140,7 @@ impl Runtime {
             },
             config,
             clock,
+            secrets,
             programs,
             harness_pids,
             metrics,

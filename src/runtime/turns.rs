@@ -120,7 +120,12 @@ impl Runtime {
             plan_only,
             folder: &folder,
         };
-        let spec = spawn_spec(command::build(&self.config, &self.programs, &turn)?);
+        let spec = spawn_spec(command::build(
+            &self.config,
+            &self.programs,
+            &self.secrets,
+            &turn,
+        )?);
         let mut started = self
             .supervisor
             .start(&key, spec)
