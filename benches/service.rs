@@ -1150,6 +1150,7 @@ fn startup(table: &mut Table) {
         state_dir: root.join("state"),
         ..room_core::config::Config::default()
     };
+    let secrets = command::secrets(&config);
     for (harness, label, program) in candidates {
         let Some(program) = program else {
             println!("  {label}: not on PATH, left out (.ci/run installs it)");
@@ -1173,8 +1174,8 @@ fn startup(table: &mut Table) {
                 plan_only: false,
                 folder: &folder,
             };
-            let mut spec = command::build(&config, &programs, &command::secrets(&config), &turn)
-                .expect("a turn's spec");
+            let mut spec =
+                command::build(&config, &programs, &secrets, &turn).expect("a turn's spec");
             spec.env
                 .retain(|(k, _)| !cli_env.iter().any(|(c, _)| k == c.as_str()));
             spec.env

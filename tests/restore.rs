@@ -144,9 +144,7 @@ fn a_record_in_the_format_before_the_session_machine_is_restored_and_rewritten()
         "paused": false, "waiting_start": false, "agent_start_ms": 321,
         "error": null, "created_ms": 1700000000000u64, "in_flight": "first"
     });
-    let path = svc.state.join("sessions").join(format!("{id}.json"));
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, old.to_string()).unwrap();
+    let path = put_record(&svc, id, &old);
     svc.start_again();
     // Started: the turn that ran is not run again; the queue runs, resuming.
     let record = svc.await_record(&folder, 1, AT_ONCE);
@@ -170,6 +168,15 @@ fn a_record_in_the_format_before_the_session_machine_is_restored_and_rewritten()
                "request_id": "req-old", "prompt": "first"}),
     );
     assert_eq!((status, v["id"].as_str()), (200, Some(id)), "{v}");
+}
+
+/// Writes `record` as session `id`'s record in the (stopped) service's
+/// state dir, as a run before this one left it; returns its path.
+fn put_record(svc: &Service, id: &str, record: &serde_json::Value) -> std::path::PathBuf {
+    let path = svc.state.join("sessions").join(format!("{id}.json"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, record.to_string()).unwrap();
+    path
 }
 
 /// A `sleep` marked as turn 1 of session `id`: it stands for a spawn the
@@ -238,9 +245,7 @@ fn a_spawn_whose_record_names_only_its_key_is_killed_before_its_session_runs_aga
         "created_ms": 1700000000000u64, "agent_start_ms": null,
         "turn_process": {"key": format!("{id}-1"), "boot_id": boot.trim()}
     });
-    let path = svc.state.join("sessions").join(format!("{id}.json"));
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, record.to_string()).unwrap();
+    put_record(&svc, id, &record);
     svc.start_again();
     // The prompt never reached a harness: it runs now, in a turn of its
     // own, once the unacknowledged process is gone.
@@ -267,10 +272,8 @@ fn a_first_turn_known_only_from_its_spawn_note_is_killed_before_its_session_runs
         "error": null, "next_prompt": 2, "next_turn": 1,
         "created_ms": 1700000000000u64, "agent_start_ms": null
     });
-    let sessions = svc.state.join("sessions");
-    std::fs::create_dir_all(&sessions).unwrap();
-    std::fs::write(sessions.join(format!("{id}.json")), record.to_string()).unwrap();
-    let note = sessions.join(format!("{id}.spawning"));
+    let path = put_record(&svc, id, &record);
+    let note = path.with_file_name(format!("{id}.spawning"));
     std::fs::write(&note, format!("{id}-1")).unwrap();
     svc.start_again();
     assert_killed_before_the_prompt_ran(&svc, &folder, survivor);
