@@ -3,13 +3,15 @@
 
 use std::io::Read;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use nix::libc;
 use room_machines::copy::MAX_MARK_BYTES;
 use room_machines::{MarkError, Observation};
+
+use crate::nofollow::{self, PathError};
 
 /// The suffix the app appends to a session folder's path for its status file.
 pub const STATUS_SUFFIX: &str = ".cloudroom-files";
@@ -42,46 +44,52 @@ pub enum Content {
 /// caller's `observation`).
 ///
 /// The path is opened with `O_PATH` first, which opens nothing (no FIFO
-/// rendezvous, no device driver: a symlink to `/dev/watchdog` must not arm
-/// it), and checked with `fstat` on that descriptor; only a regular file is
-/// then opened for reading, through `/proc/self/fd`, so the file read is the
-/// one checked even if the path is swapped meanwhile. At most one byte past
-/// `MAX_MARK_BYTES` is read.
+/// rendezvous, no device driver: a file that is a device must not arm it),
+/// and through no symbolic link anywhere on the path (`nofollow`): the
+/// service may read as root where the agent account plants links, and a
+/// link to a root-only file must not show that file's text. A link, and a
+/// regular file with more than one name (a hard link to a file elsewhere),
+/// are malformed marks. The descriptor is checked with `fstat`; only a
+/// regular file is then opened for reading, through `/proc/self/fd`, so the
+/// file read is the one checked even if the path is swapped meanwhile. At
+/// most one byte past `MAX_MARK_BYTES` is read.
 pub fn read_raw(path: &Path) -> std::io::Result<Raw> {
-    let handle = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    let handle = match nofollow::open_path(path) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(PathError::Link(at)) => {
+            log::debug!(
+                "{}: {} is a symbolic link; treated as missing",
+                path.display(),
+                at.display()
+            );
+            return Ok(Some((
+                Content::NotAFile("behind a symbolic link"),
+                SystemTime::now(),
+            )));
+        }
+        Err(PathError::Io(_, e)) => return Err(e),
+        Err(e) => return Err(std::io::Error::other(e.to_string())),
     };
     let meta = handle.metadata()?;
     let mtime = meta.modified().unwrap_or_else(|_| SystemTime::now());
     if !meta.file_type().is_file() {
         return Ok(Some((not_a_file(path, &meta.file_type()), mtime)));
     }
-    let open = |p: &Path| {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(p)
-    };
-    let file = match open(Path::new(&format!("/proc/self/fd/{}", handle.as_raw_fd()))) {
-        Ok(f) => f,
-        // No /proc: open the path itself, still without blocking, and check
-        // again what was opened.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let f = open(path)?;
-            let t = f.metadata()?.file_type();
-            if !t.is_file() {
-                return Ok(Some((not_a_file(path, &t), mtime)));
-            }
-            f
-        }
-        Err(e) => return Err(e),
-    };
+    if meta.nlink() > 1 {
+        log::debug!(
+            "{} has {} names; treated as missing",
+            path.display(),
+            meta.nlink()
+        );
+        return Ok(Some((Content::NotAFile("a file with other names"), mtime)));
+    }
+    // The checked descriptor's own file, reopened for reading (the service
+    // needs /proc anyway, for its callers' ancestry).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(format!("/proc/self/fd/{}", handle.as_raw_fd()))?;
     // Read one byte past the limit so an oversized file is reported as such.
     let mut bytes = Vec::new();
     file.take(MAX_MARK_BYTES as u64 + 1)
@@ -200,9 +208,10 @@ mod tests {
         not_a_mark("fifo", "a FIFO");
         std::fs::create_dir(status_file(&dir.join("folder"))).unwrap();
         not_a_mark("folder", "a folder");
-        // A symlink to /dev/zero would feed a read forever.
+        // A symlink to /dev/zero would feed a read forever; a link is not
+        // followed at all.
         std::os::unix::fs::symlink("/dev/zero", status_file(&dir.join("zero"))).unwrap();
-        not_a_mark("zero", "a device");
+        not_a_mark("zero", "behind a symbolic link");
         // A 10 MB file: only the cap (plus one byte) is read.
         let big = status_file(&dir.join("big"));
         std::fs::write(&big, vec![b'x'; 10_000_000]).unwrap();
@@ -213,6 +222,50 @@ mod tests {
         assert_eq!(
             observe(&dir.join("big")).malformed,
             Some(MarkError::TooLong(MAX_MARK_BYTES + 1))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn no_link_on_the_path_is_followed_and_no_text_of_another_file_is_shown() {
+        let dir = std::env::temp_dir().join(format!("rc-files-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("rootonly")).unwrap();
+        std::fs::create_dir_all(dir.join("owned")).unwrap();
+        // A root-only file whose line is a mark, reached through a link as
+        // the status file and through a linked folder above it.
+        let secret = dir.join("rootonly/code.cloudroom-files");
+        std::fs::write(&secret, "failed: the root-only text\n").unwrap();
+        std::os::unix::fs::symlink(&secret, status_file(&dir.join("owned/code"))).unwrap();
+        std::os::unix::fs::symlink(dir.join("rootonly"), dir.join("owned/proj")).unwrap();
+        for folder in [dir.join("owned/code"), dir.join("owned/proj/code")] {
+            let raw = read_raw(&status_file(&folder)).unwrap();
+            assert_eq!(
+                raw.as_ref().map(|r| &r.0),
+                Some(&Content::NotAFile("behind a symbolic link")),
+                "{}",
+                folder.display()
+            );
+            let o = observe(&folder);
+            assert_eq!((o.mark, o.malformed), (None, Some(MarkError::NotText)));
+        }
+        // A second name for a file elsewhere is not a mark either.
+        std::fs::hard_link(&secret, status_file(&dir.join("owned/hard"))).unwrap();
+        let raw = read_raw(&status_file(&dir.join("owned/hard"))).unwrap();
+        assert_eq!(
+            raw.as_ref().map(|r| &r.0),
+            Some(&Content::NotAFile("a file with other names"))
+        );
+        // The file itself, at its own path, still reads.
+        assert_eq!(
+            observe(&dir.join("rootonly/code")).mark,
+            None,
+            "a file with two names is malformed wherever it is read"
+        );
+        std::fs::remove_file(status_file(&dir.join("owned/hard"))).unwrap();
+        assert_eq!(
+            observe(&dir.join("rootonly/code")).mark,
+            Some(CopyMark::Failed("the root-only text".into()))
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

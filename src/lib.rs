@@ -14,6 +14,7 @@ pub mod files;
 pub mod harness;
 pub mod journal;
 pub mod metrics;
+pub mod nofollow;
 pub mod notify;
 pub mod procfs;
 /// Reference implementations of the website and app halves (seeds 000

@@ -32,8 +32,10 @@ pub enum MarkError {
     TooLong(usize),
     /// The file is not UTF-8.
     NotText,
-    /// The file says something else; the text is kept, cut to 80 characters.
-    Unknown(String),
+    /// The file says something else, in this many bytes. Its text is not
+    /// kept: the file lies where another account writes, and nothing of it
+    /// beyond the mark's grammar is shown to the app or the log.
+    Unknown(usize),
 }
 
 impl std::fmt::Display for MarkError {
@@ -44,7 +46,10 @@ impl std::fmt::Display for MarkError {
                 write!(f, "the status file is {n} bytes, over {MAX_MARK_BYTES}")
             }
             MarkError::NotText => write!(f, "the status file is not UTF-8 text"),
-            MarkError::Unknown(s) => write!(f, "the status file says {s:?}"),
+            MarkError::Unknown(n) => write!(
+                f,
+                "the status file says something other than copying, ready or failed ({n} bytes)"
+            ),
         }
     }
 }
@@ -69,7 +74,7 @@ impl CopyMark {
                     let reason = rest.strip_prefix(':').unwrap_or(rest);
                     Ok(CopyMark::Failed(reason.trim().to_string()))
                 }
-                None => Err(MarkError::Unknown(text.chars().take(80).collect())),
+                None => Err(MarkError::Unknown(text.len())),
             },
         }
     }
@@ -177,13 +182,10 @@ mod tests {
         assert_eq!(CopyMark::parse(b""), Err(MarkError::Empty));
         assert_eq!(CopyMark::parse(b" \n"), Err(MarkError::Empty));
         assert_eq!(CopyMark::parse(&[0xff, 0xfe]), Err(MarkError::NotText));
-        assert_eq!(
-            CopyMark::parse(b"Ready"),
-            Err(MarkError::Unknown("Ready".into()))
-        );
+        assert_eq!(CopyMark::parse(b"Ready"), Err(MarkError::Unknown(5)));
         assert_eq!(
             CopyMark::parse(b"copying please"),
-            Err(MarkError::Unknown("copying please".into()))
+            Err(MarkError::Unknown(14))
         );
         let long = vec![b'a'; MAX_MARK_BYTES + 1];
         assert_eq!(
@@ -199,6 +201,6 @@ mod tests {
     fn a_malformed_file_observes_as_missing_and_says_why() {
         let o = Observation::from_file(b"???", 10);
         assert_eq!(o.mark, None);
-        assert_eq!(o.malformed, Some(MarkError::Unknown("???".into())));
+        assert_eq!(o.malformed, Some(MarkError::Unknown(3)));
     }
 }

@@ -33,6 +33,7 @@ use super::driver::Pass;
 use super::{Event, Runtime, SessionHandle};
 use crate::harness::{account, command, Harness};
 use crate::journal::{Journal, NewEvent, MAX_LINE};
+use crate::nofollow;
 use crate::procfs::ProcKey;
 use crate::sessions::{lock, turn_key, Session};
 use crate::supervise::output::{self, Line, LineReader, Tail};
@@ -96,7 +97,7 @@ impl Runtime {
         let key = TurnKey::new(turn_key(&s.id, seq))?;
         let folder = s.start.folder.clone();
         make_folder(&folder, self.config.agent_uid)
-            .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+            .map_err(|e| format!("cannot use the folder {}: {e}", folder.display()))?;
         // The key on record before anything runs, so a restart after a
         // kill -9 in between finds the turn by it. The `Persist` of the
         // input that asked for the turn wrote it already, unless the turn is
@@ -423,25 +424,13 @@ fn spawn_spec(turn: command::TurnSpec) -> SpawnSpec {
     spec
 }
 
-/// Creates `folder` and the folders above it that are missing. With a
-/// separate agent account (`agent_uid`), each folder created here is
-/// handed to that account, so its harness can write in it.
-fn make_folder(folder: &Path, agent_uid: Option<u32>) -> std::io::Result<()> {
-    if folder.is_dir() {
-        return Ok(());
-    }
-    let account = account::for_agent(agent_uid).map_err(std::io::Error::other)?;
-    let missing: Vec<&Path> = folder.ancestors().take_while(|p| !p.exists()).collect();
-    for dir in missing.into_iter().rev() {
-        match std::fs::create_dir(dir) {
-            Ok(()) => {
-                if let Some(a) = &account {
-                    std::os::unix::fs::chown(dir, Some(a.uid), Some(a.gid))?;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+/// Creates `folder` and the folders above it that are missing, never
+/// through a symbolic link (see `nofollow`). With a separate agent account
+/// (`agent_uid`), each folder created here is handed to that account, so its
+/// harness can write in it.
+fn make_folder(folder: &Path, agent_uid: Option<u32>) -> Result<(), String> {
+    let account = account::for_agent(agent_uid)?;
+    nofollow::make_folders(folder, account.map(|a| (a.uid, a.gid)))
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
