@@ -82,9 +82,7 @@ pub fn create(body: &[u8]) -> Result<Start, Refusal> {
     if c.workspace.trim().is_empty() {
         return invalid("The workspace must not be empty.");
     }
-    if !c.folder.is_absolute() {
-        return invalid("The folder must be an absolute path.");
-    }
+    folder(&c.folder)?;
     if c.project_copy && c.kind == Kind::SideChat {
         return Err(Refusal::new(
             422,
@@ -106,6 +104,42 @@ pub fn create(body: &[u8]) -> Result<Start, Refusal> {
         prompt(p)?;
     }
     Ok(c)
+}
+
+/// The longest folder path accepted, in characters: at most 4 bytes each,
+/// so within Linux's `PATH_MAX` (4096 bytes) with room for the status
+/// file's suffix, and a limit the OpenAPI schema can state exactly.
+pub const MAX_FOLDER: usize = 1000;
+
+/// A folder room-core can walk without following a link: an absolute,
+/// normal path (no `.` or `..` component, which would make the folder the
+/// harness runs in differ from the one named), no NUL byte, not `/` itself
+/// (its status file would be `/.cloudroom-files`), at most `MAX_FOLDER`
+/// characters. Whether a component is a link is checked when the folder is used
+/// (the spawn), where it cannot change under the check.
+fn folder(f: &std::path::Path) -> Result<(), Refusal> {
+    use std::os::unix::ffi::OsStrExt;
+    let invalid = |m: &str| Err(Refusal::new(422, "invalid_field", m));
+    let bytes = f.as_os_str().as_bytes();
+    if bytes.contains(&0) {
+        return invalid("The folder must not contain a NUL byte (\\u0000).");
+    }
+    let chars = f.as_os_str().to_string_lossy().chars().count();
+    if chars > MAX_FOLDER {
+        return invalid(&format!(
+            "The folder must be at most {MAX_FOLDER} characters; this one has {chars}."
+        ));
+    }
+    if !f.is_absolute() {
+        return invalid("The folder must be an absolute path.");
+    }
+    if bytes.split(|b| *b == b'/').any(|s| s == b"." || s == b"..") {
+        return invalid("The folder must not have . or .. components.");
+    }
+    if bytes.iter().all(|b| *b == b'/') {
+        return invalid("The folder must not be / itself.");
+    }
+    Ok(())
 }
 
 /// A prompt a harness can take: some text (both CLIs fail a turn whose
@@ -151,5 +185,40 @@ mod tests {
         let long = "y".repeat(200 << 10);
         let m = message(serde_json::json!({ "prompt": long }).to_string().as_bytes()).unwrap();
         assert_eq!(m.prompt.len(), 200 << 10);
+    }
+
+    #[test]
+    fn folders_that_cannot_be_walked_as_named_are_refused() {
+        let start = |folder: &str| {
+            let body = serde_json::json!({"workspace": "w", "folder": folder, "harness": "claude"});
+            create(body.to_string().as_bytes())
+                .map(|_| ())
+                .map_err(|e| {
+                    assert_eq!((e.status, e.code), (422, "invalid_field"), "{folder:?}");
+                    e.message
+                })
+        };
+        let long = format!("/{}", "a".repeat(MAX_FOLDER));
+        for (folder, message) in [
+            (
+                "/w/a\0b",
+                "The folder must not contain a NUL byte (\\u0000).",
+            ),
+            (
+                long.as_str(),
+                "The folder must be at most 1000 characters; this one has 1001.",
+            ),
+            ("w/code", "The folder must be an absolute path."),
+            ("/w/../etc", "The folder must not have . or .. components."),
+            ("/w/./code", "The folder must not have . or .. components."),
+            ("/", "The folder must not be / itself."),
+            ("//", "The folder must not be / itself."),
+        ] {
+            assert_eq!(start(folder), Err(message.to_string()), "{folder:?}");
+        }
+        let longest = format!("/{}", "\u{1F600}".repeat(MAX_FOLDER - 1));
+        for ok in ["/w/code", "/w/code/", "/w/a b", "/w/..x", longest.as_str()] {
+            assert_eq!(start(ok), Ok(()), "{ok:?}");
+        }
     }
 }
