@@ -388,3 +388,55 @@ fn agent_start_measures_only_a_harness_that_started() {
         "{text}"
     );
 }
+
+#[test]
+fn a_command_with_a_body_it_does_not_take_is_refused_and_changes_nothing() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
+    let id = s["id"].as_str().unwrap();
+    for command in ["stop", "interrupt", "resume", "close"] {
+        let path = format!("/v1/sessions/{id}/{command}");
+        for (body, status, code) in [
+            ("null", 422, "invalid_body"),
+            ("\u{0}", 400, "bad_json"),
+            ("\u{7f}random bytes", 400, "bad_json"),
+            (r#"{"now": true}"#, 422, "unknown_field"),
+            (r#"{"a": 1, "a": 2}"#, 422, "duplicate_field"),
+        ] {
+            let (got, v) = svc.call("POST", &path, Some(body));
+            assert_eq!(
+                (got, v["code"].as_str()),
+                (status, Some(code)),
+                "{command} {body:?}: {v}"
+            );
+        }
+    }
+    let v = svc.session(id);
+    assert_eq!(
+        (v["state"].as_str(), v["queue"]["paused"].as_bool()),
+        (Some("pending"), Some(false)),
+        "nothing acted: {v}"
+    );
+    let (status, v) = svc.call("POST", &format!("/v1/sessions/{id}/stop"), Some(""));
+    assert_eq!(status, 200, "an empty body is no body: {v}");
+}
+
+#[test]
+fn a_method_a_path_does_not_take_is_405_with_allow() {
+    let svc = Service::start(json!({}));
+    for (method, path, allow) in [
+        ("DELETE", "/v1/sessions", "GET, POST"),
+        ("GET", "/v1/sessions/cr_1/stop", "POST"),
+        ("PUT", "/v1/health", "GET"),
+    ] {
+        let answer = ureq::request(method, &format!("{}{path}", svc.base))
+            .set("Authorization", &format!("Bearer {TOKEN}"))
+            .timeout(Duration::from_secs(10))
+            .call();
+        let Err(ureq::Error::Status(405, r)) = answer else {
+            panic!("{method} {path}: {answer:?}");
+        };
+        assert_eq!(r.header("Allow"), Some(allow), "{method} {path}");
+    }
+}

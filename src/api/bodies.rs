@@ -2,8 +2,11 @@
 //! first, so an unknown field is a 422 that names it (serde's
 //! `deny_unknown_fields` would say the same, but inside a longer message).
 
-use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, DeserializeOwned, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::error::Refusal;
@@ -54,6 +57,12 @@ pub fn parse<T: DeserializeOwned>(body: &[u8], fields: &[&str]) -> Result<T, Ref
     };
     let value: Value = serde_json::from_str(text)
         .map_err(|e| Refusal::new(400, "bad_json", format!("The body is not valid JSON: {e}.")))?;
+    if let Err(e) = serde_json::from_str::<NoDuplicateKeys>(text) {
+        // serde_json adds where it stopped; the sentence is the visitor's.
+        let text = e.to_string();
+        let sentence = text.split(" at line ").next().unwrap_or(&text);
+        return Err(Refusal::new(422, "duplicate_field", sentence));
+    }
     let Value::Object(map) = &value else {
         return Err(Refusal::new(
             422,
@@ -73,6 +82,71 @@ pub fn parse<T: DeserializeOwned>(body: &[u8], fields: &[&str]) -> Result<T, Ref
     }
     serde_json::from_value(value)
         .map_err(|e| Refusal::new(422, "invalid_field", format!("Invalid body: {e}.")))
+}
+
+/// A JSON text walked only to find an object that names a key twice, which
+/// `Value` would take silently (the last value winning).
+struct NoDuplicateKeys;
+
+impl<'de> Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeys)
+    }
+}
+
+impl<'de> Visitor<'de> for NoDuplicateKeys {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(self)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(de::Error::custom(format!(
+                    "The body names the field \"{key}\" twice."
+                )));
+            }
+            map.next_value::<NoDuplicateKeys>()?;
+        }
+        Ok(self)
+    }
+}
+
+/// The body of a route that takes none: empty, or `{}`.
+pub fn none(body: &[u8]) -> Result<(), Refusal> {
+    parse::<serde::de::IgnoredAny>(body, &[]).map(drop)
 }
 
 /// Parses and validates a start.
@@ -219,6 +293,41 @@ mod tests {
         let longest = format!("/{}", "\u{1F600}".repeat(MAX_FOLDER - 1));
         for ok in ["/w/code", "/w/code/", "/w/a b", "/w/..x", longest.as_str()] {
             assert_eq!(start(ok), Ok(()), "{ok:?}");
+        }
+    }
+
+    #[test]
+    fn a_field_named_twice_is_refused_at_any_depth() {
+        for body in [
+            r#"{"prompt": "a", "prompt": "b"}"#,
+            r#"{"prompt": "a", "x": {"prompt": 1, "prompt": 2}}"#,
+        ] {
+            let e = message(body.as_bytes()).unwrap_err();
+            assert_eq!((e.status, e.code), (422, "duplicate_field"), "{body}");
+            assert_eq!(e.message, "The body names the field \"prompt\" twice.");
+        }
+    }
+
+    #[test]
+    fn a_route_without_a_body_takes_only_nothing_or_an_empty_object() {
+        for ok in ["", " \n", "{}", " { } "] {
+            assert!(none(ok.as_bytes()).is_ok(), "{ok:?}");
+        }
+        for (body, status, code) in [
+            ("null", 422, "invalid_body"),
+            ("[]", 422, "invalid_body"),
+            ("\u{0}", 400, "bad_json"),
+            ("\u{ff}garbage", 400, "bad_json"),
+            (r#"{"force": true}"#, 422, "unknown_field"),
+            (r#"{"a": 1, "a": 1}"#, 422, "duplicate_field"),
+        ] {
+            let e = none(body.as_bytes()).unwrap_err();
+            assert_eq!(
+                (e.status, e.code),
+                (status, code),
+                "{body:?}: {}",
+                e.message
+            );
         }
     }
 }

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body as _, Bytes, Frame, Incoming, SizeHint};
-use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, CONNECTION, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 use tokio::sync::{mpsc, watch, Semaphore};
@@ -152,7 +152,17 @@ pub async fn serve(
     });
     let (op, ids, query) = match found {
         Ok(found) => found,
-        Err(r) => return Ok(respond(r.into(), After::KeepAlive)),
+        Err(r) => {
+            let not_allowed = r.status == 405;
+            let mut response = respond(r.into(), After::KeepAlive);
+            if not_allowed {
+                // RFC 9110: a 405 names the methods the path takes.
+                if let Ok(methods) = HeaderValue::from_str(&routes::allowed(parts.uri.path())) {
+                    response.headers_mut().insert(ALLOW, methods);
+                }
+            }
+            return Ok(response);
+        }
     };
     if op == Op::Stream {
         let id = ids.into_iter().next().unwrap_or_default();

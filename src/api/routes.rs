@@ -172,6 +172,18 @@ fn matches(pattern: &str, parts: &[&str]) -> Option<Vec<String>> {
     Some(ids)
 }
 
+/// The methods `path` takes, as an `Allow` header says them (empty for a
+/// path no route has).
+pub fn allowed(path: &str) -> String {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let methods: Vec<&str> = ROUTES
+        .iter()
+        .filter(|r| matches(r.path, &parts).is_some())
+        .map(|r| r.method)
+        .collect();
+    methods.join(", ")
+}
+
 /// The route for `method` and `path`, with the segments its `{id}`s
 /// matched; 405 naming the methods a known path takes, or 404.
 pub fn find(method: &Method, path: &str) -> Result<(&'static Route, Vec<String>), Refusal> {
@@ -284,10 +296,22 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         Op::Get => ok(rt.get(id)?),
         Op::Events => follow::events(rt, id, query).map(Done::Reply),
         Op::Message => command(rt.message(id, bodies::message(body)?.prompt)?),
-        Op::Stop => command(rt.stop(id)?),
-        Op::Interrupt => command(rt.interrupt(id)?),
-        Op::Resume => command(rt.resume(id)?),
-        Op::Close => command(rt.close(id)?),
+        Op::Stop => {
+            bodies::none(body)?;
+            command(rt.stop(id)?)
+        }
+        Op::Interrupt => {
+            bodies::none(body)?;
+            command(rt.interrupt(id)?)
+        }
+        Op::Resume => {
+            bodies::none(body)?;
+            command(rt.resume(id)?)
+        }
+        Op::Close => {
+            bodies::none(body)?;
+            command(rt.close(id)?)
+        }
         Op::Relaunch => command(rt.relaunch(id, bodies::relaunch(body)?.mode)?),
         Op::Workspace => ok(rt.workspace(id)?),
         // Answered on the async thread before it gets here.
@@ -317,5 +341,8 @@ mod tests {
         let e = find(&Method::GET, "/v1/sessions/x/interrupt").unwrap_err();
         assert_eq!(e.message, "/v1/sessions/x/interrupt takes POST, not GET.");
         assert_eq!(find(&Method::GET, "/v2").unwrap_err().status, 404);
+        assert_eq!(allowed("/v1/sessions"), "GET, POST");
+        assert_eq!(allowed("/v1/sessions/x/interrupt"), "POST");
+        assert_eq!(allowed("/v2"), "");
     }
 }
