@@ -10,6 +10,7 @@
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -23,6 +24,9 @@ pub const FILE_MODE: u32 = 0o600;
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
+    /// Why the last write to the state dir failed, until one succeeds: the
+    /// service serves on a full disk, and says so (`/v1/ready`).
+    fault: Arc<Mutex<Option<String>>>,
 }
 
 impl Store {
@@ -37,7 +41,53 @@ impl Store {
                 .create(d)?;
         }
         secure(state_dir);
-        Ok(Store { dir })
+        let store = Store {
+            dir,
+            fault: Arc::default(),
+        };
+        // A full disk does not stop the service from starting (the restore
+        // writes nothing it needs to come up); it is said at once instead.
+        store.probe();
+        Ok(store)
+    }
+
+    /// Notes that a write to the state dir (`what` names it) failed. Only a
+    /// new file written whole (a record, the probe) clears it: an append
+    /// into a journal's last page can succeed on a disk with no room left.
+    pub fn failed(&self, what: &str, e: &std::io::Error) {
+        *self.fault.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(format!("cannot write {what}: {e}"));
+    }
+
+    /// Notes the outcome of writing a new file whole.
+    fn note(&self, what: &str, outcome: &std::io::Result<()>) {
+        match outcome {
+            Ok(()) => *self.fault.lock().unwrap_or_else(|e| e.into_inner()) = None,
+            Err(e) => self.failed(what, e),
+        }
+    }
+
+    /// Writes and removes a small file, noting whether the state dir takes
+    /// a new file.
+    fn probe(&self) {
+        let probe = self.dir.join(".probe");
+        let outcome = write_private(&probe, b"probe\n");
+        let _ = std::fs::remove_file(&probe);
+        self.note("the state dir", &outcome);
+    }
+
+    /// Why the state dir takes no writes, if its last write failed and a
+    /// probe write fails too; `None` once writes succeed again.
+    pub fn fault(&self) -> Option<String> {
+        let faulty = self
+            .fault
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        if faulty {
+            self.probe();
+        }
+        self.fault.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The folder the records are in.
@@ -48,7 +98,10 @@ impl Store {
     /// Writes `value` as `<id>.json` (mode 0600), atomically and durably.
     pub fn save<T: Serialize>(&self, id: &str, value: &T) -> std::io::Result<()> {
         let bytes = serde_json::to_vec_pretty(value)?;
-        write_private(&self.dir.join(format!("{id}.json")), &bytes)
+        let path = self.dir.join(format!("{id}.json"));
+        let outcome = write_private(&path, &bytes);
+        self.note(&path.display().to_string(), &outcome);
+        outcome
     }
 
     /// Every stored record as JSON, with its file; unreadable ones are

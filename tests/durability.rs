@@ -132,6 +132,69 @@ fn with_the_disk_full_commands_change_nothing_and_nothing_acknowledged_is_lost()
     drop(mount);
 }
 
+#[test]
+fn with_the_disk_full_at_a_restart_the_service_comes_up_degraded_and_recovers_when_room_is_back() {
+    let test = "with_the_disk_full_at_a_restart_the_service_comes_up_degraded_and_recovers_when_room_is_back";
+    let mut svc = Service::start(json!({}));
+    svc.stop();
+    let mount = match Tmpfs::mount(&svc.state, "2m") {
+        Ok(m) => m,
+        Err(why) => return skip(test, &why),
+    };
+    svc.start_again();
+    let ids: Vec<String> = (0..32)
+        .map(|n| {
+            let folder = svc.folder(&format!("w{n}"));
+            let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
+            s["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    for id in &ids {
+        svc.await_session(id, "the copy wait", |v| !v["waiting_for"].is_null());
+    }
+    let before: Vec<Value> = ids.iter().map(|id| view(&svc, id)).collect();
+    svc.stop();
+    // Nothing the restart removes frees room (`listen` goes before a start).
+    std::fs::remove_file(svc.state.join("listen")).unwrap();
+    let filler = mount.fill();
+    svc.start_again();
+    // Up, and it says why it is not all right.
+    let (status, v) = svc.get("/v1/ready");
+    assert_eq!(status, 200, "{v}");
+    let why = v["degraded"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("cannot write ") && why.ends_with("No space left on device (os error 28)"),
+        "{v}"
+    );
+    let after: Vec<Value> = ids.iter().map(|id| view(&svc, id)).collect();
+    assert_eq!(after, before, "every waiting start is back as it was");
+    let (status, v) = svc.post(&format!("/v1/sessions/{}/stop", ids[0]), json!({}));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (500, Some("state_unwritable")),
+        "{v}"
+    );
+    // With room again it recovers without a restart: a command applies
+    // and a copy that lands starts its harness.
+    std::fs::remove_file(filler).unwrap();
+    let (status, v) = svc.post(&format!("/v1/sessions/{}/stop", ids[0]), json!({}));
+    assert_eq!((status, &v["queue"]["paused"]), (200, &json!(true)), "{v}");
+    let folder = svc.folder("w1");
+    land_project(&folder);
+    mark(&folder, "ready");
+    svc.await_record(&folder, 1, Duration::from_secs(10));
+    let v = wait_until(
+        "the service to say it is all right",
+        Duration::from_secs(10),
+        || {
+            let (status, v) = svc.get("/v1/ready");
+            (status == 200 && v["degraded"].is_null()).then_some(v)
+        },
+    );
+    assert_eq!(v["ready"], true, "{v}");
+    drop(mount);
+}
+
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
 }

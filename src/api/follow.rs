@@ -87,7 +87,10 @@ pub fn health(ctx: Ctx) -> Value {
 /// 503 before and once a stop has begun.
 pub fn ready(rt: &Runtime) -> Reply {
     match rt.readiness() {
-        Ok(()) => Reply::json(200, json!({"ready": true})),
+        Ok(()) => match rt.degraded() {
+            None => Reply::json(200, json!({"ready": true})),
+            Some(why) => Reply::json(200, json!({"ready": true, "degraded": why})),
+        },
         Err(why) => Refusal::new(
             503,
             "not_ready",

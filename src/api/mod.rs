@@ -58,12 +58,15 @@ pub fn start(shared: &Shared) -> std::io::Result<Server> {
         bind(&config.listen).map_err(cannot)?
     };
     let addr = listener.local_addr()?;
-    crate::store::write_atomic(
-        &config.state_dir.join("listen"),
-        format!("{addr}\n").as_bytes(),
-    )?;
     let cap = limits::connection_cap();
     log::info!("HTTP API on http://{addr} (at most {cap} connections)");
+    // The address for scripts and tests; the log line above says it too,
+    // so a state dir without room for it (a full disk) stops nothing.
+    let listen = config.state_dir.join("listen");
+    if let Err(e) = crate::store::write_atomic(&listen, format!("{addr}\n").as_bytes()) {
+        log::error!("cannot write {}: {e}", listen.display());
+        runtime.state_write_failed(&listen.display().to_string(), e);
+    }
     let (stop, stopped) = watch::channel(false);
     let front = Arc::new(request::Front {
         runtime: runtime.clone(),

@@ -256,6 +256,9 @@ impl Runtime {
         }
         if let Err(e) = s.journal.append(events, super::clock::unix_ms()) {
             log::error!("{}: cannot journal its events: {e}", s.id);
+            let what = format!("the event journal of {}", s.id);
+            self.store
+                .failed(&what, &std::io::Error::other(e.to_string()));
         }
     }
 

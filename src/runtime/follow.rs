@@ -217,6 +217,18 @@ impl Runtime {
         }
     }
 
+    /// Why the state dir takes no writes now (a full disk, ...), if it
+    /// does not: the service serves what it has and refuses changes
+    /// (`state_unwritable`) until writes succeed again.
+    pub fn degraded(&self) -> Option<String> {
+        self.store.fault()
+    }
+
+    /// Notes that a write to the state dir outside the runtime failed.
+    pub fn state_write_failed(&self, what: &str, e: std::io::Error) {
+        self.store.failed(what, &e);
+    }
+
     /// The service says both its sockets serve (the restore ran in
     /// `Runtime::start`).
     pub fn set_ready(&self) {

@@ -114,11 +114,20 @@ impl Service {
             .spawn()
             .expect("start room-core");
         self.child = Some(child);
+        // The address is in `<state>/listen`, or in the log where the
+        // state dir has no room for that file.
         let listen = self.state.join("listen");
+        let logged_before = self.log().len();
         let addr = wait_until("the service listens", Duration::from_secs(20), || {
-            std::fs::read_to_string(&listen)
+            let written = std::fs::read_to_string(&listen)
                 .ok()
-                .filter(|s| s.ends_with('\n'))
+                .filter(|s| s.ends_with('\n'));
+            written.or_else(|| {
+                let log = self.log();
+                let this_run = log.get(logged_before..)?;
+                let rest = this_run.split("HTTP API on http://").nth(1)?;
+                Some(rest.split_whitespace().next()?.to_string())
+            })
         });
         self.base = format!("http://{}", addr.trim());
     }
