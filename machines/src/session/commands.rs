@@ -127,6 +127,13 @@ impl Session {
             return Outcome::Ignored;
         }
         self.state.halted = true;
+        // What the stop changes: a wait or start it ends, a turn it cuts,
+        // work it leaves queued. A session with none of these (idle, or
+        // closed and over) is left as it is: its journal gets nothing, so a
+        // service with many quiet sessions stops in one pass of locks.
+        let changes = self.launch_live()
+            || self.state.record.turn.is_some()
+            || !self.state.record.queue.is_empty();
         if self.launch_live() {
             // The record keeps its stage: a start that had not started
             // waits again next run.
@@ -134,10 +141,7 @@ impl Session {
         }
         self.state.startup_deadline = None;
         self.end_turn(now, EndWhy::ServiceStop);
-        // A closed session with nothing left running is over: its journal
-        // has had its last event, and a stop of the service is not one.
-        let over = self.state.record.stage == Stage::Closed && self.state.record.turn.is_none();
-        if !over {
+        if changes {
             self.emit(Event::ServiceStopped);
         }
         Outcome::Applied

@@ -501,6 +501,34 @@ fn a_turn_cut_by_a_service_stop_before_it_reported_in_is_queued_again_and_said()
 }
 
 #[test]
+fn a_service_stop_leaves_a_quiet_session_untouched_and_says_so_where_it_changes_something() {
+    let mut idle = T::idle();
+    assert_eq!(
+        idle.go(Input::ServiceStop),
+        vec![],
+        "nothing to end, pause or record"
+    );
+    let mut paused = T::idle();
+    paused.go(Input::Stop);
+    paused.go(Input::Message("later".into()));
+    assert!(has(
+        &paused.go(Input::ServiceStop),
+        &Effect::Emit(Event::ServiceStopped)
+    ));
+    let mut waiting = T::new(true, Some("hello")).0;
+    waiting.observe(Observation::missing());
+    assert!(has(
+        &waiting.go(Input::ServiceStop),
+        &Effect::Emit(Event::ServiceStopped)
+    ));
+    let mut running = T::running(&[]);
+    assert!(has(
+        &running.go(Input::ServiceStop),
+        &Effect::Emit(Event::ServiceStopped)
+    ));
+}
+
+#[test]
 fn a_turn_cut_after_it_reported_in_is_said_and_not_run_again() {
     let mut t = T::running(&[]);
     t.go(Input::NativeId {
