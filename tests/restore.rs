@@ -279,3 +279,27 @@ fn a_first_turn_known_only_from_its_spawn_note_is_killed_before_its_session_runs
     assert_killed_before_the_prompt_ran(&svc, &folder, survivor);
     assert!(!note.exists(), "the note is read once");
 }
+
+#[test]
+fn a_second_record_of_a_session_under_another_name_is_skipped_and_said() {
+    let mut svc = Service::start(json!({}));
+    let folder = svc.folder("once");
+    let s = svc.start_session(start_body(&folder, "claude", json!({})));
+    let id = s["id"].as_str().unwrap().to_string();
+    svc.await_session(&id, "the first turn to end", |v| v["state"] == "idle");
+    svc.stop();
+    let sessions = svc.state.join("sessions");
+    let copy = sessions.join("copy-of-a-record.json");
+    std::fs::copy(sessions.join(format!("{id}.json")), &copy).unwrap();
+    svc.start_again();
+    let (status, list) = svc.get("/v1/sessions");
+    assert_eq!(status, 200, "{list}");
+    let listed = list["sessions"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{list}");
+    assert_eq!(listed[0]["id"], id.as_str());
+    let said = format!(
+        "skipping {}: it holds session {id}, whose record is {id}.json",
+        copy.display()
+    );
+    assert!(svc.log().contains(&said), "the log says {said:?}");
+}

@@ -28,6 +28,15 @@ impl Runtime {
                 serde_json::from_value::<Record>(value)
             };
             match read {
+                // The store writes a session's record as `<id>.json` only:
+                // another file naming it (a copy, a stray) would be a
+                // second, older session with the same ID.
+                Ok(r) if path.file_stem() != Some(std::ffi::OsStr::new(&r.id)) => log::error!(
+                    "skipping {}: it holds session {}, whose record is {}.json",
+                    path.display(),
+                    r.id,
+                    r.id
+                ),
                 Ok(r) => records.push((r, upgraded)),
                 Err(e) => log::error!("skipping unreadable record {}: {e}", path.display()),
             }
