@@ -14,6 +14,34 @@ pub const MAX_PER_SESSION: usize = 32;
 /// scripts, refused callers), together.
 pub const MAX_OUTSIDE_SESSIONS: usize = 64;
 
+/// The agent socket's caps (the constants here and in the agent module by
+/// default; tests lower them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// Connections served at once, in all.
+    pub connections: usize,
+    /// Connections from one process at once.
+    pub per_process: usize,
+    /// Connections classified to one session at once.
+    pub per_session: usize,
+    /// Connections of callers of no session at once, together.
+    pub outside_sessions: usize,
+    /// Website calls at once.
+    pub website_calls: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Caps {
+        Caps {
+            connections: super::MAX_CONNECTIONS,
+            per_process: MAX_PER_PROCESS,
+            per_session: MAX_PER_SESSION,
+            outside_sessions: MAX_OUTSIDE_SESSIONS,
+            website_calls: super::MAX_WEBSITE_CALLS,
+        }
+    }
+}
+
 /// At most `cap` holders per key.
 #[derive(Debug)]
 pub struct Counts<K: Eq + Hash> {

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use room_machines::{classify, decide, Caller, Command, Decision, Parsed};
 use serde::Deserialize;
 
-pub use caps::{MAX_OUTSIDE_SESSIONS, MAX_PER_PROCESS, MAX_PER_SESSION};
+pub use caps::{Caps, MAX_OUTSIDE_SESSIONS, MAX_PER_PROCESS, MAX_PER_SESSION};
 use caps::{Counts, Held};
 pub use conn::{ReadError, ANSWER_DEADLINE, MAX_REQUEST, REQUEST_DEADLINE};
 pub use gate::{Gate, Pass};
@@ -104,11 +104,20 @@ pub struct Context {
     pub sessions: Counts<String>,
     /// Places for callers of no session (`MAX_OUTSIDE_SESSIONS` in all).
     pub outside: Gate,
+    /// Places per process (`MAX_PER_PROCESS` each), taken at accept.
+    pub per_process: Counts<PeerKey>,
+    /// Places in all (`MAX_CONNECTIONS`), taken at accept.
+    pub connections: Gate,
 }
 
 impl Context {
     /// The context for a service's shared state.
     pub fn new(shared: &Shared) -> Context {
+        Context::with_caps(shared, Caps::default())
+    }
+
+    /// The context for a service's shared state, with these caps (tests).
+    pub fn with_caps(shared: &Shared, caps: Caps) -> Context {
         let config = &shared.config;
         Context {
             agent_uid: config
@@ -117,10 +126,12 @@ impl Context {
             harness_pids: shared.harness_pids.clone(),
             procfs: Procfs::default(),
             website: Website::new(config.website_base(), config.website_token.clone()),
-            website_calls: Gate::new(MAX_WEBSITE_CALLS),
+            website_calls: Gate::new(caps.website_calls),
             metrics: shared.metrics.clone(),
-            sessions: Counts::new(MAX_PER_SESSION),
-            outside: Gate::new(MAX_OUTSIDE_SESSIONS),
+            sessions: Counts::new(caps.per_session),
+            outside: Gate::new(caps.outside_sessions),
+            per_process: Counts::new(caps.per_process),
+            connections: Gate::new(caps.connections),
         }
     }
 
@@ -279,7 +290,10 @@ impl Context {
         let _place = match self.place(&caller) {
             Ok(p) => p,
             Err(busy) => {
-                log::warn!("agent socket: pid {} ({caller:?}) is past its cap", peer.pid);
+                log::warn!(
+                    "agent socket: pid {} ({caller:?}) is past its cap",
+                    peer.pid
+                );
                 return busy;
             }
         };
@@ -328,7 +342,7 @@ pub fn start(shared: &Shared) -> std::io::Result<Server> {
 pub fn start_with(path: PathBuf, context: Context) -> std::io::Result<Server> {
     let (listener, socket) = socket_file::bind(&path, context.agent_uid)?;
     let stopping = Arc::new(AtomicBool::new(false));
-    let connections = Gate::new(MAX_CONNECTIONS);
+    let connections = context.connections.clone();
     let accepting = listener.try_clone()?;
     let acceptor = {
         let (stopping, connections) = (stopping.clone(), connections.clone());
@@ -358,7 +372,7 @@ fn accept(
     stopping: &AtomicBool,
 ) {
     let mut failures = Failures::new("agent socket");
-    let per_process = Counts::<PeerKey>::new(MAX_PER_PROCESS);
+    let per_process = &context.per_process;
     // A rendezvous channel: a send succeeds only into a worker that waits.
     let (handoff, handoffs) = crossbeam_channel::bounded::<Job>(0);
     for stream in listener.incoming() {

@@ -71,9 +71,7 @@ impl Peer {
                     log::info!("agent socket: no SO_PEERPIDFD ({e}); pidfd_open at accept");
                     NO_PEERPIDFD.store(true, Ordering::Relaxed);
                 }
-                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
-                    return Err(NotIdentified::Gone)
-                }
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Err(NotIdentified::Gone),
                 Err(e) => return Err(NotIdentified::Failed(e)),
             }
         }

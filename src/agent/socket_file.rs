@@ -77,8 +77,12 @@ pub fn bind(path: &Path, agent_uid: u32) -> io::Result<(UnixListener, Bound)> {
         Err(e) if e.kind() == ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    let private = CString::new(format!(".{}.{}.new", name.to_string_lossy(), std::process::id()))
-        .expect("no NUL in a file name");
+    let private = CString::new(format!(
+        ".{}.{}.new",
+        name.to_string_lossy(),
+        std::process::id()
+    ))
+    .expect("no NUL in a file name");
     clear_private(&dir, &private, &name);
     // SAFETY: a valid folder fd and a NUL-terminated name.
     if unsafe { libc::mkdirat(dir.as_raw_fd(), private.as_ptr(), 0o700) } != 0 {
@@ -107,10 +111,13 @@ fn bind_private(
             path.display()
         )));
     }
-    let staged = format!("/proc/self/fd/{}/{}", pdir.as_raw_fd(), name.to_string_lossy());
-    let listener = UnixListener::bind(&staged).map_err(|e| {
-        Error::new(e.kind(), format!("cannot bind {}: {e}", path.display()))
-    })?;
+    let staged = format!(
+        "/proc/self/fd/{}/{}",
+        pdir.as_raw_fd(),
+        name.to_string_lossy()
+    );
+    let listener = UnixListener::bind(&staged)
+        .map_err(|e| Error::new(e.kind(), format!("cannot bind {}: {e}", path.display())))?;
     if agent_uid != me && agent_uid != 0 {
         // SAFETY: valid fds, a NUL-terminated name, gid -1 (unchanged).
         let r = unsafe {
@@ -190,7 +197,10 @@ fn split(path: &Path) -> io::Result<(PathBuf, CString)> {
         ));
     };
     let name = CString::new(name.as_bytes()).map_err(|_| {
-        Error::new(ErrorKind::InvalidInput, format!("{} holds a NUL", path.display()))
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("{} holds a NUL", path.display()),
+        )
     })?;
     Ok((folder.to_path_buf(), name))
 }
@@ -249,7 +259,10 @@ fn open_folder(socket: &Path, folder: &Path) -> io::Result<(OwnedFd, Vec<Passed>
             continue;
         }
         let cname = CString::new(c.as_bytes()).map_err(|_| {
-            Error::new(ErrorKind::InvalidInput, format!("{} holds a NUL", folder.display()))
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("{} holds a NUL", folder.display()),
+            )
         })?;
         let next = at.join(&c);
         let entry = match stat_at(&fd, &cname) {
@@ -274,7 +287,10 @@ fn open_folder(socket: &Path, folder: &Path) -> io::Result<(OwnedFd, Vec<Passed>
             }
             links += 1;
             if links > MAX_LINKS {
-                return Err(refuse(format!("{} has too many symlinks", folder.display())));
+                return Err(refuse(format!(
+                    "{} has too many symlinks",
+                    folder.display()
+                )));
             }
             let target = read_link_at(&fd, &cname)?;
             let mut more = components(&target);
