@@ -13,6 +13,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use agent_support::{FakeWebsite, TempDir};
@@ -197,4 +198,47 @@ fn a_caller_whose_pid_went_to_another_sessions_harness_is_refused_and_nothing_is
     );
     assert_eq!(web.calls().len(), 1, "nothing more reached the website");
     server.stop();
+}
+
+#[test]
+fn a_peer_whose_pid_a_harness_took_before_its_ancestry_was_read_is_not_identified() {
+    if !nix::unistd::geteuid().is_root() {
+        return skip("clone3 with set_tid (a chosen pid) needs root");
+    }
+    let dir = TempDir::new("agent-peer-identify");
+    let shared = Shared::new(Config {
+        state_dir: dir.path().join("state"),
+        ..Config::default()
+    });
+    let context = room_core::agent::Context::new(&shared);
+    // The peer, held by a pidfd while it runs (as the acceptor holds it),
+    // exits and is reaped; a harness of another session gets its pid; only
+    // then is the ancestry read (the worker's turn came late).
+    let mut peer = Command::new("sh")
+        .args(["-c", "read x"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = peer.id();
+    let pidfd = room_core::supervise::process::pidfd_open(pid).unwrap();
+    let held = room_core::agent::peer::Peer::from_pidfd(pid, 0, pidfd);
+    drop(peer.stdin.take());
+    peer.wait().unwrap();
+    let victim = match child_with_pid(pid as i32) {
+        Ok(v) => v,
+        Err(e) => return skip(&format!("clone3 with set_tid {pid}: {e}")),
+    };
+    let key = Procfs::default().key(victim as u32).unwrap();
+    shared.harness_pids.insert(key, "cr_victim");
+    // Read by pid alone, it would be the victim's harness.
+    let ancestry = Procfs::default().ancestry(pid, |k| shared.harness_pids.session_of(k));
+    let by_pid = room_machines::classify(None, &ancestry);
+    let identified = context.identify(&held);
+    // SAFETY: our own child, by its pid.
+    unsafe {
+        libc::kill(victim, libc::SIGKILL);
+        libc::waitpid(victim, std::ptr::null_mut(), 0);
+    }
+    assert_eq!(by_pid, room_machines::Caller::Harness("cr_victim".into()));
+    assert_eq!(identified, None, "the peer is gone: no identity");
 }
