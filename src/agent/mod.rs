@@ -164,16 +164,23 @@ impl Context {
     /// shared by callers of no session; else the busy answer naming the cap.
     fn place(&self, caller: &Caller) -> Result<Place, Answer> {
         match caller {
-            Caller::Harness(session) => self
-                .sessions
-                .enter(session)
-                .map(Place::Session)
-                .ok_or_else(|| busy("connections of one session", self.sessions.cap())),
-            _ => self
-                .outside
-                .enter()
-                .map(Place::Outside)
-                .ok_or_else(|| busy("connections from outside any session", self.outside.cap())),
+            Caller::Harness(session) => match self.sessions.enter(session) {
+                Some(held) => Ok(Place {
+                    _session: Some(held),
+                    _outside: None,
+                }),
+                None => Err(busy("connections of one session", self.sessions.cap())),
+            },
+            _ => match self.outside.enter() {
+                Some(pass) => Ok(Place {
+                    _session: None,
+                    _outside: Some(pass),
+                }),
+                None => Err(busy(
+                    "connections from outside any session",
+                    self.outside.cap(),
+                )),
+            },
         }
     }
 
@@ -312,10 +319,11 @@ impl Context {
     }
 }
 
-/// A classified connection's place under its session's cap.
-enum Place {
-    Session(#[allow(dead_code)] Held<String>),
-    Outside(#[allow(dead_code)] Pass),
+/// A classified connection's place under its session's cap (or the one
+/// for callers of no session), given back on drop.
+struct Place {
+    _session: Option<Held<String>>,
+    _outside: Option<Pass>,
 }
 
 /// The running agent socket.
