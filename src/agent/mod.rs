@@ -263,13 +263,18 @@ impl Context {
         match Peer::of(stream, pid, uid, accepted_ticks) {
             Ok(peer) => Some(peer),
             Err(NotIdentified::Gone) => {
-                log::warn!("agent socket: pid {pid} exited before its connection was accepted");
+                // Debug: any agent process can cause this at will, so a
+                // line per connection could fill the log.
+                log::debug!("agent socket: pid {pid} exited before its connection was accepted");
                 conn::answer_now(stream, &Answer::fail(1, CALLER_GONE));
                 None
             }
             Err(NotIdentified::Failed(e)) => {
-                log::warn!("agent socket: cannot hold pid {pid} by a pidfd: {e}");
-                conn::answer_now(stream, &Answer::fail(1, CALLER_GONE));
+                log::debug!("agent socket: cannot hold pid {pid} by a pidfd: {e}");
+                let text = format!(
+                    "room-cli: Core cannot tell who is calling ({e}); nothing was done; try again in a moment."
+                );
+                conn::answer_now(stream, &Answer::fail(1, text));
                 None
             }
         }
@@ -283,9 +288,12 @@ impl Context {
         conn::write_answer(stream, &answer);
     }
 
+    /// The answer for one connection. Refusals of a gone caller and of one
+    /// past its cap are logged at debug: any agent process can cause them at
+    /// will, so a line each could fill the log.
     fn answer(&self, stream: &UnixStream, peer: &Peer, accepted: Instant) -> Answer {
         let gone = || {
-            log::warn!(
+            log::debug!(
                 "agent socket: pid {} is gone or replaced; its call is refused",
                 peer.pid
             );
@@ -297,7 +305,7 @@ impl Context {
         let _place = match self.place(&caller) {
             Ok(p) => p,
             Err(busy) => {
-                log::warn!(
+                log::debug!(
                     "agent socket: pid {} ({caller:?}) is past its cap",
                     peer.pid
                 );
