@@ -415,6 +415,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
+    fn a_turn_cgroup_wins_over_any_ancestry(ancestry in prop::collection::vec(proc_view(), 0..12)) {
+        // A double-forked tool keeps its turn's cgroup whatever its ancestry,
+        // markers or hidden environments say.
+        prop_assert_eq!(classify(Some("cr_turn"), &ancestry), Caller::Harness("cr_turn".into()));
+    }
+
+    #[test]
     fn a_harness_anywhere_in_the_ancestry_always_wins(ancestry in prop::collection::vec(proc_view(), 1..12)) {
         let first_harness = ancestry.iter().find_map(|p| p.harness.clone());
         let caller = classify(None, &ancestry);
