@@ -91,7 +91,7 @@ fn a_double_forked_tool_with_a_loop_marker_is_still_its_sessions_harness_in_cgro
         .unwrap_or_else(|| panic!("{answer}"))
         .to_string();
     let log = core.log_text();
-    if !log.contains("cgroup") {
+    if !log.contains("cgroup v2 at ") {
         return skip(&format!("the service did not run in cgroup mode: {log}"));
     }
 
