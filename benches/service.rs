@@ -148,7 +148,7 @@ fn client_mode(socket: &Path) {
         .map(|_| {
             let t = Instant::now();
             let a = procfs.ancestry(me, |_| None);
-            std::hint::black_box(classify(&a));
+            std::hint::black_box(classify(None, &a));
             t.elapsed().as_nanos() as u64
         })
         .collect();
@@ -903,12 +903,12 @@ fn classification(table: &mut Table) {
     ancestry[DEPTH - 1].env = EnvView::Readable {
         loop_marker: Some(LOOP_ID.into()),
     };
-    assert_eq!(classify(&ancestry), Caller::Loop(LOOP_ID.into()));
+    assert_eq!(classify(None, &ancestry), Caller::Loop(LOOP_ID.into()));
     let samples: Vec<f64> = (0..301)
         .map(|_| {
             let t = Instant::now();
             for _ in 0..1000 {
-                std::hint::black_box(classify(std::hint::black_box(&ancestry)));
+                std::hint::black_box(classify(None, std::hint::black_box(&ancestry)));
             }
             t.elapsed().as_nanos() as f64 / 1000.0 / 1000.0
         })

@@ -20,6 +20,9 @@ pub struct Config {
     /// Where sessions, queued prompts and waiting starts are persisted.
     pub state_dir: PathBuf,
     /// The agent socket room-cli connects to; default `<state_dir>/agent.sock`.
+    /// With `agent_uid` another account, set it to a path that account can
+    /// reach and no other can write: the default, in the service's 0700 state
+    /// folder, is refused at start (docs/agent-socket.md).
     pub agent_socket: Option<PathBuf>,
     /// The uid allowed on the agent socket; default the service's own uid.
     pub agent_uid: Option<u32>,

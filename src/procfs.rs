@@ -120,6 +120,18 @@ impl Procfs {
         })
     }
 
+    /// `pid`'s cgroup v2 path (the `0::` line of `/proc/PID/cgroup`); `None`
+    /// when the process is gone or has no v2 cgroup.
+    pub fn cgroup(&self, pid: u32) -> Option<String> {
+        let mut text = String::new();
+        std::fs::File::open(self.file(pid, "cgroup"))
+            .ok()?
+            .take(64 * 1024)
+            .read_to_string(&mut text)
+            .ok()?;
+        crate::supervise::process::parse_cgroup_v2(&text).map(str::to_string)
+    }
+
     /// What can be read of `pid`'s environment: EACCES is `Hidden`; `None`
     /// when the process is gone.
     pub fn env(&self, pid: u32) -> Option<EnvView> {
@@ -318,7 +330,10 @@ mod tests {
         fake.put(40, 1, 400, "");
         let a = fake.procfs().ancestry(40, |_| None);
         assert_eq!(pids(&a), vec![40]);
-        assert_eq!(room_machines::classify(&a), room_machines::Caller::Unknown);
+        assert_eq!(
+            room_machines::classify(None, &a),
+            room_machines::Caller::Unknown
+        );
         // pid 1 itself has no ancestry to read.
         assert_eq!(fake.procfs().ancestry(1, |_| None), vec![]);
     }
@@ -338,7 +353,10 @@ mod tests {
         let a = fake.procfs().ancestry(30, is_harness);
         assert_eq!(pids(&a), vec![30, 10]);
         assert_eq!(a[1].harness, None);
-        assert_eq!(room_machines::classify(&a), room_machines::Caller::Unknown);
+        assert_eq!(
+            room_machines::classify(None, &a),
+            room_machines::Caller::Unknown
+        );
         // The same pid with the harness's own start time is the harness.
         fake.restat(10, 1, 100);
         let a = fake.procfs().ancestry(30, is_harness);
@@ -356,7 +374,10 @@ mod tests {
             .procfs()
             .ancestry(30, |k| (k.pid == 10).then(|| "cr_new".to_string()));
         assert_eq!(pids(&a), vec![30]);
-        assert_eq!(room_machines::classify(&a), room_machines::Caller::Unknown);
+        assert_eq!(
+            room_machines::classify(None, &a),
+            room_machines::Caller::Unknown
+        );
         // Started in the same tick as its child is still its parent.
         fake.restat(10, 1, 300);
         assert_eq!(pids(&fake.procfs().ancestry(30, |_| None)), vec![30, 10]);
@@ -392,7 +413,10 @@ mod tests {
         let a = fake.procfs().ancestry(30, |_| None);
         writer.join().unwrap();
         assert_eq!(pids(&a), vec![30], "{a:?}");
-        assert_eq!(room_machines::classify(&a), room_machines::Caller::Unknown);
+        assert_eq!(
+            room_machines::classify(None, &a),
+            room_machines::Caller::Unknown
+        );
     }
 
     #[test]

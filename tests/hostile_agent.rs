@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_support::{Options, Service, ID};
+use agent_support::{HeldByChildren, Options, Service, ID};
 use serde_json::Value;
 
 /// A website that takes `delay` over every call, many at once (the shared
@@ -92,9 +92,9 @@ fn start(website: Option<&str>) -> Service {
 fn idle_connections_and_slow_website_calls_leave_a_refusal_answering_within_100_ms() {
     let web = SlowWebsite::start(Duration::from_secs(8));
     let svc = start(Some(&web.url));
-    let mut idle: Vec<UnixStream> = (0..50)
-        .map(|_| UnixStream::connect(&svc.socket).unwrap())
-        .collect();
+    // Fifty idle callers, ten to a process (under the per-process cap).
+    let mut held = HeldByChildren::connect(&svc.socket, 50, 10);
+    let idle = &mut held.streams;
     let opened = Instant::now();
     std::thread::scope(|scope| {
         let calls: Vec<_> = (0..5)
@@ -171,27 +171,29 @@ fn a_request_sent_a_byte_at_a_time_is_cut_off_at_one_deadline() {
 }
 
 #[test]
-fn past_the_connection_cap_a_caller_is_told_core_is_busy_at_once() {
+fn past_its_cap_one_process_is_told_core_is_busy_at_once_and_others_are_not() {
     let svc = start(None);
-    let _crowd: Vec<UnixStream> = (0..room_core::agent::MAX_CONNECTIONS)
+    let cap = room_core::agent::MAX_PER_PROCESS;
+    let _mine: Vec<UnixStream> = (0..cap)
         .map(|_| UnixStream::connect(&svc.socket).unwrap())
         .collect();
-    // Until the acceptor has handed every one to its thread, the next may
-    // still get a place: ask until one is turned away.
-    let t = Instant::now();
-    let (answer, took) = loop {
-        let (answer, took) = ask(&svc.socket, &["thread", "list"]);
-        if answer["stderr"]
-            .as_str()
-            .is_some_and(|s| s.contains("busy"))
-        {
-            break (answer, took);
-        }
-        assert!(t.elapsed() < Duration::from_secs(4), "never busy: {answer}");
-    };
+    // The next connection of this process is turned away at once, naming
+    // the cap; another process's is served.
+    let (answer, took) = ask(&svc.socket, &["thread", "list"]);
     assert_eq!(
         answer["stderr"],
-        "room-cli: Core is busy (256 connections at once); try again in a moment.\n"
+        format!(
+            "room-cli: Core is busy ({cap} connections from one process at once); try again in a moment.\n"
+        )
     );
     assert!(took < Duration::from_millis(100), "{took:?}");
+    let out = svc.script(None, &["thread", "list"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Run cloudroom thread list from a Cloudroom cloud thread\n"
+        ),
+        "{out:?}"
+    );
 }

@@ -1,6 +1,6 @@
 //! Who is calling room-cli: a harness's tool command, a loop's check script,
 //! or something Core cannot vouch for. Pure: the runtime reads the ancestry
-//! from `/proc` and passes it in.
+//! and the caller's cgroup from `/proc` and passes them in.
 
 use serde::{Deserialize, Serialize};
 
@@ -57,9 +57,18 @@ pub enum Caller {
     Unknown,
 }
 
-/// Classifies a caller from its ancestry, nearest process first.
+/// Classifies a caller from the turn whose cgroup holds it and its ancestry,
+/// nearest process first.
 ///
-/// A harness anywhere wins; else the nearest `CLOUDROOM_LOOP` decides
+/// `turn_cgroup` is the session whose turn's cgroup holds the caller (the
+/// runtime maps `/proc/PID/cgroup` to the turn that owns that cgroup; `None`
+/// outside every turn's cgroup, and always in process-group mode). A process
+/// in a turn's cgroup is that turn's harness whatever its ancestry or
+/// environment: only Core moves processes between those cgroups, so a double
+/// fork or a `setsid` leaves the caller in it, where its ancestry and its
+/// `CLOUDROOM_LOOP` are the agent's to shape. It wins over everything else.
+///
+/// Else a harness anywhere in the ancestry wins; else the nearest `CLOUDROOM_LOOP` decides
 /// (valid or malformed); else an unreadable environment of the caller itself
 /// (the nearest process, which runs as the agent account) makes it `Hidden`.
 ///
@@ -71,7 +80,10 @@ pub enum Caller {
 ///
 /// The environment of pid 1 ([`INIT_PID`]) never counts, neither as a marker
 /// nor as a hidden caller.
-pub fn classify(ancestry: &[ProcView]) -> Caller {
+pub fn classify(turn_cgroup: Option<&str>, ancestry: &[ProcView]) -> Caller {
+    if let Some(session) = turn_cgroup {
+        return Caller::Harness(session.to_string());
+    }
     if let Some(session) = ancestry.iter().find_map(|p| p.harness.clone()) {
         return Caller::Harness(session);
     }
@@ -118,13 +130,13 @@ mod tests {
     #[test]
     fn a_marker_on_an_ancestor_counts_even_if_the_caller_cleared_its_env() {
         let a = [plain(30), marked(20, ID), plain(1)];
-        assert_eq!(classify(&a), Caller::Loop(ID.into()));
+        assert_eq!(classify(None, &a), Caller::Loop(ID.into()));
     }
 
     #[test]
     fn the_nearest_marker_decides() {
         let a = [marked(30, "nope"), marked(20, ID)];
-        assert_eq!(classify(&a), Caller::Malformed("nope".into()));
+        assert_eq!(classify(None, &a), Caller::Malformed("nope".into()));
     }
 
     #[test]
@@ -132,7 +144,7 @@ mod tests {
         let mut h = plain(10);
         h.harness = Some("cr_seed".into());
         let a = [marked(30, ID), h];
-        assert_eq!(classify(&a), Caller::Harness("cr_seed".into()));
+        assert_eq!(classify(None, &a), Caller::Harness("cr_seed".into()));
     }
 
     #[test]
@@ -143,14 +155,14 @@ mod tests {
         };
         // A readable caller with no marker is Unknown (the usual refusal),
         // even when root's ancestors (sudo, pid 1) are unreadable...
-        assert_eq!(classify(&[plain(30), plain(1)]), Caller::Unknown);
-        assert_eq!(classify(&[plain(30), hidden(1)]), Caller::Unknown);
+        assert_eq!(classify(None, &[plain(30), plain(1)]), Caller::Unknown);
+        assert_eq!(classify(None, &[plain(30), hidden(1)]), Caller::Unknown);
         // ...an unreadable caller is Hidden (the protected-machine refusal).
-        assert_eq!(classify(&[hidden(30), hidden(1)]), Caller::Hidden);
-        assert_eq!(classify(&[hidden(31)]), Caller::Hidden);
+        assert_eq!(classify(None, &[hidden(30), hidden(1)]), Caller::Hidden);
+        assert_eq!(classify(None, &[hidden(31)]), Caller::Hidden);
         // A readable marker further up still counts.
         assert_eq!(
-            classify(&[hidden(30), marked(20, ID)]),
+            classify(None, &[hidden(30), marked(20, ID)]),
             Caller::Loop(ID.into())
         );
         let refusal = crate::policy::decide(
@@ -173,24 +185,54 @@ mod tests {
     fn pid_1s_environment_never_marks_a_caller() {
         // A container whose init sets CLOUDROOM_LOOP: its orphans are not
         // that loop's script, whatever the value.
-        assert_eq!(classify(&[plain(30), marked(1, ID)]), Caller::Unknown);
-        assert_eq!(classify(&[plain(30), marked(1, "nope")]), Caller::Unknown);
-        assert_eq!(classify(&[marked(1, ID)]), Caller::Unknown);
+        assert_eq!(classify(None, &[plain(30), marked(1, ID)]), Caller::Unknown);
+        assert_eq!(
+            classify(None, &[plain(30), marked(1, "nope")]),
+            Caller::Unknown
+        );
+        assert_eq!(classify(None, &[marked(1, ID)]), Caller::Unknown);
         // Nor is an unreadable pid 1 a hidden caller.
         let hidden_init = ProcView {
             env: EnvView::Hidden,
             ..plain(1)
         };
-        assert_eq!(classify(&[hidden_init]), Caller::Unknown);
+        assert_eq!(classify(None, &[hidden_init]), Caller::Unknown);
         // A marker below it still counts.
         assert_eq!(
-            classify(&[plain(30), marked(20, ID), marked(1, "nope")]),
+            classify(None, &[plain(30), marked(20, ID), marked(1, "nope")]),
             Caller::Loop(ID.into())
         );
     }
 
     #[test]
+    fn a_caller_in_a_turns_cgroup_is_that_sessions_harness_whatever_its_ancestry() {
+        // A double-forked tool: no harness above it, a valid marker on it.
+        let orphan = [marked(30, ID), plain(1)];
+        assert_eq!(classify(None, &orphan), Caller::Loop(ID.into()));
+        assert_eq!(
+            classify(Some("cr_a"), &orphan),
+            Caller::Harness("cr_a".into())
+        );
+        // A malformed marker, a hidden environment or no ancestry at all
+        // change nothing; the cgroup wins over another harness above it too.
+        let hidden = ProcView {
+            env: EnvView::Hidden,
+            ..plain(31)
+        };
+        let mut other = plain(10);
+        other.harness = Some("cr_b".into());
+        for a in [
+            vec![marked(30, "nope")],
+            vec![hidden],
+            vec![],
+            vec![plain(30), other],
+        ] {
+            assert_eq!(classify(Some("cr_a"), &a), Caller::Harness("cr_a".into()));
+        }
+    }
+
+    #[test]
     fn empty_ancestry_is_unknown() {
-        assert_eq!(classify(&[]), Caller::Unknown);
+        assert_eq!(classify(None, &[]), Caller::Unknown);
     }
 }

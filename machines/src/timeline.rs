@@ -139,6 +139,9 @@ pub struct SessionStep {
 pub struct Case {
     /// The caller's ancestry, nearest first.
     pub ancestry: Vec<ProcView>,
+    /// The session whose turn's cgroup holds the caller, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_cgroup: Option<String>,
     /// room-cli's argv.
     pub argv: Vec<String>,
     /// The expected classification.
@@ -290,7 +293,7 @@ impl SessionRun {
 impl Case {
     /// Classifies and decides; a difference is the error.
     pub fn replay(&self) -> Result<(), String> {
-        let caller = classify(&self.ancestry);
+        let caller = classify(self.turn_cgroup.as_deref(), &self.ancestry);
         if caller != self.caller {
             return Err(format!("expected {:?}, got {caller:?}", self.caller));
         }

@@ -222,9 +222,23 @@ fn marker(m: Option<&str>) -> EnvView {
 const ID: &str = "0f8e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
 
 fn caller_table() -> String {
-    let cases: Vec<(&str, Vec<ProcView>)> = vec![
+    let cases: Vec<(&str, Option<&str>, Vec<ProcView>)> = vec![
+        (
+            "in turn cr_b's cgroup, a double fork (no harness above) with a valid marker",
+            Some("cr_b"),
+            vec![proc(30, None, marker(Some(ID)))],
+        ),
+        (
+            "in turn cr_b's cgroup, under cr_a's harness",
+            Some("cr_b"),
+            vec![
+                proc(30, None, marker(None)),
+                proc(20, Some("cr_a"), marker(None)),
+            ],
+        ),
         (
             "a harness above, no marker",
+            None,
             vec![
                 proc(30, None, marker(None)),
                 proc(20, Some("cr_a"), marker(None)),
@@ -232,6 +246,7 @@ fn caller_table() -> String {
         ),
         (
             "a marker nearer than a harness",
+            None,
             vec![
                 proc(30, None, marker(Some(ID))),
                 proc(20, Some("cr_a"), marker(None)),
@@ -239,6 +254,7 @@ fn caller_table() -> String {
         ),
         (
             "a valid marker on the parent (caller ran under env -i)",
+            None,
             vec![
                 proc(30, None, marker(None)),
                 proc(20, None, marker(Some(ID))),
@@ -246,14 +262,20 @@ fn caller_table() -> String {
         ),
         (
             "a malformed marker nearer than a valid one",
+            None,
             vec![
                 proc(30, None, marker(Some("abc"))),
                 proc(20, None, marker(Some(ID))),
             ],
         ),
-        ("an empty marker", vec![proc(30, None, marker(Some("")))]),
+        (
+            "an empty marker",
+            None,
+            vec![proc(30, None, marker(Some("")))],
+        ),
         (
             "a hidden environment and a readable marker",
+            None,
             vec![
                 proc(30, None, EnvView::Hidden),
                 proc(20, None, marker(Some(ID))),
@@ -261,6 +283,7 @@ fn caller_table() -> String {
         ),
         (
             "the caller's own environment hidden, no marker",
+            None,
             vec![
                 proc(30, None, EnvView::Hidden),
                 proc(1, None, EnvView::Hidden),
@@ -268,23 +291,30 @@ fn caller_table() -> String {
         ),
         (
             "only an ancestor's environment hidden (root's pid 1), no marker",
+            None,
             vec![proc(30, None, marker(None)), proc(1, None, EnvView::Hidden)],
         ),
         (
             "no harness, no marker",
+            None,
             vec![proc(30, None, marker(None)), proc(1, None, marker(None))],
         ),
         (
             "a marker only on pid 1 (a container's init)",
+            None,
             vec![
                 proc(30, None, marker(None)),
                 proc(1, None, marker(Some(ID))),
             ],
         ),
     ];
-    let mut out = String::from("| ancestry (nearest first) | caller |\n|---|---|\n");
-    for (name, ancestry) in cases {
-        out.push_str(&format!("| {name} | `{:?}` |\n", classify(&ancestry)));
+    let mut out =
+        String::from("| turn cgroup and ancestry (nearest first) | caller |\n|---|---|\n");
+    for (name, turn_cgroup, ancestry) in cases {
+        out.push_str(&format!(
+            "| {name} | `{:?}` |\n",
+            classify(turn_cgroup, &ancestry)
+        ));
     }
     out
 }

@@ -415,9 +415,16 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
+    fn a_turn_cgroup_wins_over_any_ancestry(ancestry in prop::collection::vec(proc_view(), 0..12)) {
+        // A double-forked tool keeps its turn's cgroup whatever its ancestry,
+        // markers or hidden environments say.
+        prop_assert_eq!(classify(Some("cr_turn"), &ancestry), Caller::Harness("cr_turn".into()));
+    }
+
+    #[test]
     fn a_harness_anywhere_in_the_ancestry_always_wins(ancestry in prop::collection::vec(proc_view(), 1..12)) {
         let first_harness = ancestry.iter().find_map(|p| p.harness.clone());
-        let caller = classify(&ancestry);
+        let caller = classify(None, &ancestry);
         match first_harness {
             Some(s) => prop_assert_eq!(caller, Caller::Harness(s)),
             None => prop_assert!(!matches!(caller, Caller::Harness(_))),
@@ -426,7 +433,7 @@ proptest! {
 
     #[test]
     fn a_refused_command_never_yields_forward(ancestry in prop::collection::vec(proc_view(), 0..12), cmd in command()) {
-        let caller = classify(&ancestry);
+        let caller = classify(None, &ancestry);
         let decision = decide(&caller, &cmd);
         let loop_may = (cmd.group == Group::Loop && cmd.action.as_deref() != Some("report"))
             || cmd.is_top_level_spawn();
@@ -459,7 +466,7 @@ proptest! {
         let without: Vec<ProcView> = ancestry.iter().filter(|p| p.pid != 1).cloned().collect();
         let mut with_init = without.clone();
         with_init.push(ProcView { pid: 1, harness: None, env: init_env });
-        prop_assert_eq!(classify(&with_init), classify(&without));
+        prop_assert_eq!(classify(None, &with_init), classify(None, &without));
     }
 
     #[test]
@@ -485,7 +492,7 @@ proptest! {
 
     #[test]
     fn secret_keeps_its_own_check_whoever_calls(ancestry in prop::collection::vec(proc_view(), 0..12)) {
-        let caller = classify(&ancestry);
+        let caller = classify(None, &ancestry);
         let secret = Command::parse(&["secret", "API_KEY"]).unwrap().command().unwrap();
         match (&caller, decide(&caller, &secret)) {
             (Caller::Harness(s), Decision::Forward(scope)) => prop_assert_eq!(scope, Scope::Session(s.clone())),

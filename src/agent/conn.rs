@@ -2,9 +2,13 @@
 //! of it (a trickle does not extend it) and a size cap, the answer written
 //! under another, and the acceptor's own answers, written without blocking.
 
+use std::cell::Cell;
 use std::io::{BufReader, ErrorKind, Read, Write};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
+
+use nix::libc;
 
 use super::AgentRequest;
 use crate::website::Answer;
@@ -19,14 +23,55 @@ pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 pub const ANSWER_DEADLINE: Duration = Duration::from_secs(5);
 
 /// The socket, read until `deadline` at the latest: each read waits only
-/// for what is left of it.
+/// for what is left of it, and none once the peer process has exited.
 struct Until<'a> {
     stream: &'a UnixStream,
     deadline: Instant,
+    /// The peer's pidfd: readable once it exits.
+    peer: BorrowedFd<'a>,
+    /// Set when the read ended because the peer exited.
+    gone: &'a Cell<bool>,
+}
+
+impl Until<'_> {
+    /// Waits up to `left` for the socket to be readable; `Ok(false)` when the
+    /// peer exited first.
+    fn wait(&self, left: Duration) -> std::io::Result<bool> {
+        let mut fds = [
+            libc::pollfd {
+                fd: self.stream.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.peer.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: two valid pollfds.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(fds[1].revents == 0)
+    }
 }
 
 impl Read for Until<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(late());
+        }
+        // EINTR comes back as `Interrupted`, which the reader retries.
+        if !self.wait(left)? {
+            self.gone.set(true);
+            return Err(std::io::Error::other("the caller is gone"));
+        }
+        // The poll said readable (or the deadline passed); the timeout only
+        // guards against a spurious wake.
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(late());
@@ -47,18 +92,39 @@ fn late() -> std::io::Error {
     )
 }
 
+/// Why no request was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    /// The process that connected exited before its request was whole.
+    Gone,
+    /// The request was late, too large or not a request: why.
+    Bad(String),
+}
+
 /// Reads one request: a JSON value, at most `MAX_REQUEST` bytes, before
-/// `deadline`.
-pub fn read_request(stream: &UnixStream, deadline: Instant) -> Result<AgentRequest, String> {
-    let reader = BufReader::new(Until { stream, deadline }.take(MAX_REQUEST));
-    match serde_json::Deserializer::from_reader(reader)
+/// `deadline`, while the process `peer` (a pidfd) runs.
+pub fn read_request(
+    stream: &UnixStream,
+    deadline: Instant,
+    peer: BorrowedFd<'_>,
+) -> Result<AgentRequest, ReadError> {
+    let gone = Cell::new(false);
+    let until = Until {
+        stream,
+        deadline,
+        peer,
+        gone: &gone,
+    };
+    let reader = BufReader::new(until.take(MAX_REQUEST));
+    let read = serde_json::Deserializer::from_reader(reader)
         .into_iter::<AgentRequest>()
-        .next()
-    {
+        .next();
+    match read {
         Some(Ok(req)) => Ok(req),
+        _ if gone.get() => Err(ReadError::Gone),
         // A late request reads "it did not arrive within 5 s".
-        Some(Err(e)) => Err(e.to_string()),
-        None => Err("it is empty".into()),
+        Some(Err(e)) => Err(ReadError::Bad(e.to_string())),
+        None => Err(ReadError::Bad("it is empty".into())),
     }
 }
 

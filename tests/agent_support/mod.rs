@@ -101,6 +101,9 @@ pub struct Options {
     pub website_token: Option<String>,
     /// `agent_uid` in the config.
     pub agent_uid: Option<u32>,
+    /// `agent_socket` in the config (default: `agent.sock` in the service's
+    /// folder).
+    pub agent_socket: Option<PathBuf>,
     /// Run the service as this uid (and gid), dropping root.
     pub run_as: Option<u32>,
     /// More config fields.
@@ -138,7 +141,12 @@ impl Service {
         let dir = TempDir::new("service");
         let state = dir.path().join("state");
         std::fs::create_dir_all(&state).unwrap();
-        let socket = state.join("agent.sock");
+        // Outside the state folder, which is the service's own (0700): an
+        // agent account of its own could never reach it there.
+        let socket = opts
+            .agent_socket
+            .clone()
+            .unwrap_or_else(|| dir.path().join("agent.sock"));
         let listen = format!("127.0.0.1:{}", free_port());
         let token = "test-token-not-a-secret".to_string();
         let mut config = serde_json::json!({
@@ -288,4 +296,91 @@ impl Drop for Service {
 /// account).
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
+}
+
+/// Connections to an agent socket made by child processes of this one (at
+/// most `per_child` each, so no one process's cap is met), which then wait
+/// to be killed; this process holds the same sockets, to write on them and
+/// read their answers. The children are killed (by pid) and reaped on drop.
+pub struct HeldByChildren {
+    /// The connected sockets, in the order they were connected.
+    pub streams: Vec<std::os::unix::net::UnixStream>,
+    children: Vec<i32>,
+}
+
+impl HeldByChildren {
+    /// `n` connections to `socket`.
+    pub fn connect(socket: &Path, n: usize, per_child: usize) -> HeldByChildren {
+        use nix::libc;
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        use std::os::unix::ffi::OsStrExt;
+        // SAFETY: a zeroed sockaddr_un is valid; the path fits (asserted).
+        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let bytes = socket.as_os_str().as_bytes();
+        assert!(bytes.len() < addr.sun_path.len());
+        for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+            *d = *s as libc::c_char;
+        }
+        let fds: Vec<OwnedFd> = (0..n)
+            .map(|_| {
+                // SAFETY: plain socket(2); the fd is ours.
+                let fd = unsafe {
+                    libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)
+                };
+                assert!(fd >= 0);
+                unsafe { OwnedFd::from_raw_fd(fd) }
+            })
+            .collect();
+        let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
+        let (ready_r, ready_w) = nix::unistd::pipe().unwrap();
+        let mut children = Vec::new();
+        for chunk in raw.chunks(per_child.max(1)) {
+            // SAFETY: the child only calls connect, write and pause
+            // (async-signal-safe) on memory set up before the fork.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                unsafe {
+                    for fd in chunk {
+                        libc::connect(
+                            *fd,
+                            (&addr as *const libc::sockaddr_un).cast(),
+                            std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+                        );
+                    }
+                    libc::write(ready_w.as_raw_fd(), b"r".as_ptr().cast(), 1);
+                    loop {
+                        libc::pause();
+                    }
+                }
+            }
+            assert!(pid > 0);
+            children.push(pid);
+        }
+        drop(ready_w);
+        let mut ready = vec![0u8; children.len()];
+        let mut got = 0;
+        while got < ready.len() {
+            match nix::unistd::read(ready_r.as_raw_fd(), &mut ready[got..]) {
+                Ok(0) => panic!("a child ended before it connected"),
+                Ok(k) => got += k,
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        HeldByChildren {
+            streams: fds.into_iter().map(Into::into).collect(),
+            children,
+        }
+    }
+}
+
+impl Drop for HeldByChildren {
+    fn drop(&mut self) {
+        for pid in &self.children {
+            let pid = nix::unistd::Pid::from_raw(*pid);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(pid, None);
+        }
+    }
 }
