@@ -11,7 +11,10 @@
 //!   journals every JSON line as a `harness` event, batching lines that
 //!   arrived together, and feeds `NativeId` for the first event that names
 //!   the session; lines over the cap or not UTF-8 are skipped and reading
-//!   goes on;
+//!   goes on. When the journal has no room for an event (its caps), it
+//!   feeds `OutputCapped` once and from then on reads the pipe to its end
+//!   and drops what it reads, so the harness never blocks on a full pipe
+//!   and nothing is held;
 //! - the stderr drain reads to the end, keeping a tail for the error;
 //! - the prompt writer writes the prompt to stdin and closes it
 //!   (`PromptUndelivered` if that fails), so no prompt meets an argv limit
@@ -26,7 +29,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal as Sig;
-use room_machines::session::{Exit, Input, Process, Signal, TurnSeq};
+use room_machines::session::{Exit, Input, JournalCap, Process, Signal, TurnSeq};
 use serde_json::Value;
 
 use super::driver::Pass;
@@ -327,8 +330,12 @@ impl Runtime {
         let mut lines = LineReader::with_cap(stdout, LINE_CAP);
         let mut batch = Vec::new();
         let mut named = false;
+        let mut capped = false;
         loop {
             let line = match lines.next_line() {
+                // Past the cap, everything is read and dropped: the line
+                // reader holds at most one capped line meanwhile.
+                Ok(Some(_)) if capped => continue,
                 Ok(Some(Line::Text(line))) => line,
                 Ok(Some(Line::TooLong(n))) => {
                     log::warn!(
@@ -356,14 +363,30 @@ impl Runtime {
             // Lines that arrived together are journalled together (one
             // fdatasync); the one that names the session before it is fed.
             if native_id.is_some() || !lines.has_line() {
-                append(&journal, &mut batch, &what);
+                if let Some(cap) = append(&journal, &mut batch, &what) {
+                    capped = true;
+                    self.output_capped(&handle, seq, cap, &what);
+                    continue;
+                }
             }
             if let Some(native_id) = native_id {
                 named = true;
                 self.feed(&handle, Input::NativeId { seq, native_id });
             }
         }
-        append(&journal, &mut batch, &what);
+        if !capped {
+            if let Some(cap) = append(&journal, &mut batch, &what) {
+                self.output_capped(&handle, seq, cap, &what);
+            }
+        }
+    }
+
+    /// The journal had no room for the turn's output: the machine decides.
+    fn output_capped(&self, handle: &SessionHandle, seq: TurnSeq, cap: JournalCap, what: &str) {
+        log::warn!(
+            "{what}: the journal is at its cap of {cap}; dropping the turn's further output"
+        );
+        self.feed(handle, Input::OutputCapped { seq, cap });
     }
 }
 
@@ -375,14 +398,19 @@ fn journal_name(journal: &Journal) -> String {
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
-/// Journals `batch` (and empties it).
-fn append(journal: &Journal, batch: &mut Vec<NewEvent>, what: &str) {
+/// Journals `batch` (and empties it) as far as the journal's caps let it;
+/// the cap it met, if it met one.
+fn append(journal: &Journal, batch: &mut Vec<NewEvent>, what: &str) -> Option<JournalCap> {
     if batch.is_empty() {
-        return;
+        return None;
     }
     let events = std::mem::take(batch);
-    if let Err(e) = journal.append(events, super::clock::unix_ms()) {
-        log::error!("{what}: cannot journal the harness's events: {e}");
+    match journal.append_output(events, super::clock::unix_ms()) {
+        Ok(appended) => appended.capped,
+        Err(e) => {
+            log::error!("{what}: cannot journal the harness's events: {e}");
+            None
+        }
     }
 }
 

@@ -80,8 +80,8 @@ use crate::Millis;
 
 pub use event::Event;
 pub use io::{
-    Config, Effect, Exit, Input, JournalCap, Options, Outcome, Refusal, RelaunchMode, Signal, Timer,
-    KILL_GRACE, STARTUP_TIMEOUT,
+    Config, Effect, Exit, Input, JournalCap, Options, Outcome, Refusal, RelaunchMode, Signal,
+    Timer, KILL_GRACE, STARTUP_TIMEOUT,
 };
 pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Turn, TurnSeq};
 pub use retry::{retry_difference, StartFields};

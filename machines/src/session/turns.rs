@@ -221,7 +221,9 @@ impl Session {
         if launch_turn {
             self.fail_launch(
                 now,
-                format!("{full}; every turn of this session ends this way now, so start a new session"),
+                format!(
+                    "{full}; every turn of this session ends this way now, so start a new session"
+                ),
             );
         } else {
             if !self.state.record.paused {
