@@ -202,7 +202,7 @@ fn a_page_of_long_events_stops_at_the_byte_budget() {
     let page = j.lines(0, MAX_PAGE).unwrap();
     let bytes: usize = page.iter().map(|l| l.json.len()).sum();
     assert!(page.len() < n, "{}", page.len());
-    assert!(bytes >= MAX_PAGE_BYTES && bytes < MAX_PAGE_BYTES + MAX_LINE);
+    assert!((MAX_PAGE_BYTES..MAX_PAGE_BYTES + MAX_LINE).contains(&bytes));
     // The next page goes on where it stopped.
     let rest = j.lines(page.len() as u64, MAX_PAGE).unwrap();
     assert_eq!(rest[0].seq, page.len() as u64 + 1);

@@ -283,10 +283,9 @@ impl Index {
     /// recent window.
     fn push(&mut self, line: Line, end: u64) {
         let start = self.end;
-        let keep = self
-            .marks
-            .last()
-            .is_none_or(|&(seq, at)| line.seq - seq >= STRIDE || start - at >= MARK_BYTES);
+        let keep = self.marks.last().map_or(true, |&(seq, at)| {
+            line.seq - seq >= STRIDE || start - at >= MARK_BYTES
+        });
         if keep {
             self.marks.push((line.seq, start));
         }

@@ -356,7 +356,17 @@ impl Runtime {
             let native_id = (!named)
                 .then(|| serde_json::from_str::<Value>(&line).ok())
                 .flatten()
-                .and_then(|event| harness.native_id(&event));
+                .and_then(|event| harness.native_id(&event))
+                .filter(|id| {
+                    let ok = plausible_native_id(id);
+                    if !ok {
+                        log::warn!(
+                            "{what}: ignored a session ID of {} bytes that is not an ID",
+                            id.len()
+                        );
+                    }
+                    ok
+                });
             if let Some(event) = NewEvent::harness(&line) {
                 batch.push(event);
             }
@@ -396,6 +406,33 @@ fn journal_name(journal: &Journal) -> String {
         .path()
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+}
+
+/// The longest native session ID taken from a harness (both CLIs print
+/// UUIDs, 36 bytes).
+const NATIVE_ID_MAX: usize = 128;
+
+/// Whether `id`, which the harness printed, can be a native session ID: it
+/// is recorded, journalled and passed back as an argument on every later
+/// turn, so one that is long or holds more than letters, digits, `-` and
+/// `_` is not taken.
+fn plausible_native_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= NATIVE_ID_MAX
+        && !id.starts_with('-')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+#[test]
+fn only_an_id_shaped_native_id_is_taken() {
+    assert!(plausible_native_id("5b7e3a1c-8c1d-4f0e-9a57-2d6c1f0e9b21"));
+    assert!(plausible_native_id("019a2f3c_7d1e"));
+    for bad in ["", "-x", "a b", "a\nb", "../x", &"a".repeat(129)] {
+        assert!(!plausible_native_id(bad), "{bad:?}");
+    }
 }
 
 /// Journals `batch` (and empties it) as far as the journal's caps let it;
