@@ -20,10 +20,12 @@
 //!   (`PromptUndelivered` if that fails), so no prompt meets an argv limit
 //!   and a big one blocks no shared thread.
 
-use std::io::Write;
+use std::cell::Cell;
+use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ChildStdin, ChildStdout};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -44,6 +46,11 @@ use crate::supervise::{self, Child, SpawnSpec, Tree, TurnKey, TurnRecord};
 /// The longest stdout line journalled: 1 MiB less the room the journal's
 /// own fields take, so every line read fits a journal line.
 const LINE_CAP: usize = MAX_LINE - 1024;
+
+/// The most harness events journalled in one append: a 64 KiB read of
+/// `{}` lines is 20,000 of them, and each takes a few hundred bytes of
+/// memory until it is written.
+const BATCH_MAX: usize = 1024;
 
 /// How long, once a turn's whole tree is gone, its output readers get to
 /// reach the end of their pipes (at once, unless something escaped the tree).
@@ -327,7 +334,8 @@ impl Runtime {
         stdout: ChildStdout,
     ) {
         let what = format!("{} turn {seq}", journal_name(&journal));
-        let mut lines = LineReader::with_cap(stdout, LINE_CAP);
+        let drain = Drain::default();
+        let mut lines = LineReader::with_cap(drain.over(stdout), LINE_CAP);
         let mut batch = Vec::new();
         let mut named = false;
         let mut capped = false;
@@ -371,10 +379,13 @@ impl Runtime {
                 batch.push(event);
             }
             // Lines that arrived together are journalled together (one
-            // fdatasync); the one that names the session before it is fed.
-            if native_id.is_some() || !lines.has_line() {
+            // fdatasync), up to BATCH_MAX of them, so a batch of tiny
+            // lines never holds much memory; the one that names the
+            // session before it is fed.
+            if native_id.is_some() || !lines.has_line() || batch.len() >= BATCH_MAX {
                 if let Some(cap) = append(&journal, &mut batch, &what) {
                     capped = true;
+                    drain.start();
                     self.output_capped(&handle, seq, cap, &what);
                     continue;
                 }
@@ -388,6 +399,12 @@ impl Runtime {
             if let Some(cap) = append(&journal, &mut batch, &what) {
                 self.output_capped(&handle, seq, cap, &what);
             }
+        }
+        if capped {
+            log::info!(
+                "{what}: dropped {} bytes of output past the journal's cap",
+                drain.dropped()
+            );
         }
     }
 
@@ -406,6 +423,59 @@ fn journal_name(journal: &Journal) -> String {
         .path()
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+}
+
+/// A turn's stdout as its line reader reads it, until [`Drain::start`]:
+/// from then on a read reads the pipe to its end in 64 KiB chunks, drops
+/// them and reports the end, so a flood past the journal's cap costs a
+/// read per chunk, not a line split per line, and the harness is never
+/// left blocked on a full pipe.
+#[derive(Clone, Default)]
+struct Drain {
+    on: Rc<Cell<bool>>,
+    dropped: Rc<Cell<u64>>,
+}
+
+/// A reader whose reads a [`Drain`] can turn into draining.
+struct Drained<R> {
+    inner: R,
+    drain: Drain,
+}
+
+impl Drain {
+    fn over<R: Read>(&self, inner: R) -> Drained<R> {
+        Drained {
+            inner,
+            drain: self.clone(),
+        }
+    }
+
+    fn start(&self) {
+        self.on.set(true);
+    }
+
+    /// Bytes read and dropped since the start (what the line reader had
+    /// read in already is not counted).
+    fn dropped(&self) -> u64 {
+        self.dropped.get()
+    }
+}
+
+impl<R: Read> Read for Drained<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !self.drain.on.get() {
+            return self.inner.read(buf);
+        }
+        let mut scratch = vec![0u8; 64 << 10];
+        loop {
+            match self.inner.read(&mut scratch) {
+                Ok(0) => return Ok(0),
+                Ok(n) => self.drain.dropped.set(self.drain.dropped.get() + n as u64),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
 }
 
 /// The longest native session ID taken from a harness (both CLIs print
