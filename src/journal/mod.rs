@@ -74,7 +74,7 @@ pub const MARK_BYTES: u64 = 1 << 20;
 /// The most bytes of lines one page or stream chunk reads (it always has at
 /// least one line when there is one): a page of long events is cut short
 /// rather than held whole in memory.
-pub const MAX_PAGE_BYTES: usize = 16 << 20;
+pub const MAX_PAGE_BYTES: usize = 4 << 20;
 
 /// A journal's caps. Past either, a harness's events are no longer
 /// journalled; room-core's own still are.
