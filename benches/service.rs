@@ -280,6 +280,8 @@ impl Service {
             "agent_socket": socket,
             "claude_program": me,
             "codex_program": me,
+            // The bench's harness mode is chosen by this variable.
+            "harness_env": [STAMP_ENV],
         });
         if let Ok(mode) = std::env::var("ROOM_BENCH_SUPERVISION") {
             config["supervision"] = json!(mode);

@@ -81,6 +81,20 @@ pub struct Config {
     /// event) before it is killed and the launch fails, its startup permit
     /// returned and its prompt kept for a relaunch (ms).
     pub startup_timeout_ms: u64,
+    /// The most bytes a session's event journal holds from its harness
+    /// (default 256 MiB). A harness event that would take the journal past
+    /// it is not journalled: its turn is ended with an error, and the
+    /// harness's further output is read and dropped. room-core's own events
+    /// (a turn's end, state changes) are still journalled past it.
+    pub journal_max_bytes: u64,
+    /// The most events a session's journal holds from its harness (default
+    /// 1,000,000), past which the same happens.
+    pub journal_max_events: u64,
+    /// Names of variables a harness gets from the service's environment
+    /// besides the built-in allowlist (docs/harnesses.md), e.g. a proxy or
+    /// a CLI setting. A value that holds one of the service's tokens is
+    /// still kept out.
+    pub harness_env: Vec<String>,
 }
 
 impl Default for Config {
@@ -110,6 +124,9 @@ impl Default for Config {
             kill_grace_ms: 4000,
             supervision: crate::supervise::Supervision::Auto,
             startup_timeout_ms: room_machines::session::STARTUP_TIMEOUT,
+            journal_max_bytes: 256 << 20,
+            journal_max_events: 1_000_000,
+            harness_env: Vec::new(),
         }
     }
 }
@@ -189,7 +206,29 @@ impl Config {
                 "claude_allowed_tools: {t:?} is not a tool name"
             )));
         }
+        if self.journal_max_bytes == 0 || self.journal_max_events == 0 {
+            return Err(ConfigError::Invalid(
+                "journal_max_bytes and journal_max_events must be at least 1".into(),
+            ));
+        }
+        if let Some(n) = self
+            .harness_env
+            .iter()
+            .find(|n| n.is_empty() || n.contains(['=', '\0']))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "harness_env: {n:?} is not a variable name"
+            )));
+        }
         Ok(())
+    }
+
+    /// The caps on a session's journal.
+    pub fn journal_caps(&self) -> crate::journal::Caps {
+        crate::journal::Caps {
+            bytes: self.journal_max_bytes,
+            events: self.journal_max_events,
+        }
     }
 
     /// What a turn may do: the configured modes, or read-only for `plan_only`.
@@ -251,6 +290,29 @@ mod tests {
         assert_eq!(c.poll_ms, 250);
         assert_eq!(c.kill_grace_ms, 4000);
         assert_eq!(c.startup_timeout_ms, 120_000);
+        assert_eq!(
+            (c.journal_max_bytes, c.journal_max_events),
+            (256 << 20, 1_000_000)
+        );
+        assert!(c.harness_env.is_empty());
+        let c = Config {
+            harness_env: vec!["A=B".into()],
+            ..Config::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("harness_env"));
+        let c = Config {
+            journal_max_events: 0,
+            ..Config::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("journal_max"));
         assert_eq!(c.supervision, crate::supervise::Supervision::Auto);
         let c: Config = serde_json::from_str(r#"{"supervision": "process_group"}"#).unwrap();
         assert_eq!(c.supervision, crate::supervise::Supervision::ProcessGroup);

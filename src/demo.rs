@@ -63,6 +63,9 @@ fn demo(root: &Path) -> Result<(), Error> {
             // demo needs no network and records what each harness saw.
             "claude_program": crate::harness::fixtures_dir().join("fake-claude"),
             "codex_program": crate::harness::fixtures_dir().join("fake-codex"),
+            // Where they record what they saw (the harness environment is
+            // an allowlist).
+            "harness_env": ["FAKE_HARNESS_RECORD"],
             "agent_socket": socket,
             "agent_uid": agent.uid,
             "website_url": format!("http://127.0.0.1:{website_port}"),

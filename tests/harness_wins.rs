@@ -27,6 +27,7 @@ fn a_harness_session_wins_over_a_loop_marker() {
     );
     let mut extra = serde_json::Map::new();
     extra.insert("codex_program".into(), json!(fake_codex));
+    extra.insert("harness_env".into(), json!(["FAKE_HARNESS_RECORD"]));
     let core = Service::start_with(Options {
         website_url: Some(web.url.clone()),
         extra,

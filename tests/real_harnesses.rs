@@ -367,12 +367,20 @@ fn a_tool_reaches_core_as_its_session(test: &str, harness: &str) {
         "agent_socket": socket,
         "website_url": web.url,
         "website_token": WEBSITE_TOKEN,
+        // Named for the harness, but their values are the tokens.
+        "harness_env": ["COPY_OF_THE_API_ONE", "COPY_OF_THE_WEBSITE_ONE"],
     });
     // Copies of both tokens in the service's environment: Core keeps them
-    // from its harnesses.
+    // from its harnesses. And root's own credentials, which are not on the
+    // allowlist.
     let env = vec![
         ("COPY_OF_THE_API_ONE".to_string(), TOKEN.to_string()),
         ("COPY_OF_THE_WEBSITE_ONE".into(), WEBSITE_TOKEN.into()),
+        (
+            "AWS_SECRET_ACCESS_KEY".into(),
+            "root-aws-secret-9d1e".into(),
+        ),
+        ("SUDO_USER".into(), "root-sudo-user-4b2a".into()),
     ];
     let Some(real) = Real::start(test, harness, config, env) else {
         return;
@@ -436,6 +444,9 @@ fn a_tool_reaches_core_as_its_session(test: &str, harness: &str) {
         !env.contains(WEBSITE_TOKEN),
         "the website token reached the harness"
     );
+    for secret in ["root-aws-secret-9d1e", "root-sudo-user-4b2a"] {
+        assert!(!env.contains(secret), "{secret} reached the harness: {env}");
+    }
 
     let out = read("cli.txt");
     assert!(

@@ -647,6 +647,10 @@ fn session_probes() -> Vec<SessionProbe> {
         ("survivor gone", |s| I::SurvivorGone {
             seq: current_turn(s),
         }),
+        ("output capped", |s| I::OutputCapped {
+            seq: current_turn(s),
+            cap: session::JournalCap::Bytes(256 << 20),
+        }),
         ("timeout", |_| I::Timeout),
     ]
 }

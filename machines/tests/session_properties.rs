@@ -149,6 +149,10 @@ fn act() -> impl Strategy<Value = Act> {
         2 => Just(Act::SurvivorGone),
         2 => Just(Act::Restart),
         2 => raw().prop_map(Act::Raw),
+        1 => (0..5u64).prop_map(|seq| Act::Raw(Input::OutputCapped {
+            seq,
+            cap: room_machines::session::JournalCap::Events(10)
+        })),
     ]
 }
 
@@ -754,7 +758,7 @@ impl World {
 }
 
 /// The kinds of error a session reports, by a phrase of each.
-const ERRORS: [&str; 9] = [
+const ERRORS: [&str; 10] = [
     "did not start within",
     "was cut by a service stop before",
     "was cut by a service stop; ",
@@ -764,6 +768,7 @@ const ERRORS: [&str; 9] = [
     "could not be handed",
     "before it named its session",
     "the last turn failed",
+    "event journal is full",
 ];
 
 /// A value's variant as Debug prints it, with the launch's or event's own
@@ -832,7 +837,7 @@ fn the_random_lives_reach_every_situation() {
     let mut runner = TestRunner::deterministic();
     let strategy = (any::<bool>(), prop::option::of("[a-z]{1,3}"), acts());
     let mut seen = BTreeSet::new();
-    for _ in 0..500 {
+    for _ in 0..1000 {
         let (promised, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
         seen.extend(run(promised, first, acts).unwrap().seen);
     }
@@ -843,6 +848,7 @@ fn the_random_lives_reach_every_situation() {
         "applied SpawnFailed",
         "applied PromptUndelivered",
         "applied SurvivorGone",
+        "applied OutputCapped",
         "applied Timeout",
         "applied Stop",
         "applied Interrupt",

@@ -73,6 +73,7 @@ pub fn build(
         &config.agent_socket_path(),
         account.as_ref(),
         secrets,
+        &config.harness_env,
     );
     let program = absolute(programs.of(turn.harness), &env);
     Ok(TurnSpec {
@@ -101,15 +102,44 @@ pub fn secrets(config: &Config) -> Vec<String> {
         .collect()
 }
 
-/// A harness's environment: the service's own, without any variable that
-/// holds a secret, with `ROOM_CORE_SOCKET` set to the agent socket, and,
-/// when the turn runs as another account, that account's HOME, USER and
-/// LOGNAME.
+/// Variables a harness gets from the service's environment by name: what
+/// any program needs to find its programs, home, account, locale, terminal,
+/// time zone, temp folder and TLS roots, and `IS_SANDBOX` (claude's own
+/// switch for running as root). Nothing here names a credential.
+pub const ALLOWED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "IS_SANDBOX",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+];
+
+/// ...and by prefix: the locale's categories, and the CLIs' own model,
+/// login and setting variables (claude: `ANTHROPIC_*`, `CLAUDE_*` which
+/// holds `CLAUDE_CODE_*` and `CLAUDE_CONFIG_DIR`; codex: `OPENAI_*`,
+/// `CODEX_*`).
+pub const ALLOWED_PREFIXES: &[&str] = &["LC_", "ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_"];
+
+/// A harness's environment: from the service's own only the variables on
+/// the allowlist ([`ALLOWED`], [`ALLOWED_PREFIXES`]) and those the operator
+/// names (`extra`, the config's `harness_env`), never one whose value holds
+/// a secret; `ROOM_CORE_SOCKET` set to the agent socket; and, when the turn
+/// runs as another account, that account's HOME, USER and LOGNAME.
 pub fn environment(
     inherited: impl IntoIterator<Item = (OsString, OsString)>,
     socket: &Path,
     account: Option<&Account>,
     secrets: &[String],
+    extra: &[String],
 ) -> Vec<(OsString, OsString)> {
     let mut set: Vec<(OsString, OsString)> = vec![(SOCKET_VAR.into(), socket.into())];
     if let Some(a) = account {
@@ -117,8 +147,17 @@ pub fn environment(
         set.push(("USER".into(), a.name.clone().into()));
         set.push(("LOGNAME".into(), a.name.clone().into()));
     }
+    let allowed = |name: &OsStr| {
+        let name = name.as_bytes();
+        ALLOWED.iter().any(|a| a.as_bytes() == name)
+            || ALLOWED_PREFIXES
+                .iter()
+                .any(|p| name.starts_with(p.as_bytes()))
+            || extra.iter().any(|e| e.as_bytes() == name)
+    };
     let mut env: Vec<(OsString, OsString)> = inherited
         .into_iter()
+        .filter(|(k, _)| allowed(k))
         .filter(|(k, _)| !set.iter().any(|(s, _)| s == k))
         .filter(|(k, v)| {
             let leaks = secrets.iter().any(|s| holds(v, s));
@@ -260,10 +299,18 @@ mod tests {
             ("ROOM_CORE_SOCKET", "/somewhere/else.sock"),
             ("COPY_OF_TOKEN", "the-api-token-123"),
             ("WITH_WEBSITE_TOKEN", "Bearer web-secret-456 trailing"),
+            ("ANTHROPIC_API_KEY", "x the-api-token-123"),
             ("HOME", "/root"),
         ]);
         let secrets = ["the-api-token-123".to_string(), "web-secret-456".into()];
-        let env = environment(inherited, Path::new("/run/agent.sock"), None, &secrets);
+        let extra = ["COPY_OF_TOKEN".to_string(), "WITH_WEBSITE_TOKEN".into()];
+        let env = environment(
+            inherited,
+            Path::new("/run/agent.sock"),
+            None,
+            &secrets,
+            &extra,
+        );
         assert_eq!(
             env,
             vars(&[
@@ -277,7 +324,7 @@ mod tests {
     #[test]
     fn another_account_gets_its_home_and_names() {
         let inherited = vars(&[("HOME", "/root"), ("USER", "root"), ("LANG", "C.UTF-8")]);
-        let env = environment(inherited, Path::new("/s"), Some(&agent()), &[]);
+        let env = environment(inherited, Path::new("/s"), Some(&agent()), &[], &[]);
         assert_eq!(
             env,
             vars(&[
@@ -293,8 +340,51 @@ mod tests {
     #[test]
     fn a_short_secret_only_removes_a_variable_that_is_exactly_it() {
         let inherited = vars(&[("A", "abc"), ("B", "xabcx")]);
-        let env = environment(inherited, Path::new("/s"), None, &["abc".into()]);
+        let extra = ["A".to_string(), "B".into()];
+        let env = environment(inherited, Path::new("/s"), None, &["abc".into()], &extra);
         assert_eq!(env, vars(&[("B", "xabcx"), ("ROOM_CORE_SOCKET", "/s")]));
+    }
+
+    #[test]
+    fn only_the_allowlist_and_the_operators_names_pass() {
+        let inherited = vars(&[
+            ("PATH", "/usr/bin"),
+            ("LC_ALL", "C.UTF-8"),
+            ("TERM", "xterm"),
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("CLAUDE_CONFIG_DIR", "/c"),
+            ("OPENAI_API_KEY", "sk-x"),
+            ("CODEX_HOME", "/x"),
+            ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI"),
+            ("CLOUDROOM_API_URL", "http://user:pass@127.0.0.1:1"),
+            ("CLOUDROOM_LOOP", "0f8e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b"),
+            ("SUDO_USER", "alice"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1"),
+            ("RUST_LOG", "debug"),
+            ("HTTPS_PROXY", "http://u:p@proxy:3128"),
+            ("XDG_RUNTIME_DIR", "/run/user/0"),
+            ("PATHX", "no"),
+            ("XPATH", "no"),
+            ("MY_PROXY_CA", "/etc/ca.pem"),
+        ]);
+        let extra = ["MY_PROXY_CA".to_string()];
+        let env = environment(inherited, Path::new("/s"), None, &[], &extra);
+        assert_eq!(
+            env,
+            vars(&[
+                ("PATH", "/usr/bin"),
+                ("LC_ALL", "C.UTF-8"),
+                ("TERM", "xterm"),
+                ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+                ("CLAUDE_CONFIG_DIR", "/c"),
+                ("OPENAI_API_KEY", "sk-x"),
+                ("CODEX_HOME", "/x"),
+                ("MY_PROXY_CA", "/etc/ca.pem"),
+                ("ROOM_CORE_SOCKET", "/s"),
+            ])
+        );
     }
 
     #[test]

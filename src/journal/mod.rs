@@ -8,6 +8,18 @@
 //! is never served. Sequence numbers start at 1 and have no gaps, which is
 //! what lets a stream resume after any `seq` with no gap and no duplicate.
 //!
+//! The index is sparse: one offset every [`STRIDE`] events (or every
+//! [`MARK_BYTES`] of file, whichever comes first), so its memory stays small
+//! at any journal size; a read seeks to the nearest offset at or before
+//! what it wants and scans forward, at most a stride of lines.
+//!
+//! A journal has caps ([`Caps`]: bytes and events). A harness's events
+//! ([`Journal::append_output`]) are journalled only while they fit under
+//! both; the first one that does not is dropped with everything after it
+//! in that append, and the caller is told which cap it met. room-core's own
+//! events ([`Journal::append`]) are always journalled: they are bounded by
+//! the app's commands, and the events that say a turn was cut must land.
+//!
 //! The file is scanned lazily, on the first append or read, so a service
 //! with many sessions does not scan every journal at start; it is opened for
 //! each append or file read and closed after, so a journal holds no
@@ -26,6 +38,7 @@ mod scan;
 
 use std::collections::VecDeque;
 use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +48,7 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 pub use registry::Journals;
+pub use room_machines::session::JournalCap;
 
 /// The longest line a journal holds; a harness event longer than this is
 /// not journalled (the turn reader caps lines below it anyway).
@@ -49,6 +63,53 @@ pub const RECENT_EVENTS: usize = 256;
 /// ...and the most bytes of them (an event longer than this is read from
 /// the file).
 pub const RECENT_BYTES: usize = 256 << 10;
+
+/// The index keeps the offset of one line in this many (at least).
+pub const STRIDE: u64 = 256;
+
+/// ...and of the first line after this many bytes since the last kept one,
+/// so a read never scans much more than a megabyte to reach its first line.
+pub const MARK_BYTES: u64 = 1 << 20;
+
+/// The most bytes of lines one page or stream chunk reads (it always has at
+/// least one line when there is one): a page of long events is cut short
+/// rather than held whole in memory.
+pub const MAX_PAGE_BYTES: usize = 4 << 20;
+
+/// A journal's caps. Past either, a harness's events are no longer
+/// journalled; room-core's own still are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// The most bytes the file holds (harness events that would take it
+    /// past this are dropped).
+    pub bytes: u64,
+    /// The most events (the same for their count).
+    pub events: u64,
+}
+
+impl Caps {
+    /// No caps at all (a journal that only room-core writes, tests).
+    pub const NONE: Caps = Caps {
+        bytes: u64::MAX,
+        events: u64::MAX,
+    };
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps::NONE
+    }
+}
+
+/// What [`Journal::append_output`] did.
+#[derive(Debug, Default)]
+pub struct Appended {
+    /// The events journalled (staged ones first), with their seq and time.
+    pub events: Vec<Event>,
+    /// The cap a harness event met: it and the rest of the batch were
+    /// dropped.
+    pub capped: Option<JournalCap>,
+}
 
 /// One event to append: its kind and its data, already JSON.
 #[derive(Debug, Clone)]
@@ -186,14 +247,21 @@ pub struct Journal {
     tail: watch::Sender<Tail>,
     /// Events written, shared by the journals of one registry (metrics).
     written: Arc<AtomicU64>,
+    /// The caps on harness events.
+    caps: Caps,
 }
 
-/// Where each line starts, and the recent lines.
+/// Where some lines start, where the file ends, and the recent lines.
 #[derive(Debug, Default)]
 struct Index {
-    /// `starts[i]` is the offset of the line of seq `i + 1`; one more entry
-    /// holds the end of the file.
-    starts: Vec<u64>,
+    /// `(seq, offset)` of the first line, of every [`STRIDE`]th after the
+    /// last kept one and of the first after [`MARK_BYTES`] since it;
+    /// ascending in both.
+    marks: Vec<(u64, u64)>,
+    /// The last seq (0: none).
+    last: u64,
+    /// Where the last whole line ends: the file's length.
+    end: u64,
     /// The last lines, oldest first.
     recent: VecDeque<Arc<Line>>,
     /// Their bytes.
@@ -204,18 +272,34 @@ struct Index {
 
 impl Index {
     fn last_seq(&self) -> u64 {
-        (self.starts.len() - 1) as u64
+        self.last
     }
 
     fn end(&self) -> u64 {
-        *self.starts.last().expect("starts holds the end")
+        self.end
     }
 
-    /// Adds a line (at `end` after it) to the index and the recent window.
+    /// Adds the next line (which ends at `end`) to the index and the
+    /// recent window.
     fn push(&mut self, line: Line, end: u64) {
-        self.starts.push(end);
+        let start = self.end;
+        let keep = self.marks.last().map_or(true, |&(seq, at)| {
+            line.seq - seq >= STRIDE || start - at >= MARK_BYTES
+        });
+        if keep {
+            self.marks.push((line.seq, start));
+        }
+        self.last = line.seq;
+        self.end = end;
         self.last_at = line.at_ms;
         self.remember(line);
+    }
+
+    /// The kept line nearest at or before seq `seq` (1 ..= last): its seq
+    /// and offset.
+    fn mark_before(&self, seq: u64) -> (u64, u64) {
+        let i = self.marks.partition_point(|&(s, _)| s <= seq);
+        self.marks[i.saturating_sub(1)]
     }
 
     /// Keeps `line` in the recent window, dropping the oldest past its
@@ -261,14 +345,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Journal {
-    /// The journal of session `id` under `events_dir` (not opened yet).
+    /// The journal of session `id` under `events_dir` (not opened yet),
+    /// without caps.
     pub fn new(events_dir: &Path, id: &str) -> Journal {
-        Journal::counted(events_dir, id, Arc::default())
+        Journal::counted(events_dir, id, Caps::NONE, Arc::default())
+    }
+
+    /// The same with `caps` on harness events.
+    pub fn capped(events_dir: &Path, id: &str, caps: Caps) -> Journal {
+        Journal::counted(events_dir, id, caps, Arc::default())
     }
 
     /// The same, counting its written events into `written`.
-    pub(crate) fn counted(events_dir: &Path, id: &str, written: Arc<AtomicU64>) -> Journal {
+    pub(crate) fn counted(
+        events_dir: &Path,
+        id: &str,
+        caps: Caps,
+        written: Arc<AtomicU64>,
+    ) -> Journal {
         Journal {
+            caps,
             path: events_dir.join(format!("{id}.jsonl")),
             write: Mutex::new(()),
             index: Mutex::new(None),
@@ -328,28 +424,58 @@ impl Journal {
         self.append(Vec::new(), at_ms)
     }
 
-    /// Appends the staged events and then `events` with one write and one
-    /// fdatasync, so they are durable before this returns (and before any
-    /// reader is told of them); returns them with their seq and time.
+    /// Appends the staged events and then `events` (room-core's own, never
+    /// capped) with one write and one fdatasync, so they are durable before
+    /// this returns (and before any reader is told of them); returns them
+    /// with their seq and time.
     pub fn append(&self, events: Vec<NewEvent>, at_ms: u64) -> Result<Vec<Event>, JournalError> {
+        Ok(self.write(events, at_ms, false)?.events)
+    }
+
+    /// Appends the staged events and then a harness's `events` as far as
+    /// they fit under the caps: the first that does not is dropped with the
+    /// rest, and [`Appended::capped`] says which cap it met.
+    pub fn append_output(
+        &self,
+        events: Vec<NewEvent>,
+        at_ms: u64,
+    ) -> Result<Appended, JournalError> {
+        self.write(events, at_ms, true)
+    }
+
+    /// The caps on harness events.
+    pub fn caps(&self) -> Caps {
+        self.caps
+    }
+
+    fn write(
+        &self,
+        events: Vec<NewEvent>,
+        at_ms: u64,
+        capped: bool,
+    ) -> Result<Appended, JournalError> {
         let write = lock(&self.write);
         if events.is_empty() && lock(&self.staged).is_empty() {
-            return Ok(Vec::new());
+            return Ok(Appended::default());
         }
         self.load(&write)?;
-        let mut all = std::mem::take(&mut *lock(&self.staged));
-        all.extend(events);
+        let own = std::mem::take(&mut *lock(&self.staged));
         let (end, first) = {
             let index = lock(&self.index);
             let index = index.as_ref().expect("loaded");
             (index.end(), index.last_seq() + 1)
         };
         let mut bytes = Vec::new();
-        let mut lines = Vec::with_capacity(all.len());
-        let mut out = Vec::with_capacity(all.len());
-        for (n, e) in all.into_iter().enumerate() {
+        let mut lines = Vec::with_capacity(own.len() + events.len());
+        let mut out = Vec::with_capacity(own.len() + events.len());
+        let mut met = None;
+        let all = own
+            .into_iter()
+            .map(|e| (e, false))
+            .chain(events.into_iter().map(|e| (e, capped)));
+        for (e, harness) in all {
             let event = Event {
-                seq: first + n as u64,
+                seq: first + out.len() as u64,
                 at_ms,
                 kind: e.kind,
                 data: e.data,
@@ -359,6 +485,20 @@ impl Journal {
             let len = bytes.len() - before;
             if len + 1 > MAX_LINE {
                 return Err(JournalError::TooLong(len + 1));
+            }
+            if harness {
+                let size = end + bytes.len() as u64 + 1;
+                met = if size > self.caps.bytes {
+                    Some(JournalCap::Bytes(self.caps.bytes))
+                } else if event.seq > self.caps.events {
+                    Some(JournalCap::Events(self.caps.events))
+                } else {
+                    None
+                };
+                if met.is_some() {
+                    bytes.truncate(before);
+                    break;
+                }
             }
             let json = String::from_utf8(bytes[before..].to_vec()).expect("serde writes UTF-8");
             bytes.push(b'\n');
@@ -372,6 +512,12 @@ impl Journal {
                 end + bytes.len() as u64,
             ));
             out.push(event);
+        }
+        if out.is_empty() {
+            return Ok(Appended {
+                events: out,
+                capped: met,
+            });
         }
         let file = OpenOptions::new()
             .write(true)
@@ -398,7 +544,10 @@ impl Journal {
         drop(write);
         self.written.fetch_add(out.len() as u64, Ordering::Relaxed);
         self.tail.send_modify(|t| t.last = last);
-        Ok(out)
+        Ok(Appended {
+            events: out,
+            capped: met,
+        })
     }
 
     /// The last seq written (0 for an empty journal).
@@ -445,34 +594,59 @@ impl Journal {
     }
 
     /// Up to `limit` lines after seq `after`, oldest first: from memory when
-    /// they are recent, else from the file.
+    /// they are recent, else from the file, from the nearest indexed line
+    /// on. Stops early past [`MAX_PAGE_BYTES`] (after at least one line).
     pub fn lines(&self, after: u64, limit: usize) -> Result<Vec<Arc<Line>>, JournalError> {
         let limit = limit.min(MAX_PAGE);
         self.ensure()?;
-        let (from, to) = {
+        let (mut seq, from, to) = {
             let index = lock(&self.index);
             let index = index.as_ref().expect("loaded");
             if let Some(lines) = index.recent_after(after, limit) {
                 return Ok(lines);
             }
-            let first = after.min(index.last_seq()) as usize;
-            let last = (first + limit).min(index.last_seq() as usize);
-            (index.starts[first], index.starts[last])
+            if after >= index.last_seq() || limit == 0 {
+                return Ok(Vec::new());
+            }
+            let (seq, from) = index.mark_before(after + 1);
+            (seq, from, index.end())
         };
-        let file = std::fs::File::open(&self.path).map_err(|e| self.io(e))?;
-        let mut buf = vec![0u8; (to - from) as usize];
-        file.read_exact_at(&mut buf, from).map_err(|e| self.io(e))?;
-        buf.split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(|l| {
-                Line::parse(l).map(Arc::new).ok_or_else(|| {
-                    self.io(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        "a journalled line is no longer an event",
-                    ))
-                })
-            })
-            .collect()
+        let bad = |what: &str, seq: u64| {
+            self.io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{what} (seq {seq})"),
+            ))
+        };
+        let mut file = std::fs::File::open(&self.path).map_err(|e| self.io(e))?;
+        file.seek(SeekFrom::Start(from)).map_err(|e| self.io(e))?;
+        // Only what the index said was whole when this began.
+        let mut reader = BufReader::with_capacity(64 << 10, file.take(to - from));
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        let mut buf = Vec::new();
+        while out.len() < limit && bytes < MAX_PAGE_BYTES {
+            buf.clear();
+            let n = reader
+                .by_ref()
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| self.io(e))?;
+            if n == 0 {
+                break;
+            }
+            if buf.pop() != Some(b'\n') {
+                return Err(bad("a journalled line is cut or too long", seq));
+            }
+            if seq > after {
+                let line = Line::parse(&buf)
+                    .filter(|l| l.seq == seq)
+                    .ok_or_else(|| bad("a journalled line is no longer an event", seq))?;
+                bytes += line.json.len();
+                out.push(Arc::new(line));
+            }
+            seq += 1;
+        }
+        Ok(out)
     }
 
     /// Up to `limit` events after seq `after`, oldest first.
@@ -504,5 +678,7 @@ impl Journal {
     }
 }
 
+#[cfg(test)]
+mod caps_tests;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
 
-use super::{dir, Journal};
+use super::{dir, Caps, Journal};
 
 /// The journals of one state dir, by session ID.
 #[derive(Debug)]
@@ -16,15 +16,18 @@ pub struct Journals {
     dir: PathBuf,
     open: Mutex<HashMap<String, Arc<Journal>>>,
     written: Arc<AtomicU64>,
+    caps: Caps,
 }
 
 impl Journals {
-    /// The journals under `<state_dir>/events` (nothing is opened yet).
-    pub fn new(state_dir: &Path) -> Journals {
+    /// The journals under `<state_dir>/events` (nothing is opened yet),
+    /// each with `caps` on its harness events.
+    pub fn new(state_dir: &Path, caps: Caps) -> Journals {
         Journals {
             dir: dir(state_dir),
             open: Mutex::default(),
             written: Arc::default(),
+            caps,
         }
     }
 
@@ -32,7 +35,14 @@ impl Journals {
     pub fn get(&self, id: &str) -> Arc<Journal> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         open.entry(id.to_string())
-            .or_insert_with(|| Arc::new(Journal::counted(&self.dir, id, self.written.clone())))
+            .or_insert_with(|| {
+                Arc::new(Journal::counted(
+                    &self.dir,
+                    id,
+                    self.caps,
+                    self.written.clone(),
+                ))
+            })
             .clone()
     }
 

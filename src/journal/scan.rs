@@ -3,11 +3,11 @@
 //! readers, and drop a torn last line.
 
 use std::fs::OpenOptions;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use super::{Index, Line};
+use super::{Index, Line, MAX_LINE};
 
 /// Opens (creating, mode 0600) the journal at `path`, drops a torn last line
 /// and returns its index. The file is read in a stream, never whole.
@@ -32,22 +32,22 @@ pub(super) fn open(path: &Path) -> std::io::Result<Index> {
         sync_dir(Some(dir))?;
     }
     let len = file.metadata()?.len();
-    let mut index = Index {
-        starts: vec![0],
-        ..Index::default()
-    };
+    let mut index = Index::default();
     let mut reader = BufReader::with_capacity(64 << 10, &file);
     let mut buf = Vec::new();
     let mut at = 0u64;
     loop {
         buf.clear();
-        let n = reader.read_until(b'\n', &mut buf)?;
+        // No line is longer than MAX_LINE: a longer one is not ours.
+        let n = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)?;
         if n == 0 || buf.last() != Some(&b'\n') {
             break;
         }
         // A line that is not a whole event ends the journal: only the last
         // line can be torn, and nothing after a torn line is trusted.
-        let line = Line::parse(&buf[..n - 1]).filter(|l| l.seq == index.starts.len() as u64);
+        let line = Line::parse(&buf[..n - 1]).filter(|l| l.seq == index.last_seq() + 1);
         let Some(line) = line else { break };
         at += n as u64;
         index.push(line, at);

@@ -252,7 +252,7 @@ fn a_tagged_enum_gives_kind_and_data() {
 #[test]
 fn the_registry_shares_one_journal_and_counts_what_is_written() {
     let state = temp("registry");
-    let journals = Journals::new(&state);
+    let journals = Journals::new(&state, Caps::NONE);
     assert!(journals.peek("cr_j").is_none());
     assert!(journals.last_activity("cr_j").is_none());
     let a = journals.get("cr_j");

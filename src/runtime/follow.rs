@@ -39,10 +39,10 @@ const READY: u8 = 1;
 const STOPPING: u8 = 2;
 
 impl Follow {
-    /// The journals of `state_dir`; not ready.
-    pub fn new(state_dir: &std::path::Path) -> Follow {
+    /// The journals of `state_dir`, each with `caps`; not ready.
+    pub fn new(state_dir: &std::path::Path, caps: crate::journal::Caps) -> Follow {
         Follow {
-            journals: Journals::new(state_dir),
+            journals: Journals::new(state_dir, caps),
             phase: AtomicU8::new(0),
         }
     }

@@ -133,7 +133,7 @@ impl Runtime {
         let secrets = command::secrets(&config);
         let rt = Arc::new_cyclic(|me| Runtime {
             permits: Permits::new(config.permits()),
-            follow: follow::Follow::new(&config.state_dir),
+            follow: follow::Follow::new(&config.state_dir, config.journal_caps()),
             timer: {
                 let events = events.clone();
                 Timer::start(clock, move |due| events.send(Event::Timeouts(due)).is_ok())

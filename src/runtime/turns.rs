@@ -11,22 +11,27 @@
 //!   journals every JSON line as a `harness` event, batching lines that
 //!   arrived together, and feeds `NativeId` for the first event that names
 //!   the session; lines over the cap or not UTF-8 are skipped and reading
-//!   goes on;
+//!   goes on. When the journal has no room for an event (its caps), it
+//!   feeds `OutputCapped` once and from then on reads the pipe to its end
+//!   and drops what it reads, so the harness never blocks on a full pipe
+//!   and nothing is held;
 //! - the stderr drain reads to the end, keeping a tail for the error;
 //! - the prompt writer writes the prompt to stdin and closes it
 //!   (`PromptUndelivered` if that fails), so no prompt meets an argv limit
 //!   and a big one blocks no shared thread.
 
-use std::io::Write;
+use std::cell::Cell;
+use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ChildStdin, ChildStdout};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal as Sig;
-use room_machines::session::{Exit, Input, Process, Signal, TurnSeq};
+use room_machines::session::{Exit, Input, JournalCap, Process, Signal, TurnSeq};
 use serde_json::Value;
 
 use super::driver::Pass;
@@ -42,6 +47,11 @@ use crate::supervise::{self, Child, SpawnSpec, Tree, TurnKey, TurnRecord};
 /// The longest stdout line journalled: 1 MiB less the room the journal's
 /// own fields take, so every line read fits a journal line.
 const LINE_CAP: usize = MAX_LINE - 1024;
+
+/// The most harness events journalled in one append: a 64 KiB read of
+/// `{}` lines is 20,000 of them, and each takes a few hundred bytes of
+/// memory until it is written.
+const BATCH_MAX: usize = 1024;
 
 /// How long, once a turn's whole tree is gone, its output readers get to
 /// reach the end of their pipes (at once, unless something escaped the tree).
@@ -325,11 +335,16 @@ impl Runtime {
         stdout: ChildStdout,
     ) {
         let what = format!("{} turn {seq}", journal_name(&journal));
-        let mut lines = LineReader::with_cap(stdout, LINE_CAP);
+        let drain = Drain::default();
+        let mut lines = LineReader::with_cap(drain.over(stdout), LINE_CAP);
         let mut batch = Vec::new();
         let mut named = false;
+        let mut capped = false;
         loop {
             let line = match lines.next_line() {
+                // Past the cap, everything is read and dropped: the line
+                // reader holds at most one capped line meanwhile.
+                Ok(Some(_)) if capped => continue,
                 Ok(Some(Line::Text(line))) => line,
                 Ok(Some(Line::TooLong(n))) => {
                     log::warn!(
@@ -350,21 +365,56 @@ impl Runtime {
             let native_id = (!named)
                 .then(|| serde_json::from_str::<Value>(&line).ok())
                 .flatten()
-                .and_then(|event| harness.native_id(&event));
+                .and_then(|event| harness.native_id(&event))
+                .filter(|id| {
+                    let ok = plausible_native_id(id);
+                    if !ok {
+                        log::warn!(
+                            "{what}: ignored a session ID of {} bytes that is not an ID",
+                            id.len()
+                        );
+                    }
+                    ok
+                });
             if let Some(event) = NewEvent::harness(&line) {
                 batch.push(event);
             }
             // Lines that arrived together are journalled together (one
-            // fdatasync); the one that names the session before it is fed.
-            if native_id.is_some() || !lines.has_line() {
-                append(&journal, &mut batch, &what);
+            // fdatasync), up to BATCH_MAX of them, so a batch of tiny
+            // lines never holds much memory; the one that names the
+            // session before it is fed.
+            if native_id.is_some() || !lines.has_line() || batch.len() >= BATCH_MAX {
+                if let Some(cap) = append(&journal, &mut batch, &what) {
+                    capped = true;
+                    drain.start();
+                    self.output_capped(&handle, seq, cap, &what);
+                    continue;
+                }
             }
             if let Some(native_id) = native_id {
                 named = true;
                 self.feed(&handle, Input::NativeId { seq, native_id });
             }
         }
-        append(&journal, &mut batch, &what);
+        if !capped {
+            if let Some(cap) = append(&journal, &mut batch, &what) {
+                self.output_capped(&handle, seq, cap, &what);
+            }
+        }
+        if capped {
+            log::info!(
+                "{what}: dropped {} bytes of output past the journal's cap",
+                drain.dropped()
+            );
+        }
+    }
+
+    /// The journal had no room for the turn's output: the machine decides.
+    fn output_capped(&self, handle: &SessionHandle, seq: TurnSeq, cap: JournalCap, what: &str) {
+        log::warn!(
+            "{what}: the journal is at its cap of {cap}; dropping the turn's further output"
+        );
+        self.feed(handle, Input::OutputCapped { seq, cap });
     }
 }
 
@@ -376,14 +426,99 @@ fn journal_name(journal: &Journal) -> String {
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
-/// Journals `batch` (and empties it).
-fn append(journal: &Journal, batch: &mut Vec<NewEvent>, what: &str) {
+/// A turn's stdout as its line reader reads it, until [`Drain::start`]:
+/// from then on a read reads the pipe to its end in 64 KiB chunks, drops
+/// them and reports the end, so a flood past the journal's cap costs a
+/// read per chunk, not a line split per line, and the harness is never
+/// left blocked on a full pipe.
+#[derive(Clone, Default)]
+struct Drain {
+    on: Rc<Cell<bool>>,
+    dropped: Rc<Cell<u64>>,
+}
+
+/// A reader whose reads a [`Drain`] can turn into draining.
+struct Drained<R> {
+    inner: R,
+    drain: Drain,
+}
+
+impl Drain {
+    fn over<R: Read>(&self, inner: R) -> Drained<R> {
+        Drained {
+            inner,
+            drain: self.clone(),
+        }
+    }
+
+    fn start(&self) {
+        self.on.set(true);
+    }
+
+    /// Bytes read and dropped since the start (what the line reader had
+    /// read in already is not counted).
+    fn dropped(&self) -> u64 {
+        self.dropped.get()
+    }
+}
+
+impl<R: Read> Read for Drained<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !self.drain.on.get() {
+            return self.inner.read(buf);
+        }
+        let mut scratch = vec![0u8; 64 << 10];
+        loop {
+            match self.inner.read(&mut scratch) {
+                Ok(0) => return Ok(0),
+                Ok(n) => self.drain.dropped.set(self.drain.dropped.get() + n as u64),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// The longest native session ID taken from a harness (both CLIs print
+/// UUIDs, 36 bytes).
+const NATIVE_ID_MAX: usize = 128;
+
+/// Whether `id`, which the harness printed, can be a native session ID: it
+/// is recorded, journalled and passed back as an argument on every later
+/// turn, so one that is long or holds more than letters, digits, `-` and
+/// `_` is not taken.
+fn plausible_native_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= NATIVE_ID_MAX
+        && !id.starts_with('-')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+#[test]
+fn only_an_id_shaped_native_id_is_taken() {
+    assert!(plausible_native_id("5b7e3a1c-8c1d-4f0e-9a57-2d6c1f0e9b21"));
+    assert!(plausible_native_id("019a2f3c_7d1e"));
+    for bad in ["", "-x", "a b", "a\nb", "../x", &"a".repeat(129)] {
+        assert!(!plausible_native_id(bad), "{bad:?}");
+    }
+}
+
+/// Journals `batch` (and empties it) as far as the journal's caps let it;
+/// the cap it met, if it met one.
+fn append(journal: &Journal, batch: &mut Vec<NewEvent>, what: &str) -> Option<JournalCap> {
     if batch.is_empty() {
-        return;
+        return None;
     }
     let events = std::mem::take(batch);
-    if let Err(e) = journal.append(events, super::clock::unix_ms()) {
-        log::error!("{what}: cannot journal the harness's events: {e}");
+    match journal.append_output(events, super::clock::unix_ms()) {
+        Ok(appended) => appended.capped,
+        Err(e) => {
+            log::error!("{what}: cannot journal the harness's events: {e}");
+            None
+        }
     }
 }
 

@@ -73,6 +73,8 @@ impl Service {
             "state_dir": root.join("state"),
             "claude_program": fixtures.join("fake-claude"),
             "codex_program": fixtures.join("fake-codex"),
+            // The fake harnesses record what they saw where this says.
+            "harness_env": ["FAKE_HARNESS_RECORD"],
         });
         for (k, v) in extra.as_object().unwrap() {
             config[k] = v.clone();

@@ -155,6 +155,41 @@ pub enum Input {
         /// The turn.
         seq: TurnSeq,
     },
+    /// The session's journal is at its cap: the turn printed output that
+    /// was not journalled, and the rest of its output is being dropped.
+    /// The runtime says it once per turn.
+    OutputCapped {
+        /// The turn.
+        seq: TurnSeq,
+        /// The cap it reached.
+        cap: JournalCap,
+    },
+}
+
+/// A cap on a session's journal (the config's `journal_max_bytes` and
+/// `journal_max_events`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JournalCap {
+    /// Its size in bytes.
+    Bytes(u64),
+    /// Its number of events.
+    Events(u64),
+}
+
+impl std::fmt::Display for JournalCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            JournalCap::Bytes(n) if n >= 1 << 20 && n % (1 << 20) == 0 => {
+                write!(f, "{} MiB", n >> 20)
+            }
+            JournalCap::Bytes(n) if n >= 1 << 10 && n % (1 << 10) == 0 => {
+                write!(f, "{} KiB", n >> 10)
+            }
+            JournalCap::Bytes(n) => write!(f, "{n} bytes"),
+            JournalCap::Events(n) => write!(f, "{n} events"),
+        }
+    }
 }
 
 /// The signals a turn gets.

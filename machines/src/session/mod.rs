@@ -38,6 +38,12 @@
 //! - **A cut turn is never silent.** A turn cut by a service stop or by the
 //!   service dying says so in `error`; its prompt is queued again only if
 //!   the harness never reported in, so no prompt runs twice.
+//! - **Journal cap.** A turn whose output meets the session's full journal
+//!   (`OutputCapped`) is ended (SIGTERM, then SIGKILL), the queue is paused
+//!   and `error` says why; its prompt is not run again. A launch's first
+//!   turn that had not named its session fails the launch. A full journal
+//!   stays full, so a later turn of the session ends the same way at its
+//!   first output.
 //! - **Restore.** A recorded turn is first killed if it survived
 //!   (`KillSurvivor` → `SurvivorGone`); nothing else runs on the session
 //!   before that. Then a start that had not started waits again (a new
@@ -74,8 +80,8 @@ use crate::Millis;
 
 pub use event::Event;
 pub use io::{
-    Config, Effect, Exit, Input, Options, Outcome, Refusal, RelaunchMode, Signal, Timer,
-    KILL_GRACE, STARTUP_TIMEOUT,
+    Config, Effect, Exit, Input, JournalCap, Options, Outcome, Refusal, RelaunchMode, Signal,
+    Timer, KILL_GRACE, STARTUP_TIMEOUT,
 };
 pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Turn, TurnSeq};
 pub use retry::{retry_difference, StartFields};
@@ -238,6 +244,7 @@ impl Session {
             Input::NativeId { seq, native_id } => self.handle_native_id(now, seq, native_id),
             Input::TurnEnded { seq, exit, detail } => self.handle_ended(now, seq, exit, detail),
             Input::SurvivorGone { seq } => self.handle_survivor_gone(now, seq),
+            Input::OutputCapped { seq, cap } => self.handle_output_capped(now, seq, cap),
         };
         self.finish();
         outcome

@@ -92,6 +92,9 @@ pub enum EndWhy {
     /// The prompt could not be handed to the harness (its record could not
     /// be written, or its stdin refused it).
     Undelivered,
+    /// The session's journal reached its cap: the turn's further output
+    /// could not be kept.
+    OutputCapped,
     /// The service ended without ending the turn (kill -9, a crash); the
     /// restore killed what survived. Only ever reported, never persisted.
     Restore,

@@ -919,3 +919,113 @@ fn a_closed_session_with_nothing_running_journals_nothing_at_a_service_stop() {
     let e = t.go(Input::ServiceStop);
     assert!(e.contains(&Effect::Emit(Event::ServiceStopped)), "{e:?}");
 }
+
+#[test]
+fn a_capped_turn_whose_prompt_never_reached_the_harness_keeps_it_queued() {
+    let mut t = T::running(&[]);
+    t.go(Input::OutputCapped {
+        seq: 2,
+        cap: JournalCap::Events(10),
+    });
+    t.go(Input::PromptUndelivered {
+        seq: 2,
+        error: "ENOSPC".into(),
+    });
+    let e = t.end(2, Exit::Code(0));
+    assert!(
+        e.iter()
+            .any(|e| matches!(e, Effect::Emit(Event::PromptRequeued { prompt: 2, .. }))),
+        "{e:?}"
+    );
+    assert_eq!(t.s.record().queue[0].text, "two");
+    assert!(t.s.record().paused);
+}
+
+#[test]
+fn output_over_the_journal_cap_ends_the_turn_pauses_the_queue_and_says_so() {
+    let mut t = T::running(&["three"]);
+    let cap = JournalCap::Bytes(256 << 20);
+    let e = t.go(Input::OutputCapped { seq: 2, cap });
+    let message = "the session's event journal is full (its cap is 256 MiB): claude's further output in turn 2 was dropped and the turn ended; the queue is paused, and every later turn of this session ends this way at its first output, so start a new session";
+    assert_eq!(
+        e,
+        vec![
+            Effect::Persist,
+            term(2),
+            Effect::Emit(Event::Error {
+                message: message.into()
+            }),
+        ]
+    );
+    assert!(t.s.record().paused);
+    assert_eq!(t.s.record().error.as_deref(), Some(message));
+    // Said once per turn: a repeat changes nothing more than the message.
+    let (_, e) = t.at(t.now + GRACE, Input::Timeout);
+    assert!(has(&e, &kill(2)), "{e:?}");
+    let e = t.end(2, Exit::Signal(9));
+    assert!(
+        has(
+            &e,
+            &Effect::Emit(Event::TurnEnded {
+                turn: 2,
+                prompt: 2,
+                exit: Some(Exit::Signal(9)),
+                by: Some(EndWhy::OutputCapped),
+            })
+        ),
+        "{e:?}"
+    );
+    // Not run again, the next one not started: the queue is paused.
+    assert_eq!(spawns(&e), 0, "{e:?}");
+    assert!(!e
+        .iter()
+        .any(|e| matches!(e, Effect::Emit(Event::PromptRequeued { .. }))));
+    assert_eq!(t.s.record().queue.len(), 1);
+    assert_eq!(t.s.shown(), Shown::Idle);
+    // A resume runs the next prompt (which meets the full journal in turn).
+    let e = t.go(Input::Resume);
+    assert_eq!(spawns(&e), 1, "{e:?}");
+}
+
+#[test]
+fn output_over_the_journal_cap_in_a_launchs_first_turn_fails_the_launch() {
+    let mut t = T::spawned("hello");
+    let e = t.go(Input::OutputCapped {
+        seq: 1,
+        cap: JournalCap::Events(1000),
+    });
+    assert!(has(&e, &term(1)), "{e:?}");
+    assert!(
+        has(&e, &launch_effect(launch::Effect::ReleasePermit)),
+        "{e:?}"
+    );
+    assert_eq!(t.s.shown(), Shown::Failed);
+    let error = t.s.record().error.clone().unwrap();
+    assert!(
+        error.starts_with("the session's event journal is full (its cap is 1000 events)"),
+        "{error}"
+    );
+    let e = t.end(1, Exit::Signal(15));
+    // Its prompt is not kept for a relaunch: the journal stays full.
+    assert!(t.s.record().queue.is_empty(), "{e:?}");
+    assert_eq!(t.s.shown(), Shown::Failed);
+}
+
+#[test]
+fn output_capped_for_another_or_no_turn_is_ignored() {
+    let mut t = T::running(&[]);
+    let cap = JournalCap::Bytes(1000);
+    let (o, e) = t.at(t.now, Input::OutputCapped { seq: 1, cap });
+    assert_eq!((o, e), (Outcome::Ignored, vec![]));
+    let mut t = T::idle();
+    let (o, e) = t.at(t.now, Input::OutputCapped { seq: 1, cap });
+    assert_eq!((o, e), (Outcome::Ignored, vec![]));
+}
+
+#[test]
+fn journal_caps_read_as_sizes() {
+    assert_eq!(JournalCap::Bytes(256 << 20).to_string(), "256 MiB");
+    assert_eq!(JournalCap::Bytes(384 << 10).to_string(), "384 KiB");
+    assert_eq!(JournalCap::Bytes(1000).to_string(), "1000 bytes");
+    assert_eq!(JournalCap::Events(5).to_string(), "5 events");
+}

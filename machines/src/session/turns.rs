@@ -3,7 +3,7 @@
 //! what its end does to its prompt.
 
 use super::event::Event;
-use super::io::{Effect, Exit, Outcome, Signal};
+use super::io::{Effect, Exit, JournalCap, Outcome, Signal};
 use super::record::{EndWhy, Process, Turn, TurnSeq};
 use super::{secs, Session};
 use crate::launch;
@@ -199,6 +199,43 @@ impl Session {
         Outcome::Applied
     }
 
+    /// The turn's output met the full journal: end the turn and pause the
+    /// queue (every later turn would meet the same full journal), or fail
+    /// the launch whose first turn it is. `error` says why either way, even
+    /// when the turn was already ending, since its output is being dropped.
+    pub(super) fn handle_output_capped(
+        &mut self,
+        now: Millis,
+        seq: TurnSeq,
+        cap: JournalCap,
+    ) -> Outcome {
+        let Some(t) = self.live_turn(seq).filter(|t| t.process.is_some()) else {
+            return Outcome::Ignored;
+        };
+        let launch_turn = t.launch && !t.reported && self.launch_live();
+        let harness = self.options.harness.clone();
+        let full = format!(
+            "the session's event journal is full (its cap is {cap}): {harness}'s further output in turn {seq} was dropped and the turn ended"
+        );
+        self.end_turn(now, EndWhy::OutputCapped);
+        if launch_turn {
+            self.fail_launch(
+                now,
+                format!(
+                    "{full}; every turn of this session ends this way now, so start a new session"
+                ),
+            );
+        } else {
+            if !self.state.record.paused {
+                self.rec().paused = true;
+            }
+            self.set_error(format!(
+                "{full}; the queue is paused, and every later turn of this session ends this way at its first output, so start a new session"
+            ));
+        }
+        Outcome::Applied
+    }
+
     pub(super) fn handle_timeout(&mut self, now: Millis) -> Outcome {
         let mut applied = false;
         if self.state.kill_at.is_some_and(|at| now >= at) {
@@ -305,6 +342,10 @@ impl Session {
             }
         }
         let fate = match (&end, why) {
+            // Its output could not be kept: a prompt the harness had is not
+            // run again (a turn of a full session only ever ends this way),
+            // and `error` says so; one it never got goes back to the queue.
+            (_, Some(EndWhy::OutputCapped)) if turn.delivered => Fate::Done,
             // Its launch failed around it: the prompt was promised to a relaunch.
             (_, Some(EndWhy::StartupTimeout | EndWhy::Undelivered)) => Fate::Requeue,
             (End::SpawnFailed(_), _) if turn.launch => Fate::Requeue,
