@@ -196,3 +196,35 @@ fn every_event_is_journalled_in_order_with_the_harness_events_inside_its_turn() 
         json!({"turn": 1, "prompt": 1, "exit": {"code": 0}, "by": null})
     );
 }
+
+#[test]
+fn a_harness_that_exits_at_once_fails_its_launch_with_its_exit_and_stderr() {
+    let bin = temp_root();
+    let program = bin.join("claude-that-fails");
+    std::fs::write(
+        &program,
+        "#!/bin/sh\n# Closes its stdin first, as a CLI refusing its flags does.\nexec 0<&-\necho \"error: unknown option '--verbose'\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    for run in 0..3 {
+        let svc = Service::start(json!({"claude_program": program}));
+        let folder = svc.folder(&format!("code{run}"));
+        let s = svc.start_session(start_body(&folder, "claude", json!({})));
+        let id = id_of(&s);
+        let v = svc.await_session(&id, "the launch to fail", |v| v["state"] == "failed");
+        // Whether its stdin closed before the prompt was written or after,
+        // the error says how it exited and what it printed.
+        let error = v["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("claude exited (exit code 1) before it ")
+                && error.contains(": error: unknown option '--verbose'"),
+            "{error}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&bin);
+}

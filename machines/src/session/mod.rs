@@ -100,6 +100,11 @@ pub struct State {
     pub startup_deadline: Option<Millis>,
     /// When the ending turn, which got SIGTERM, gets SIGKILL.
     pub kill_at: Option<Millis>,
+    /// Why the launch's first turn could not get its prompt: the launch
+    /// fails once the turn has ended, with its exit status and stderr if it
+    /// exited on its own (that says more than a closed stdin does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undelivered: Option<String>,
 }
 
 /// One session's machine.
@@ -174,6 +179,7 @@ impl Session {
                 survivor: false,
                 startup_deadline: None,
                 kill_at: None,
+                undelivered: None,
             },
             launch: None,
             staged: Vec::new(),

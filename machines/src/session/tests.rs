@@ -716,6 +716,43 @@ fn relaunch_restart_ends_the_running_turn_first() {
 }
 
 #[test]
+fn a_first_turn_that_exits_before_reading_its_prompt_fails_the_launch_with_its_exit_and_stderr() {
+    let mut t = T::spawned("hello");
+    let e = t.go(Input::PromptUndelivered {
+        seq: 1,
+        error: "its stdin was closed before it read the prompt".into(),
+    });
+    assert!(has(&e, &term(1)));
+    assert_eq!(
+        t.s.shown(),
+        Shown::Pending,
+        "the launch waits for the turn's end"
+    );
+    t.go(Input::TurnEnded {
+        seq: 1,
+        exit: Exit::Code(1),
+        detail: "error: unknown option '--bad'".into(),
+    });
+    assert_eq!(t.s.shown(), Shown::Failed);
+    assert_eq!(
+        t.s.record().error.as_deref(),
+        Some("claude exited (exit code 1) before it read its prompt: error: unknown option '--bad'; its prompt stays queued for a relaunch")
+    );
+    assert_eq!(t.s.record().queue[0].text, "hello");
+    // Killed for it (no exit of its own): the delivery's error says why.
+    let mut t = T::spawned("hello");
+    t.go(Input::PromptUndelivered {
+        seq: 1,
+        error: "No space left on device".into(),
+    });
+    t.end(1, Exit::Signal(15));
+    assert_eq!(
+        t.s.record().error.as_deref(),
+        Some("prompt 1 could not be handed to claude: No space left on device; it stays queued for a relaunch")
+    );
+}
+
+#[test]
 fn an_undelivered_prompt_pauses_the_queue_with_it_first() {
     let mut t = T::running(&[]);
     let e = t.go(Input::PromptUndelivered {

@@ -118,7 +118,10 @@ impl Session {
         }
         self.end_turn(now, EndWhy::Undelivered);
         if launch_turn {
-            self.fail_launch(now, format!("{message}; it stays queued for a relaunch"));
+            // The launch fails when the turn has ended (`settle`): a harness
+            // that exited at once closed its stdin, and its exit and stderr
+            // say why.
+            self.state.undelivered = Some(message);
         } else {
             // The cause is the disk or the harness, not the prompt: keep it
             // first and wait for the user rather than spawn in a loop.
@@ -326,8 +329,27 @@ impl Session {
         let id = turn.prompt.id;
         let launch_pending = turn.launch && !turn.reported && self.launch_live();
         let failed_exit = matches!(&end, End::Exited(exit, _) if !exit.success());
+        let undelivered = self.state.undelivered.take();
         if launch_pending {
             match (&end, why) {
+                // Exited with a failure of its own (a signal is likely the
+                // SIGTERM the undelivered prompt sent).
+                (End::Exited(exit @ Exit::Code(_), detail), Some(EndWhy::Undelivered))
+                    if failed_exit =>
+                {
+                    self
+                    .fail_launch(
+                        now,
+                        format!("{harness} exited ({exit}) before it read its prompt: {detail}; its prompt stays queued for a relaunch"),
+                    )
+                }
+                (_, Some(EndWhy::Undelivered)) => self.fail_launch(
+                    now,
+                    format!(
+                        "{}; it stays queued for a relaunch",
+                        undelivered.unwrap_or_else(|| format!("prompt {id} could not be handed to {harness}"))
+                    ),
+                ),
                 (End::SpawnFailed(reason), _) => self.fail_launch(
                     now,
                     format!("{harness} could not be started: {reason}; its prompt stays queued for a relaunch"),
