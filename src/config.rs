@@ -78,6 +78,18 @@ pub struct Config {
     /// event) before it is killed and the launch fails, its startup permit
     /// returned and its prompt kept for a relaunch (ms).
     pub startup_timeout_ms: u64,
+    /// Whether turns may gain privileges (default false). Off, every turn
+    /// runs with no_new_privs (setuid programs such as sudo and file
+    /// capabilities grant nothing), and a turn that runs as `agent_uid`
+    /// with empty capability bounding, inheritable and ambient sets. On,
+    /// neither: for a sandbox that gives the agent sudo on purpose.
+    pub agent_may_escalate: bool,
+    /// Whether the service may run turns as `agent_uid` (another account
+    /// than its own) while supervising them by process groups (default
+    /// false: it refuses to start). Process groups cannot hold that
+    /// boundary: a tool that leaves its session, clears `ROOM_CORE_TURN`
+    /// and double-forks outlives stop. A cgroup v2 can.
+    pub allow_process_group_with_agent_uid: bool,
 }
 
 impl Default for Config {
@@ -107,6 +119,8 @@ impl Default for Config {
             kill_grace_ms: 4000,
             supervision: crate::supervise::Supervision::Auto,
             startup_timeout_ms: room_machines::session::STARTUP_TIMEOUT,
+            agent_may_escalate: false,
+            allow_process_group_with_agent_uid: false,
         }
     }
 }
@@ -176,6 +190,14 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "http_workers must be at least 1".into(),
             ));
+        }
+        let explicit = crate::supervise::Mode::ProcessGroups {
+            why: "supervision is \"process_group\" in the config".into(),
+        };
+        if self.supervision == crate::supervise::Supervision::ProcessGroup {
+            if let Some(why) = crate::supervise::boundary_refusal(self, &explicit) {
+                return Err(ConfigError::Invalid(why));
+            }
         }
         if let Some(t) = self
             .claude_allowed_tools

@@ -34,8 +34,14 @@ pub(super) enum Outcome {
 }
 
 /// Waits for EOF on `notify` (nothing is ever written to it) until
-/// `deadline`, looking at `pid`'s state between polls.
-pub(super) fn until_exec(notify: &OwnedFd, pid: u32, deadline: Instant) -> Outcome {
+/// `deadline`, looking at `pid`'s state between polls (a stop is not acted
+/// on while `held()`: tests hold a stopped child so).
+pub(super) fn until_exec(
+    notify: &OwnedFd,
+    pid: u32,
+    deadline: Instant,
+    held: impl Fn() -> bool,
+) -> Outcome {
     let mut look = FIRST_LOOK;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -50,7 +56,7 @@ pub(super) fn until_exec(notify: &OwnedFd, pid: u32, deadline: Instant) -> Outco
             return Outcome::TimedOut;
         }
         if let Some(st) = process::stat(pid) {
-            if matches!(st.state, b'T' | b't') {
+            if matches!(st.state, b'T' | b't') && !held() {
                 return Outcome::Stopped(st.state);
             }
         }

@@ -104,9 +104,21 @@ pub struct SpawnSpec {
     /// nothing), and when it switches `account`, with empty capability
     /// bounding, inheritable and ambient sets.
     pub may_escalate: bool,
-    /// Tests only: the child stops itself (SIGSTOP) right before execve.
+    /// Tests only: ways to make the child misbehave.
     #[cfg(test)]
-    pub(crate) stop_before_exec: bool,
+    pub(crate) test: TestKnobs,
+}
+
+/// Tests only: ways to make the child misbehave.
+#[cfg(test)]
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TestKnobs {
+    /// The child stops itself (SIGSTOP) right before execve; the spawning
+    /// thread does not act on the stop while this is true.
+    pub stop_before_exec: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// The child closes descriptors as it does where close_range is
+    /// unknown.
+    pub close_by_listing: bool,
 }
 
 impl SpawnSpec {
@@ -124,7 +136,7 @@ impl SpawnSpec {
             cgroup: None,
             may_escalate: false,
             #[cfg(test)]
-            stop_before_exec: false,
+            test: TestKnobs::default(),
         }
     }
 
@@ -295,7 +307,14 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Child, SpawnError> {
     p.cgroup_procs = None;
     p.cgroup_dir = None;
 
-    let outcome = exec_wait::until_exec(&p.parent.notify, pid, Instant::now() + EXEC_WAIT);
+    #[cfg(test)]
+    let hold = spec.test.stop_before_exec.clone();
+    #[cfg(test)]
+    let held = move || hold.as_ref().is_some_and(|h| h.load(Ordering::SeqCst));
+    #[cfg(not(test))]
+    let held = || false;
+    let deadline = Instant::now() + EXEC_WAIT;
+    let outcome = exec_wait::until_exec(&p.parent.notify, pid, deadline, held);
     let stopped = match outcome {
         Outcome::Done => None,
         Outcome::Stopped(state) => Some(format!(

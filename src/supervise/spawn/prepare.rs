@@ -122,7 +122,9 @@ pub(super) fn prepare(spec: &SpawnSpec) -> Result<Prepared, SpawnError> {
         drop_capabilities: switches && !spec.may_escalate,
         cap_last: cap_last_cap(),
         #[cfg(test)]
-        stop_before_exec: spec.stop_before_exec,
+        stop_before_exec: spec.test.stop_before_exec.is_some(),
+        #[cfg(test)]
+        close_by_listing: spec.test.close_by_listing,
         failed_step: AtomicI32::new(0),
         failed_errno: AtomicI32::new(0),
     };

@@ -149,6 +149,9 @@ pub(super) struct ChildArgs {
     /// Tests only: the child stops itself right before execve.
     #[cfg(test)]
     pub stop_before_exec: bool,
+    /// Tests only: close descriptors as where close_range is unknown.
+    #[cfg(test)]
+    pub close_by_listing: bool,
     /// Written by the child on failure, read by the parent after EOF.
     pub failed_step: AtomicI32,
     pub failed_errno: AtomicI32,
@@ -285,7 +288,15 @@ unsafe fn child_steps(a: &ChildArgs) -> (Step, i32) {
         let args = [*fd as usize, target, 0, 0, 0, 0];
         check!(Step::Stdio, sys(libc::SYS_dup3, args));
     }
-    check!(Step::Descriptors, close_all_but(a.notify));
+    #[cfg(test)]
+    let closed = if a.close_by_listing {
+        close_listed(a.notify as usize)
+    } else {
+        close_all_but(a.notify)
+    };
+    #[cfg(not(test))]
+    let closed = close_all_but(a.notify);
+    check!(Step::Descriptors, closed);
     if a.no_new_privs {
         let args = [PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0];
         check!(Step::Privileges, sys(libc::SYS_prctl, args));

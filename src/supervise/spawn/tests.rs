@@ -5,6 +5,7 @@ use super::*;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::time::Instant;
 
 use super::raw::CLONE3_WORKS;
 use std::ffi::OsStr;
@@ -152,4 +153,131 @@ fn failures_name_the_program_and_the_step() {
         e.to_string(),
         "cannot run /bin/true: an argument holds a NUL byte"
     );
+}
+
+/// The stopped children of this process.
+fn stopped_children() -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        for pid in text.split_ascii_whitespace().filter_map(|p| p.parse().ok()) {
+            if process::stat(pid).is_some_and(|s| s.state == b'T') {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Runs `f` on a thread of its own and waits at most `bound` for it.
+fn within<T: Send + 'static>(
+    bound: std::time::Duration,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(bound)
+        .unwrap_or_else(|_| panic!("{what} did not finish within {bound:?}"))
+}
+
+/// What `spec`'s child prints on stdout; it must exit 0.
+fn output_of(spec: &SpawnSpec) -> String {
+    let mut child = spawn(spec).unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{out}");
+    out
+}
+
+#[test]
+fn a_child_stopped_before_its_exec_is_killed_and_holds_up_no_one() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    let hold = Arc::new(AtomicBool::new(true));
+    let mut spec = SpawnSpec::new("/bin/true", "/");
+    spec.test.stop_before_exec = Some(hold.clone());
+    let stopped = std::thread::spawn(move || {
+        let started = Instant::now();
+        (spawn(&spec), started.elapsed())
+    });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let pid = loop {
+        if let Some(&pid) = stopped_children().first() {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "no stopped child appeared");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // While it is stopped, another spawn goes through and the sweep (the
+    // reap lock's writer) returns.
+    let status = within(Duration::from_secs(2), "another spawn", || {
+        spawn(&SpawnSpec::new("/bin/true", "/"))
+            .unwrap()
+            .wait()
+            .unwrap()
+    });
+    assert!(status.success());
+    within(Duration::from_secs(2), "the sweep", reap::sweep);
+    assert_eq!(
+        process::stat(pid).map(|s| s.state),
+        Some(b'T'),
+        "still stopped meanwhile"
+    );
+
+    hold.store(false, Ordering::SeqCst);
+    let (result, took) = within(Duration::from_secs(3), "the stopped spawn", move || {
+        stopped.join().unwrap()
+    });
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "cannot run /bin/true: its process was stopped (state T) before it could exec, and was killed"
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(process::stat(pid).is_none(), "pid {pid} is reaped");
+    assert!(!reap::is_claimed(pid));
+}
+
+#[test]
+fn only_stdin_stdout_and_stderr_reach_the_child() {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+
+    // A descriptor the service holds without close-on-exec.
+    let held = std::fs::File::open("/dev/null").unwrap();
+    fcntl(held.as_raw_fd(), FcntlArg::F_SETFD(FdFlag::empty())).unwrap();
+    for by_listing in [false, true] {
+        let mut spec = SpawnSpec::new("/bin/sh", "/");
+        // ls runs as a child of the shell: what it lists is the shell's.
+        spec.args = vec!["-c".into(), "ls /proc/$$/fd".into()];
+        spec.env = vec![("PATH".into(), "/bin:/usr/bin".into())];
+        spec.test.close_by_listing = by_listing;
+        let out = output_of(&spec);
+        let fds: Vec<&str> = out.lines().collect();
+        assert_eq!(fds, ["0", "1", "2"], "by listing: {by_listing}");
+    }
+    let flags = fcntl(held.as_raw_fd(), FcntlArg::F_GETFD);
+    assert!(flags.is_ok(), "the service's own descriptor stays open");
+}
+
+#[test]
+fn no_new_privs_unless_escalation_is_allowed() {
+    let own = std::fs::read_to_string("/proc/self/status").unwrap();
+    let mut spec = SpawnSpec::new("/bin/cat", "/");
+    spec.args = vec!["/proc/self/status".into()];
+    assert!(output_of(&spec).contains("NoNewPrivs:\t1\n"));
+    if own.contains("NoNewPrivs:\t1\n") {
+        return eprintln!("skipped the other half: this test runs with no_new_privs");
+    }
+    spec.may_escalate = true;
+    assert!(output_of(&spec).contains("NoNewPrivs:\t0\n"));
 }
