@@ -276,6 +276,23 @@ mod tests {
     }
 
     #[test]
+    fn process_groups_with_another_agent_account_need_the_operators_consent() {
+        let me = nix::unistd::geteuid().as_raw();
+        let other = if me == 65534 { 65533 } else { 65534 };
+        let text = format!(r#"{{"agent_uid": {other}, "supervision": "process_group"}}"#);
+        let mut c: Config = serde_json::from_str(&text).unwrap();
+        assert!(!c.agent_may_escalate && !c.allow_process_group_with_agent_uid);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("allow_process_group_with_agent_uid"), "{e}");
+        c.allow_process_group_with_agent_uid = true;
+        c.validate().unwrap();
+        c.allow_process_group_with_agent_uid = false;
+        c.supervision = crate::supervise::Supervision::Auto;
+        c.validate()
+            .expect("auto is judged at start, where it is known");
+    }
+
+    #[test]
     fn refuses_unknown_fields_and_non_loopback() {
         let e = serde_json::from_str::<Config>(r#"{"pol_ms": 5}"#).unwrap_err();
         assert!(e.to_string().contains("pol_ms"), "{e}");

@@ -707,4 +707,47 @@ mod tests {
         let old: TurnRecord = serde_json::from_str(r#"{"key": "s-1", "pid": 5}"#).unwrap();
         assert_eq!(old.pid, Some(5));
     }
+
+    #[test]
+    fn process_groups_with_another_agent_account_are_refused_unless_accepted() {
+        use crate::config::Config;
+        let me = nix::unistd::geteuid().as_raw();
+        let other = if me == 65534 { 65533 } else { 65534 };
+        let fallback = Mode::ProcessGroups {
+            why: "no cgroup2 file system is mounted".into(),
+        };
+        let mut config = Config {
+            agent_uid: Some(other),
+            ..Config::default()
+        };
+        let why = boundary_refusal(&config, &fallback).expect("refused");
+        assert!(
+            why.starts_with(&format!(
+                "agent_uid {other} is another account than the service's, but turns would \
+                 be supervised by process groups (no cgroup2 file system is mounted)"
+            )),
+            "{why}"
+        );
+        let cgroup = Mode::Cgroup(CgroupRoot {
+            mount: "/sys/fs/cgroup".into(),
+            mount_root: "/".into(),
+            base: "/sys/fs/cgroup/room-core".into(),
+        });
+        assert_eq!(
+            boundary_refusal(&config, &cgroup),
+            None,
+            "a cgroup holds it"
+        );
+        config.allow_process_group_with_agent_uid = true;
+        assert_eq!(boundary_refusal(&config, &fallback), None, "accepted");
+        config.allow_process_group_with_agent_uid = false;
+        config.agent_uid = Some(me);
+        assert_eq!(boundary_refusal(&config, &fallback), None, "no switch");
+        config.agent_uid = None;
+        assert_eq!(
+            boundary_refusal(&config, &fallback),
+            None,
+            "no agent account"
+        );
+    }
 }
