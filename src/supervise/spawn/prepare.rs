@@ -58,6 +58,14 @@ fn cap_last_cap() -> usize {
     })
 }
 
+/// Whether a process that switches from root to another uid stays
+/// traceable by that uid: the kernel then sets its memory's dumpable flag
+/// to `fs.suid_dumpable`, and only 1 ("debug") lets the uid trace it. Read
+/// at every spawn that switches (the setting can change).
+fn traceable_after_switch() -> bool {
+    std::fs::read("/proc/sys/fs/suid_dumpable").is_ok_and(|v| v.trim_ascii() == b"1")
+}
+
 /// Builds everything `spec`'s child needs.
 pub(super) fn prepare(spec: &SpawnSpec) -> Result<Prepared, SpawnError> {
     let program = &spec.program;
@@ -103,6 +111,12 @@ pub(super) fn prepare(spec: &SpawnSpec) -> Result<Prepared, SpawnError> {
     let [(in_r, in_w), (out_r, out_w), (err_r, err_w), (note_r, note_w)] =
         pipes().map_err(|e| err(Some("cannot make its pipes"), e))?;
     let switches = spec.account.is_some();
+    if switches && traceable_after_switch() {
+        let msg = "fs.suid_dumpable is 1: between its switch to the account and its \
+                   exec, the child (which shares the service's memory) could be traced \
+                   by that account";
+        return Err(err(None, io::Error::new(io::ErrorKind::PermissionDenied, msg)));
+    }
     let args = ChildArgs {
         path: path.as_ptr(),
         argv: argv.as_ptr(),

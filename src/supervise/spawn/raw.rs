@@ -28,8 +28,9 @@
 //! after it only `chdir` (as the account) and `execve`. Until the switch it
 //! runs as the service, so the agent account can neither signal nor trace
 //! it; after it, the kernel has marked the shared memory not dumpable
-//! (`fs.suid_dumpable` other than 1), so the account still cannot trace it
-//! or read its memory, only stop or kill it, which the parent notices.
+//! (`fs.suid_dumpable` 0 or 2; a spawn that switches refuses to run where
+//! it is 1), so the account still cannot trace the child or read or write
+//! its memory, only stop or kill it, which the parent notices.
 //!
 //! The exec-notify pipe's write end is the one descriptor the child keeps
 //! besides stdio: it is close-on-exec, so the parent reads EOF once the
