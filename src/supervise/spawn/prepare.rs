@@ -115,7 +115,10 @@ pub(super) fn prepare(spec: &SpawnSpec) -> Result<Prepared, SpawnError> {
         let msg = "fs.suid_dumpable is 1: between its switch to the account and its \
                    exec, the child (which shares the service's memory) could be traced \
                    by that account";
-        return Err(err(None, io::Error::new(io::ErrorKind::PermissionDenied, msg)));
+        return Err(err(
+            None,
+            io::Error::new(io::ErrorKind::PermissionDenied, msg),
+        ));
     }
     let args = ChildArgs {
         path: path.as_ptr(),
