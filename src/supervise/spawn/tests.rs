@@ -54,8 +54,7 @@ fn a_child_gets_its_arguments_environment_folder_and_session() {
     );
     let stat = process::parse_stat(lines.next().unwrap()).unwrap();
     assert_eq!(stat.pgid, child.pid(), "a process group of its own");
-    // SAFETY: getsid(0) only reads this process's session.
-    let own_sid = unsafe { libc::getsid(0) } as u32;
+    let own_sid = nix::unistd::getsid(None).unwrap().as_raw() as u32;
     assert_eq!(stat.sid, own_sid, "in the service's session");
     assert_eq!(stat.start_time, child.start_time());
     assert!(!reap::is_claimed(child.pid()), "reaped and released");
