@@ -95,6 +95,18 @@ pub struct Config {
     /// a CLI setting. A value that holds one of the service's tokens is
     /// still kept out.
     pub harness_env: Vec<String>,
+    /// Whether turns may gain privileges (default false). Off, every turn
+    /// runs with no_new_privs (setuid programs such as sudo and file
+    /// capabilities grant nothing), and a turn that runs as `agent_uid`
+    /// with empty capability bounding, inheritable and ambient sets. On,
+    /// neither: for a sandbox that gives the agent sudo on purpose.
+    pub agent_may_escalate: bool,
+    /// Whether the service may run turns as `agent_uid` (another account
+    /// than its own) while supervising them by process groups (default
+    /// false: it refuses to start). Process groups cannot hold that
+    /// boundary: a tool that leaves its session, clears `ROOM_CORE_TURN`
+    /// and double-forks outlives stop. A cgroup v2 can.
+    pub allow_process_group_with_agent_uid: bool,
 }
 
 impl Default for Config {
@@ -127,6 +139,8 @@ impl Default for Config {
             journal_max_bytes: 256 << 20,
             journal_max_events: 1_000_000,
             harness_env: Vec::new(),
+            agent_may_escalate: false,
+            allow_process_group_with_agent_uid: false,
         }
     }
 }
@@ -196,6 +210,14 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "http_workers must be at least 1".into(),
             ));
+        }
+        let explicit = crate::supervise::Mode::ProcessGroups {
+            why: "supervision is \"process_group\" in the config".into(),
+        };
+        if self.supervision == crate::supervise::Supervision::ProcessGroup {
+            if let Some(why) = crate::supervise::boundary_refusal(self, &explicit) {
+                return Err(ConfigError::Invalid(why));
+            }
         }
         if let Some(t) = self
             .claude_allowed_tools
@@ -316,6 +338,23 @@ mod tests {
         assert_eq!(c.supervision, crate::supervise::Supervision::Auto);
         let c: Config = serde_json::from_str(r#"{"supervision": "process_group"}"#).unwrap();
         assert_eq!(c.supervision, crate::supervise::Supervision::ProcessGroup);
+    }
+
+    #[test]
+    fn process_groups_with_another_agent_account_need_the_operators_consent() {
+        let me = nix::unistd::geteuid().as_raw();
+        let other = if me == 65534 { 65533 } else { 65534 };
+        let text = format!(r#"{{"agent_uid": {other}, "supervision": "process_group"}}"#);
+        let mut c: Config = serde_json::from_str(&text).unwrap();
+        assert!(!c.agent_may_escalate && !c.allow_process_group_with_agent_uid);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("allow_process_group_with_agent_uid"), "{e}");
+        c.allow_process_group_with_agent_uid = true;
+        c.validate().unwrap();
+        c.allow_process_group_with_agent_uid = false;
+        c.supervision = crate::supervise::Supervision::Auto;
+        c.validate()
+            .expect("auto is judged at start, where it is known");
     }
 
     #[test]

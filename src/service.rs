@@ -106,8 +106,27 @@ fn raise_nofile() {
     }
 }
 
+/// Refuses, as a config error, process-group supervision (asked for, or
+/// what `auto` falls back to) with another agent account: it cannot hold
+/// that boundary (`allow_process_group_with_agent_uid` accepts it). The
+/// runtime's supervisor refuses it too; this says so before anything
+/// starts.
+fn refuse_unheld_boundary(config: &Config) -> Result<(), crate::config::ConfigError> {
+    if config.agent_uid.is_none() {
+        return Ok(());
+    }
+    // A `cgroup` that cannot be had is the supervisor's own error, later.
+    if let Ok(mode) = crate::supervise::Supervisor::choose(config.supervision) {
+        if let Some(why) = crate::supervise::boundary_refusal(config, &mode) {
+            return Err(crate::config::ConfigError::Invalid(why));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the service until a stop signal.
 pub fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
+    refuse_unheld_boundary(&config)?;
     // The stop signals are caught by a handler that writes to a pipe (the
     // self-pipe trick), not blocked and waited for: a blocked mask is
     // inherited by every harness the service spawns and survives exec, and

@@ -97,10 +97,15 @@ fn an_unreadable_environment_gets_the_protected_machine_refusal() {
     assert!(hidden, "uid 65534 gets EACCES on a root process's environ");
 
     let web = FakeWebsite::start();
+    // As uid 65534 the service gets no cgroup: process groups, which it
+    // refuses with another agent account unless told to accept them.
+    let mut extra = serde_json::Map::new();
+    extra.insert("allow_process_group_with_agent_uid".into(), true.into());
     let core = Service::start_with(Options {
         website_url: Some(web.url.clone()),
         agent_uid: Some(0),
         run_as: Some(NOBODY),
+        extra,
         ..Options::default()
     });
     let service_uid = std::fs::metadata(format!("/proc/{}", core.pid()))

@@ -58,7 +58,10 @@ fn main() {
     });
     if let Err(e) = room_core::service::run(config) {
         eprintln!("room-core: {e}");
-        std::process::exit(1);
+        // A config the service refuses once it sees the machine is a
+        // config error too.
+        let config_error = e.is::<room_core::config::ConfigError>();
+        std::process::exit(if config_error { 2 } else { 1 });
     }
 }
 

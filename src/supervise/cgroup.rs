@@ -106,7 +106,12 @@ impl CgroupRoot {
             mount_root,
             base,
         };
-        let probe = root.base.join(format!(".probe-{}", std::process::id()));
+        // One name per look: two threads may look at once (tests do).
+        static LOOKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let look = LOOKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let probe = root
+            .base
+            .join(format!(".probe-{}-{look}", std::process::id()));
         let _ = std::fs::remove_dir(&probe);
         std::fs::create_dir(&probe)
             .map_err(|e| format!("cannot create {}: {e}", probe.display()))?;

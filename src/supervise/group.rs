@@ -1,8 +1,8 @@
 //! A turn's tree where no cgroup can be made: its session, its process
 //! group, its descendants, and its marked orphans.
 //!
-//! The turn's process leads a process group of its own (its pid is the
-//! group's ID; with `Leader::Session` the session's too). The tree is every
+//! The turn's process leads a session of its own (its pid is the session's
+//! ID and its group's). The tree is every
 //! process that
 //! - is the turn's process (same pid and start time), or is in its process
 //!   group or session, or

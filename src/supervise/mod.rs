@@ -2,8 +2,9 @@
 //! outlives its owner.
 //!
 //! - [`Supervisor::start`] spawns a turn's process (as cheaply as
-//!   posix_spawn, see [`spawn`]) leading a process group of its own, marked
-//!   with `ROOM_CORE_TURN=<key>`, and in cgroup mode in a cgroup of its own.
+//!   posix_spawn, see [`spawn`]) leading a session of its own (no
+//!   controlling terminal), marked with `ROOM_CORE_TURN=<key>`, and in
+//!   cgroup mode in a cgroup of its own.
 //! - [`Supervisor::terminate`] (and [`Supervisor::terminate_all`] at
 //!   service stop, one grace for all) sends SIGTERM to the whole tree,
 //!   SIGKILL to what is left after `kill_grace_ms`, and returns when nothing
@@ -237,6 +238,29 @@ impl Ended {
 pub struct Supervisor {
     mode: Mode,
     grace: Duration,
+    may_escalate: bool,
+}
+
+/// Why the service must not start with `mode` and this agent account:
+/// with `agent_uid` another account than the service's, process groups
+/// cannot hold the boundary (a tool that leaves its session, clears
+/// `ROOM_CORE_TURN` and double-forks outlives stop), unless the operator
+/// accepts that (`allow_process_group_with_agent_uid`). `None`: it may.
+pub fn boundary_refusal(config: &crate::config::Config, mode: &Mode) -> Option<String> {
+    let Mode::ProcessGroups { why } = mode else {
+        return None;
+    };
+    let uid = config.agent_uid?;
+    if uid == nix::unistd::geteuid().as_raw() || config.allow_process_group_with_agent_uid {
+        return None;
+    }
+    Some(format!(
+        "agent_uid {uid} is another account than the service's, but turns would be \
+         supervised by process groups ({why}), which cannot end a tool that leaves its \
+         session and clears ROOM_CORE_TURN: give the service a cgroup v2 it can write \
+         (supervision \"cgroup\" or \"auto\", as root on a cgroup2 mount), or set \
+         allow_process_group_with_agent_uid to true to accept that"
+    ))
 }
 
 impl Supervisor {
@@ -244,7 +268,14 @@ impl Supervisor {
     /// subreaper in process-group mode, starts the reaper and logs the
     /// choice once. Fails only when `cgroup` is asked for and impossible.
     pub fn new(setting: Supervision, grace: Duration) -> Result<Supervisor, String> {
-        let mode = match setting {
+        Supervisor::with_mode(Supervisor::choose(setting)?, grace)
+    }
+
+    /// The mode `setting` gives on this machine (`auto`: a cgroup where one
+    /// can be made); an error only when `cgroup` is asked for and
+    /// impossible.
+    pub fn choose(setting: Supervision) -> Result<Mode, String> {
+        Ok(match setting {
             Supervision::ProcessGroup => Mode::ProcessGroups {
                 why: "supervision is \"process_group\" in the config".into(),
             },
@@ -255,24 +286,43 @@ impl Supervisor {
                 Ok(root) => Mode::Cgroup(root),
                 Err(why) => Mode::ProcessGroups { why },
             },
-        };
+        })
+    }
+
+    fn with_mode(mode: Mode, grace: Duration) -> Result<Supervisor, String> {
         if matches!(mode, Mode::ProcessGroups { .. }) {
             if let Err(e) = group::become_subreaper() {
                 log::warn!("cannot become a child subreaper ({e}): orphans of turns go to init");
             }
         }
         reap::start_sweeper();
-        let sup = Supervisor { mode, grace };
+        let sup = Supervisor {
+            mode,
+            grace,
+            may_escalate: false,
+        };
         log::info!("supervision: {}", sup.describe());
         Ok(sup)
     }
 
-    /// From the config's `supervision` and `kill_grace_ms`.
+    /// From the config's `supervision`, `kill_grace_ms` and
+    /// `agent_may_escalate`; refuses process groups with another agent
+    /// account ([`boundary_refusal`]).
     pub fn from_config(config: &crate::config::Config) -> Result<Supervisor, String> {
-        Supervisor::new(
-            config.supervision,
-            Duration::from_millis(config.kill_grace_ms),
-        )
+        let mode = Supervisor::choose(config.supervision)?;
+        if let Some(why) = boundary_refusal(config, &mode) {
+            return Err(why);
+        }
+        let grace = Duration::from_millis(config.kill_grace_ms);
+        let sup = Supervisor::with_mode(mode, grace)?;
+        Ok(sup.escalation(config.agent_may_escalate))
+    }
+
+    /// Lets turns gain privileges (see [`SpawnSpec::may_escalate`]): for
+    /// sandboxes that give the agent sudo. Off by default.
+    pub fn escalation(mut self, may_escalate: bool) -> Supervisor {
+        self.may_escalate = may_escalate;
+        self
     }
 
     /// `cgroup v2 at <path>` or `process groups (<why no cgroup>)`.
@@ -293,12 +343,15 @@ impl Supervisor {
         self.grace
     }
 
-    /// Starts turn `key`: `spec` as given (its `leader`: a process group,
-    /// the default, or a session, of its own either way), plus the marker
-    /// in its environment and, in cgroup mode, a new cgroup
-    /// `room-core/<key>` (which must not exist yet).
+    /// Starts turn `key`: `spec` leading a session of its own (whatever
+    /// its `leader` says: no controlling terminal, and no process of it can
+    /// join the service's process group), plus the marker in its
+    /// environment, the supervisor's escalation setting and, in cgroup
+    /// mode, a new cgroup `room-core/<key>` (which must not exist yet).
     pub fn start(&self, key: &TurnKey, mut spec: SpawnSpec) -> Result<Turn, SpawnError> {
         spec.set_env(TURN_MARKER, key.as_str());
+        spec.leader = Leader::Session;
+        spec.may_escalate |= self.may_escalate;
         spec.cgroup = match &self.mode {
             Mode::Cgroup(root) => Some(root.create(key.as_str()).map_err(|e| {
                 let step = format!(
@@ -653,5 +706,48 @@ mod tests {
         assert_eq!(serde_json::from_str::<TurnRecord>(&json).unwrap(), planned);
         let old: TurnRecord = serde_json::from_str(r#"{"key": "s-1", "pid": 5}"#).unwrap();
         assert_eq!(old.pid, Some(5));
+    }
+
+    #[test]
+    fn process_groups_with_another_agent_account_are_refused_unless_accepted() {
+        use crate::config::Config;
+        let me = nix::unistd::geteuid().as_raw();
+        let other = if me == 65534 { 65533 } else { 65534 };
+        let fallback = Mode::ProcessGroups {
+            why: "no cgroup2 file system is mounted".into(),
+        };
+        let mut config = Config {
+            agent_uid: Some(other),
+            ..Config::default()
+        };
+        let why = boundary_refusal(&config, &fallback).expect("refused");
+        assert!(
+            why.starts_with(&format!(
+                "agent_uid {other} is another account than the service's, but turns would \
+                 be supervised by process groups (no cgroup2 file system is mounted)"
+            )),
+            "{why}"
+        );
+        let cgroup = Mode::Cgroup(CgroupRoot {
+            mount: "/sys/fs/cgroup".into(),
+            mount_root: "/".into(),
+            base: "/sys/fs/cgroup/room-core".into(),
+        });
+        assert_eq!(
+            boundary_refusal(&config, &cgroup),
+            None,
+            "a cgroup holds it"
+        );
+        config.allow_process_group_with_agent_uid = true;
+        assert_eq!(boundary_refusal(&config, &fallback), None, "accepted");
+        config.allow_process_group_with_agent_uid = false;
+        config.agent_uid = Some(me);
+        assert_eq!(boundary_refusal(&config, &fallback), None, "no switch");
+        config.agent_uid = None;
+        assert_eq!(
+            boundary_refusal(&config, &fallback),
+            None,
+            "no agent account"
+        );
     }
 }

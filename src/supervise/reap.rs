@@ -10,20 +10,20 @@
 //!   daemon) are re-parented to the service and turn into its zombies when
 //!   they exit. [`sweep`] reaps those: zombie children of this process that
 //!   are not claimed and are in a process group other than the service's
-//!   own. Every turn starts in a group of its own (a session too, with
-//!   `Leader::Session`), and its processes stay outside the service's group
-//!   unless one joins it on purpose (`setpgid` to the service's group ID,
-//!   possible in the same session): such a process is still killed with
-//!   its tree, but if orphaned its zombie is left unreaped. A child the
-//!   service starts some other way (std's `Command`, whose owner will wait
-//!   for it) is in the service's group and is left alone; so the service
-//!   must not start children in a group of their own except through this
-//!   module (their status could be reaped here first). A `Child` dropped
-//!   without a wait is *abandoned*: the sweep reaps it wherever it is.
+//!   own. Every turn leads a session of its own, so none of its processes
+//!   can join the service's group (`setpgid` into another session fails):
+//!   every orphan of a turn is outside it. A child the service starts some
+//!   other way (std's `Command`, whose owner will wait for it) is in the
+//!   service's group and is left alone; so the service must not start
+//!   children in a group of their own except through this module (their
+//!   status could be reaped here first). A `Child` dropped without a wait is
+//!   *abandoned*: the sweep reaps it wherever it is.
 //!
-//! Claims and sweeps are ordered by one lock: a spawn holds it shared from
-//! the clone until the new pid is claimed, a sweep holds it exclusively, so
-//! a sweep never sees a fresh child's zombie before its claim.
+//! Claims and sweeps are ordered by one lock: a spawn holds it shared
+//! across its clone system call and the claim of the new pid, nothing else
+//! (the wait for the child's exec is outside it: a child stopped before its
+//! exec holds no lock); a sweep holds it exclusively, so a sweep never sees
+//! a fresh child's zombie before its claim.
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard};
@@ -45,7 +45,7 @@ fn locked(m: &'static Mutex<BTreeSet<u32>>) -> MutexGuard<'static, BTreeSet<u32>
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Held (shared) by a spawn from before its clone until its pid is claimed.
+/// Held (shared) by a spawn across its clone until its pid is claimed.
 pub(crate) fn spawning() -> RwLockReadGuard<'static, ()> {
     SPAWNS.read().unwrap_or_else(|e| e.into_inner())
 }
