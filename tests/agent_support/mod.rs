@@ -165,6 +165,10 @@ impl Service {
         if let Some(uid) = opts.agent_uid {
             map.insert("agent_uid".into(), uid.into());
         }
+        // What the test gives the service is meant for what it starts too:
+        // the harness environment is an allowlist, so the names go in it.
+        let names: Vec<&str> = opts.env.iter().map(|(k, _)| k.as_str()).collect();
+        map.insert("harness_env".into(), names.into());
         map.extend(opts.extra.clone());
         let config_path = dir.path().join("config.json");
         std::fs::write(&config_path, config.to_string()).unwrap();
