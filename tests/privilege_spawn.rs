@@ -81,6 +81,7 @@ impl OnPty {
             "state_dir": root.join("state"),
             "claude_program": fixtures.join("fake-claude"),
             "codex_program": fixtures.join("fake-codex"),
+            "harness_env": ["FAKE_HARNESS_RECORD"],
         });
         let config_path = root.join("config.json");
         std::fs::write(&config_path, config.to_string()).unwrap();
