@@ -440,3 +440,106 @@ fn a_method_a_path_does_not_take_is_405_with_allow() {
         assert_eq!(r.header("Allow"), Some(allow), "{method} {path}");
     }
 }
+
+#[test]
+fn the_list_takes_an_empty_after_as_none_and_an_unknown_one_is_not_found() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
+    let id = s["id"].as_str().unwrap();
+    let (status, v) = svc.get("/v1/sessions?after=&limit=1");
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["sessions"][0]["id"], json!(id), "from the first: {v}");
+    let (status, v) = svc.get(&format!("/v1/sessions?after={id}"));
+    assert_eq!((status, v["sessions"].clone()), (200, json!([])), "{v}");
+    let (status, v) = svc.get("/v1/sessions?after=cr_00000000000000000000000000000000");
+    assert_eq!(status, 404);
+    assert_eq!(
+        v,
+        json!({"code": "session_not_found", "error": "No session cr_00000000000000000000000000000000 to list after."})
+    );
+}
+
+#[test]
+fn a_seq_is_digits_only_in_the_query_and_in_last_event_id() {
+    let svc = Service::start(json!({}));
+    let folder = svc.folder("code");
+    let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
+    let id = s["id"].as_str().unwrap();
+    // %2B is "+", which u64's own parser would take.
+    for (path, message) in [
+        (
+            format!("/v1/sessions/{id}/events?after=%2B1"),
+            "The parameter after must be a whole number, not \"+1\".",
+        ),
+        (
+            "/v1/sessions?limit=%2B5".to_string(),
+            "The parameter limit must be a whole number, not \"+5\".",
+        ),
+        (
+            format!("/v1/sessions/{id}/events?after=18446744073709551616"),
+            "The parameter after must be a whole number, not \"18446744073709551616\".",
+        ),
+    ] {
+        let (status, v) = svc.get(&path);
+        assert_eq!(
+            (status, v),
+            (422, json!({"code": "invalid_parameter", "error": message})),
+            "{path}"
+        );
+    }
+    let (status, v) = svc.get(&format!(
+        "/v1/sessions/{id}/events?after=18446744073709551615"
+    ));
+    assert_eq!(status, 200, "the largest seq is a seq: {v}");
+    let stream = format!("/v1/sessions/{id}/stream");
+    for (last_event_id, after, message) in [
+        (
+            &b"+2"[..],
+            "",
+            "Last-Event-ID must be an event's seq, not \"+2\".",
+        ),
+        (
+            &b"\xff1"[..],
+            "",
+            "Last-Event-ID must be an event's seq, not \"\u{fffd}1\".",
+        ),
+        (
+            &b"2"[..],
+            "?after=x",
+            "The parameter after must be a whole number, not \"x\".",
+        ),
+    ] {
+        let (status, body) = raw_get(&svc, &format!("{stream}{after}"), last_event_id);
+        assert_eq!(status, 422, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            v,
+            json!({"code": "invalid_parameter", "error": message}),
+            "{last_event_id:?} {after}"
+        );
+    }
+}
+
+/// A GET with the token and a `Last-Event-ID` of any bytes (ureq sends only
+/// visible ASCII), read to the end: its status and body.
+fn raw_get(svc: &Service, path: &str, last_event_id: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let addr = svc.base.trim_start_matches("http://");
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\nLast-Event-ID: "
+    )
+    .into_bytes();
+    request.extend_from_slice(last_event_id);
+    request.extend_from_slice(b"\r\n\r\n");
+    conn.write_all(&request).unwrap();
+    let mut answer = Vec::new();
+    conn.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8(answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer.split_once("\r\n\r\n").unwrap().1.to_string();
+    (status, body)
+}

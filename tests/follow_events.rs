@@ -288,11 +288,6 @@ fn the_list_filters_by_workspace_and_state_and_pages_in_a_stable_order() {
             "The parameter state must be pending, running, idle, closed or failed, not \"asleep\".",
         ),
         (
-            "?after=cr_nope",
-            "invalid_parameter",
-            "No session cr_nope to list after.",
-        ),
-        (
             "?limit=0",
             "invalid_parameter",
             "The parameter limit must be from 1 to 1024, not 0.",
@@ -309,6 +304,16 @@ fn the_list_filters_by_workspace_and_state_and_pages_in_a_stable_order() {
             (422, Some(code), Some(message))
         );
     }
+    // An ID no session has names nothing to page after: not found.
+    let (status, v) = svc.get("/v1/sessions?after=cr_nope");
+    assert_eq!(
+        (status, v["code"].as_str(), v["error"].as_str()),
+        (
+            404,
+            Some("session_not_found"),
+            Some("No session cr_nope to list after.")
+        )
+    );
 }
 
 #[test]

@@ -1,12 +1,13 @@
 //! docs/openapi.json is kept true: every route the router serves (its one
 //! table, `room_core::api::routes::ROUTES`) is in the spec with the same
 //! query parameters, and every route in the spec is served by the real
-//! binary with answers valid against the spec; each JSON example in
-//! docs/api.md is valid against the schema its comment names. The
-//! validator below covers the JSON Schema the spec uses (`$ref`, `type`,
-//! `enum`, `properties`, `required`, `additionalProperties`, `items`,
-//! `maxItems`, `oneOf`, `minimum`, `maximum`), and the test fails on any
-//! other keyword, so the spec cannot outgrow it unnoticed.
+//! binary with answers valid against the spec (the stream's events too);
+//! each JSON example in docs/api.md is valid against the schema its comment
+//! names; each request schema allows exactly the bodies the server takes.
+//! The validator below covers the JSON Schema the spec uses (`CHECKED`;
+//! patterns through a table of the spec's own, `pattern_ok`), and the test
+//! fails on any other keyword or pattern, so the spec cannot outgrow it
+//! unnoticed. CI also runs schemathesis against it (tests/schemathesis).
 
 mod common;
 
@@ -27,16 +28,54 @@ const CHECKED: &[&str] = &[
     "$ref",
     "type",
     "enum",
+    "const",
     "properties",
     "required",
     "additionalProperties",
     "items",
     "maxItems",
     "oneOf",
+    "anyOf",
+    "allOf",
+    "if",
+    "then",
     "minimum",
     "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "contentMediaType",
+    "contentSchema",
 ];
 const DESCRIPTIVE: &[&str] = &["description", "example"];
+
+/// The regular expressions the spec uses, each with the rule it states
+/// written out here (the test has no regex engine); a pattern not listed
+/// fails the test, so each new one gets its rule.
+fn pattern_ok(pattern: &str, s: &str) -> bool {
+    let id = |s: &str| {
+        s.strip_prefix("cr_").is_some_and(|hex| {
+            hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        })
+    };
+    let some_text = |s: &str| s.chars().any(|c| !c.is_whitespace());
+    match pattern {
+        r"\S" => some_text(s),
+        r"^[^\x00]*[^\s\x00][^\x00]*$" => !s.contains('\0') && some_text(s),
+        r"^(/+([^/\x00.][^/\x00]*|\.[^/\x00.][^/\x00]*|\.\.[^/\x00]+))+/*$" => {
+            s.starts_with('/')
+                && !s.contains('\0')
+                && s.split('/').all(|c| c != "." && c != "..")
+                && s.split('/').any(|c| !c.is_empty())
+        }
+        "^cr_[0-9a-f]{32}$" => id(s),
+        "^[1-9][0-9]*$" => {
+            !s.starts_with('0') && !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+        }
+        "^[a-z_]+$" => !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+        other => panic!("the validator has no rule for the pattern {other}"),
+    }
+}
 
 fn resolve<'a>(spec: &'a Value, r: &str) -> &'a Value {
     let pointer = r
@@ -103,6 +142,61 @@ fn validate(spec: &Value, schema: &Value, v: &Value, at: &str) -> Vec<String> {
             .is_some_and(|m| n > m)
         {
             errors.push(format!("{at}: {n} is over the maximum"));
+        }
+    }
+    if let Some(c) = schema.get("const") {
+        if c != v {
+            errors.push(format!("{at}: {v} is not {c}"));
+        }
+    }
+    if let Some(s) = v.as_str() {
+        let chars = s.chars().count() as u64;
+        if schema
+            .get("minLength")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| chars < m)
+        {
+            errors.push(format!("{at}: {v} is shorter than minLength"));
+        }
+        if schema
+            .get("maxLength")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| chars > m)
+        {
+            errors.push(format!("{at}: {v} is longer than maxLength"));
+        }
+        if let Some(p) = schema.get("pattern").and_then(Value::as_str) {
+            if !pattern_ok(p, s) {
+                errors.push(format!("{at}: {v} does not match {p}"));
+            }
+        }
+        if let Some(media) = schema.get("contentMediaType").and_then(Value::as_str) {
+            assert_eq!(media, "application/json", "{at}");
+            match serde_json::from_str::<Value>(s) {
+                Ok(inner) => {
+                    if let Some(c) = schema.get("contentSchema") {
+                        errors.extend(validate(spec, c, &inner, &format!("{at}(json)")));
+                    }
+                }
+                Err(e) => errors.push(format!("{at}: not JSON: {e}")),
+            }
+        }
+    }
+    if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
+        for s in all {
+            errors.extend(validate(spec, s, v, at));
+        }
+    }
+    if let Some(options) = schema.get("anyOf").and_then(Value::as_array) {
+        if !options.iter().any(|o| validate(spec, o, v, at).is_empty()) {
+            errors.push(format!("{at}: {v} matches none of anyOf"));
+        }
+    }
+    if let Some(cond) = schema.get("if") {
+        if validate(spec, cond, v, at).is_empty() {
+            if let Some(then) = schema.get("then") {
+                errors.extend(validate(spec, then, v, at));
+            }
         }
     }
     if let Some(options) = schema.get("oneOf").and_then(Value::as_array) {
@@ -387,6 +481,129 @@ fn every_route_in_the_spec_is_served_and_answers_as_it_says() {
             );
             assert!(errors.is_empty(), "{errors:#?}\n{value:#}");
         }
+        if media == "text/event-stream" {
+            let events = sse_events(&text);
+            assert!(events.last().is_some_and(|e| e["event"] == "end"), "{text}");
+            for event in events {
+                let errors = validate(&spec, &media_spec["schema"], &event, "stream");
+                assert!(errors.is_empty(), "{errors:#?}\n{event:#}");
+            }
+        }
         eprintln!("{method} {path}: {status}");
+    }
+}
+
+/// Server-Sent Events as a client parses them (the WHATWG rules the stream
+/// uses): `id`, `event` and `data` (lines joined with LF) per event,
+/// comments skipped, the last `id` carried over to an event without one.
+fn sse_events(text: &str) -> Vec<Value> {
+    let mut events = Vec::new();
+    let mut last_id: Option<String> = None;
+    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let (mut event, mut data) = (None, Vec::new());
+        for line in block.lines().filter(|l| !l.starts_with(':')) {
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "id" => last_id = Some(value.to_string()),
+                "event" => event = Some(value.to_string()),
+                "data" => data.push(value),
+                other => panic!("an SSE field the stream does not send: {other}"),
+            }
+        }
+        let mut e =
+            json!({"event": event.unwrap_or_else(|| "message".into()), "data": data.join("\n")});
+        if let Some(id) = &last_id {
+            e["id"] = json!(id);
+        }
+        events.push(e);
+    }
+    events
+}
+
+/// A request body's verdict by the spec's schema and by the server agree:
+/// a body the schema allows is taken (2xx), one it forbids is refused with
+/// a 4xx, so a client generated from the spec sends nothing the server
+/// refuses and the spec states every rule the server holds a body to.
+#[test]
+fn the_request_schemas_allow_exactly_what_the_server_takes() {
+    let spec = spec();
+    let svc = Service::start(json!({"copy_wait_ms": 600_000}));
+    let folder = svc.folder("schema");
+    let folder = folder.to_str().unwrap();
+    let parent = "cr_00000000000000000000000000000001";
+    let start = |extra: Value| {
+        let mut body =
+            json!({"workspace": "ws", "folder": folder, "harness": "claude", "project_copy": true});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body
+    };
+    let long = format!("/{}", "a".repeat(999));
+    let too_long = format!("/{}", "a".repeat(1000));
+    let starts = [
+        start(json!({})),
+        start(json!({"workspace": " \t"})),
+        start(json!({"workspace": ""})),
+        start(json!({"folder": "/"})),
+        start(json!({"folder": "//"})),
+        start(json!({"folder": "relative"})),
+        start(json!({"folder": "/w/../x"})),
+        start(json!({"folder": "/w/./x"})),
+        start(json!({"folder": "/w/..x/.y/"})),
+        start(json!({"folder": "/w/a\u{0}b"})),
+        start(json!({"folder": long})),
+        start(json!({"folder": too_long})),
+        start(json!({"kind": "child"})),
+        start(json!({"kind": "child", "parent": null})),
+        start(json!({"kind": "side_chat", "parent": ""})),
+        start(json!({"kind": "side_chat", "parent": parent})),
+        start(json!({"kind": "side_chat", "parent": parent, "project_copy": false})),
+        start(json!({"kind": "child", "parent": parent, "shared_sandbox": true})),
+        start(
+            json!({"kind": "child", "parent": parent, "shared_sandbox": true, "project_copy": false}),
+        ),
+        start(json!({"kind": "child", "parent": parent, "shared_sandbox": false})),
+        start(json!({"kind": "thread", "parent": null, "prompt": null})),
+        start(json!({"prompt": ""})),
+        start(json!({"prompt": " \n"})),
+        start(json!({"prompt": "go\u{0}"})),
+        start(json!({"prompt": " go "})),
+        start(json!({"bogus": 1})),
+        start(json!({"harness": "gemini"})),
+    ];
+    let schema = json!({"$ref": "#/components/schemas/StartRequest"});
+    for body in &starts {
+        let allowed = validate(&spec, &schema, body, "start").is_empty();
+        let (status, v) = svc.call("POST", "/v1/sessions", Some(&body.to_string()));
+        assert_eq!(
+            allowed,
+            (200..300).contains(&status),
+            "the spec {} {body}, the server answered {status} {v}",
+            if allowed { "allows" } else { "forbids" }
+        );
+        if !allowed {
+            assert_eq!(status, 422, "{body}: {v}");
+        }
+    }
+    let s = svc.start_session(start(json!({})));
+    let id = s["id"].as_str().unwrap();
+    let schema = json!({"$ref": "#/components/schemas/MessageRequest"});
+    for body in [
+        json!({"prompt": "next"}),
+        json!({"prompt": ""}),
+        json!({"prompt": "\u{3000}\t"}),
+        json!({"prompt": "a\u{0}"}),
+        json!({"prompt": null}),
+        json!({}),
+    ] {
+        let allowed = validate(&spec, &schema, &body, "message").is_empty();
+        let (status, v) = svc.call(
+            "POST",
+            &format!("/v1/sessions/{id}/messages"),
+            Some(&body.to_string()),
+        );
+        assert_eq!(allowed, status == 200, "{body}: {status} {v}");
     }
 }

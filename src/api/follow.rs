@@ -52,7 +52,26 @@ pub fn events(rt: &Runtime, id: &str, query: &Query) -> Result<Reply, Refusal> {
     })
 }
 
-/// The session list's query: `workspace`, `state`, `after`, `limit`.
+/// `GET /v1/sessions`: a page of the sessions. An `after` no session has is
+/// `404 session_not_found`, as on every route that names a session: no
+/// schema can say which IDs exist, so a request the spec allows may name a
+/// missing one, and "not found" is the answer such a request is owed.
+pub fn list(rt: &Runtime, query: &Query) -> Result<Value, Refusal> {
+    let q = list_query(query)?;
+    if let Some(after) = q.after.as_deref() {
+        if rt.journal(after).is_none() {
+            return Err(Refusal::new(
+                404,
+                "session_not_found",
+                format!("No session {after} to list after."),
+            ));
+        }
+    }
+    rt.list(&q)
+}
+
+/// The session list's query: `workspace`, `state`, `after` (empty: from the
+/// first, as no `after`), `limit`.
 pub fn list_query(query: &Query) -> Result<ListQuery, Refusal> {
     let state = query
         .get("state")
@@ -71,7 +90,10 @@ pub fn list_query(query: &Query) -> Result<ListQuery, Refusal> {
     Ok(ListQuery {
         workspace: query.get("workspace").map(str::to_string),
         state,
-        after: query.get("after").map(str::to_string),
+        after: query
+            .get("after")
+            .filter(|a| !a.is_empty())
+            .map(str::to_string),
         limit: query.limit("limit", DEFAULT_LIST, MAX_LIST)?,
     })
 }

@@ -54,7 +54,7 @@ impl Query {
     pub fn number(&self, name: &str) -> Result<Option<u64>, Refusal> {
         self.get(name)
             .map(|v| {
-                v.parse::<u64>().map_err(|_| {
+                whole_number(v).ok_or_else(|| {
                     invalid(format!(
                         "The parameter {name} must be a whole number, not \"{v}\"."
                     ))
@@ -73,6 +73,16 @@ impl Query {
             ))),
         }
     }
+}
+
+/// `text` as a whole number from 0 to `u64::MAX`: ASCII digits only, as the
+/// spec's `integer` is written (`u64`'s parser would also take a leading
+/// `+`).
+pub fn whole_number(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
 }
 
 /// Percent-decodes one name or value; `+` is a space.
@@ -132,6 +142,15 @@ mod tests {
             q.limit("limit", 256, 1024).unwrap_err().message,
             "The parameter limit must be from 1 to 1024, not 0."
         );
+        let q = Query::parse(Some("after=%2B1&limit=01"), &["after", "limit"]).unwrap();
+        assert_eq!(
+            q.number("after").unwrap_err().message,
+            "The parameter after must be a whole number, not \"+1\"."
+        );
+        assert_eq!(q.limit("limit", 256, 1024).unwrap(), 1);
+        assert_eq!(whole_number("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(whole_number("18446744073709551616"), None);
+        assert_eq!(whole_number(""), None);
         assert!(Query::parse(Some("after=%zz"), &["after"]).is_err());
         assert!(Query::parse(Some("after=%ff"), &["after"]).is_err());
     }

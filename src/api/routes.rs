@@ -285,7 +285,7 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
             body: rt.metrics_text(ctx.streams_open),
             content_type: "text/plain; version=0.0.4",
         })),
-        Op::List => ok(rt.list(&follow::list_query(query)?)?),
+        Op::List => ok(follow::list(rt, query)?),
         Op::Create => {
             let (view, created) = rt.create(bodies::create(body)?)?;
             Ok(Done::Reply(Reply::json(

@@ -64,21 +64,29 @@ pub async fn open(
 /// sends when it reconnects, so it wins), else after `?after=`, else from
 /// the first event.
 fn resume_after(query: &Query, headers: &HeaderMap) -> Result<u64, Refusal> {
+    // A bad `after` is refused even when the header wins over it.
+    let after = query.number("after")?.unwrap_or(0);
     let Some(last) = headers.get("last-event-id") else {
-        return Ok(query.number("after")?.unwrap_or(0));
+        return Ok(after);
     };
-    let text = last.to_str().unwrap_or("").trim();
-    if text.is_empty() {
-        // An empty ID is the SSE way of saying "from the beginning".
-        return Ok(0);
-    }
-    text.parse().map_err(|_| {
+    let not_a_seq = |text: &str| {
         Refusal::new(
             422,
             "invalid_parameter",
             format!("Last-Event-ID must be an event's seq, not \"{text}\"."),
         )
-    })
+    };
+    // A value that is not visible ASCII is no seq: refused, never read as
+    // empty (which would replay from the beginning).
+    let text = last
+        .to_str()
+        .map_err(|_| not_a_seq(&String::from_utf8_lossy(last.as_bytes())))?
+        .trim();
+    if text.is_empty() {
+        // An empty ID is the SSE way of saying "from the beginning".
+        return Ok(0);
+    }
+    super::query::whole_number(text).ok_or_else(|| not_a_seq(text))
 }
 
 async fn prepare(
@@ -247,7 +255,15 @@ mod tests {
         assert_eq!(resume_after(&q, &h).unwrap(), 9);
         h.insert("last-event-id", HeaderValue::from_static(""));
         assert_eq!(resume_after(&q, &h).unwrap(), 0);
-        h.insert("last-event-id", HeaderValue::from_static("x"));
-        assert_eq!(resume_after(&q, &h).unwrap_err().code, "invalid_parameter");
+        for bad in ["x", "+9", "-1"] {
+            h.insert("last-event-id", HeaderValue::from_static(bad));
+            assert_eq!(resume_after(&q, &h).unwrap_err().code, "invalid_parameter");
+        }
+        let bad_after = Query::parse(Some("after=y"), &["after"]).unwrap();
+        h.insert("last-event-id", HeaderValue::from_static("9"));
+        assert_eq!(
+            resume_after(&bad_after, &h).unwrap_err().message,
+            "The parameter after must be a whole number, not \"y\"."
+        );
     }
 }
