@@ -4,8 +4,10 @@
 //! whether a feature works with the CLIs room-core exists for.
 //!
 //! Outside CI a check whose CLI (or root, or the `room-agent` account) is
-//! absent prints why and returns; with `ROOM_CORE_CI=1` it fails. The last
-//! two tests need no real CLI and always run.
+//! absent is reported as ignored, its reason in brackets beside its name
+//! (libtest-mimic: `cargo test` cannot ignore a test at run time); with
+//! `ROOM_CORE_CI=1` it runs and fails. The last two need no real CLI and
+//! always run.
 
 mod common;
 #[path = "common/fake_website.rs"]
@@ -16,6 +18,8 @@ mod real_support;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Trial};
 
 use common::{land_project, mark, start_body, wait_until, Service, TOKEN};
 use fake_website::FakeWebsite;
@@ -84,7 +88,6 @@ fn a_promised_copy_reaches_the_first_request(test: &str, harness: &str) {
     }
 }
 
-#[test]
 fn claude_with_a_promised_copy_sees_claude_md_and_both_skills() {
     a_promised_copy_reaches_the_first_request(
         "claude_with_a_promised_copy_sees_claude_md_and_both_skills",
@@ -92,7 +95,6 @@ fn claude_with_a_promised_copy_sees_claude_md_and_both_skills() {
     );
 }
 
-#[test]
 fn codex_with_a_promised_copy_sees_agents_md_and_its_skill() {
     a_promised_copy_reaches_the_first_request(
         "codex_with_a_promised_copy_sees_agents_md_and_its_skill",
@@ -130,7 +132,6 @@ fn files_that_land_late_are_missed(test: &str, harness: &str) {
     }
 }
 
-#[test]
 fn claude_without_a_copy_misses_files_that_land_late() {
     files_that_land_late_are_missed(
         "claude_without_a_copy_misses_files_that_land_late",
@@ -138,7 +139,6 @@ fn claude_without_a_copy_misses_files_that_land_late() {
     );
 }
 
-#[test]
 fn codex_without_a_copy_misses_files_that_land_late() {
     files_that_land_late_are_missed("codex_without_a_copy_misses_files_that_land_late", "codex");
 }
@@ -186,7 +186,6 @@ fn a_second_message_resumes_the_conversation(test: &str, harness: &str) {
     );
 }
 
-#[test]
 fn claude_resumes_its_session_on_the_next_message() {
     a_second_message_resumes_the_conversation(
         "claude_resumes_its_session_on_the_next_message",
@@ -194,7 +193,6 @@ fn claude_resumes_its_session_on_the_next_message() {
     );
 }
 
-#[test]
 fn codex_resumes_its_session_on_the_next_message() {
     a_second_message_resumes_the_conversation(
         "codex_resumes_its_session_on_the_next_message",
@@ -257,7 +255,6 @@ fn normal_turns_write_and_plan_only_turns_do_not(test: &str, harness: &str) {
     );
 }
 
-#[test]
 fn claude_writes_in_a_normal_turn_and_not_in_a_plan_only_turn() {
     normal_turns_write_and_plan_only_turns_do_not(
         "claude_writes_in_a_normal_turn_and_not_in_a_plan_only_turn",
@@ -265,7 +262,6 @@ fn claude_writes_in_a_normal_turn_and_not_in_a_plan_only_turn() {
     );
 }
 
-#[test]
 fn codex_writes_in_a_normal_turn_and_not_in_a_plan_only_turn() {
     normal_turns_write_and_plan_only_turns_do_not(
         "codex_writes_in_a_normal_turn_and_not_in_a_plan_only_turn",
@@ -321,12 +317,10 @@ fn awkward_prompts_reach_the_model(test: &str, harness: &str) {
     }
 }
 
-#[test]
 fn claude_gets_awkward_prompts_as_text() {
     awkward_prompts_reach_the_model("claude_gets_awkward_prompts_as_text", "claude");
 }
 
-#[test]
 fn codex_gets_awkward_prompts_as_text() {
     awkward_prompts_reach_the_model("codex_gets_awkward_prompts_as_text", "codex");
 }
@@ -458,7 +452,6 @@ fn a_tool_reaches_core_as_its_session(test: &str, harness: &str) {
     assert_eq!(calls[0].1["session"], json!(id), "{calls:?}");
 }
 
-#[test]
 fn claude_tool_runs_room_cli_as_its_session_under_the_agent_account() {
     a_tool_reaches_core_as_its_session(
         "claude_tool_runs_room_cli_as_its_session_under_the_agent_account",
@@ -466,7 +459,6 @@ fn claude_tool_runs_room_cli_as_its_session_under_the_agent_account() {
     );
 }
 
-#[test]
 fn codex_tool_runs_room_cli_as_its_session_under_the_agent_account() {
     a_tool_reaches_core_as_its_session(
         "codex_tool_runs_room_cli_as_its_session_under_the_agent_account",
@@ -476,7 +468,6 @@ fn codex_tool_runs_room_cli_as_its_session_under_the_agent_account() {
 
 // ------------------------------------------- with the fakes: always run
 
-#[test]
 fn blank_prompts_are_refused_at_the_api() {
     let svc = Service::start(json!({}));
     let folder = svc.folder("code");
@@ -499,7 +490,6 @@ fn blank_prompts_are_refused_at_the_api() {
     assert_eq!((status, v), (422, refusal));
 }
 
-#[test]
 fn awkward_prompts_reach_the_fake_harnesses_on_stdin() {
     let svc = Service::start(json!({}));
     for harness in ["claude", "codex"] {
@@ -527,4 +517,110 @@ fn awkward_prompts_reach_the_fake_harnesses_on_stdin() {
             "{argv:?}"
         );
     }
+}
+
+// ------------------------------------------------------------ the list
+
+/// One check: ignored, with why, where what it needs is absent (outside CI).
+fn trial(name: &str, cli: Option<&str>, as_agent: bool, check: fn()) -> Trial {
+    let missing = cli.and_then(|c| real_support::missing(c, as_agent));
+    let trial = Trial::test(name, move || {
+        check();
+        Ok(())
+    });
+    match missing {
+        Some(why) if !real_support::in_ci() => trial.with_kind(why).with_ignored_flag(true),
+        _ => trial,
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Arguments::from_args();
+    let trials = vec![
+        trial(
+            "claude_with_a_promised_copy_sees_claude_md_and_both_skills",
+            Some("claude"),
+            false,
+            claude_with_a_promised_copy_sees_claude_md_and_both_skills,
+        ),
+        trial(
+            "codex_with_a_promised_copy_sees_agents_md_and_its_skill",
+            Some("codex"),
+            false,
+            codex_with_a_promised_copy_sees_agents_md_and_its_skill,
+        ),
+        trial(
+            "claude_without_a_copy_misses_files_that_land_late",
+            Some("claude"),
+            false,
+            claude_without_a_copy_misses_files_that_land_late,
+        ),
+        trial(
+            "codex_without_a_copy_misses_files_that_land_late",
+            Some("codex"),
+            false,
+            codex_without_a_copy_misses_files_that_land_late,
+        ),
+        trial(
+            "claude_resumes_its_session_on_the_next_message",
+            Some("claude"),
+            false,
+            claude_resumes_its_session_on_the_next_message,
+        ),
+        trial(
+            "codex_resumes_its_session_on_the_next_message",
+            Some("codex"),
+            false,
+            codex_resumes_its_session_on_the_next_message,
+        ),
+        trial(
+            "claude_writes_in_a_normal_turn_and_not_in_a_plan_only_turn",
+            Some("claude"),
+            false,
+            claude_writes_in_a_normal_turn_and_not_in_a_plan_only_turn,
+        ),
+        trial(
+            "codex_writes_in_a_normal_turn_and_not_in_a_plan_only_turn",
+            Some("codex"),
+            false,
+            codex_writes_in_a_normal_turn_and_not_in_a_plan_only_turn,
+        ),
+        trial(
+            "claude_gets_awkward_prompts_as_text",
+            Some("claude"),
+            false,
+            claude_gets_awkward_prompts_as_text,
+        ),
+        trial(
+            "codex_gets_awkward_prompts_as_text",
+            Some("codex"),
+            false,
+            codex_gets_awkward_prompts_as_text,
+        ),
+        trial(
+            "claude_tool_runs_room_cli_as_its_session_under_the_agent_account",
+            Some("claude"),
+            true,
+            claude_tool_runs_room_cli_as_its_session_under_the_agent_account,
+        ),
+        trial(
+            "codex_tool_runs_room_cli_as_its_session_under_the_agent_account",
+            Some("codex"),
+            true,
+            codex_tool_runs_room_cli_as_its_session_under_the_agent_account,
+        ),
+        trial(
+            "blank_prompts_are_refused_at_the_api",
+            None,
+            false,
+            blank_prompts_are_refused_at_the_api,
+        ),
+        trial(
+            "awkward_prompts_reach_the_fake_harnesses_on_stdin",
+            None,
+            false,
+            awkward_prompts_reach_the_fake_harnesses_on_stdin,
+        ),
+    ];
+    libtest_mimic::run(&args, trials).exit_code()
 }

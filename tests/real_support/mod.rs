@@ -40,18 +40,40 @@ pub fn absent<T>(test: &str, reason: &str) -> Option<T> {
     None
 }
 
-/// The real CLI `name` (`claude` or `codex`) on PATH.
-pub fn cli(test: &str, name: &str) -> Option<PathBuf> {
+/// Why a check that needs the real CLI `cli` (and, with `as_agent`, root
+/// and the agent account) cannot run here, or `None` when it can: the test
+/// list marks such a check ignored with this reason outside CI.
+pub fn missing(cli: &str, as_agent: bool) -> Option<String> {
+    if find_cli(cli).is_none() {
+        return Some(format!("no `{cli}` on PATH (.ci/run installs it from npm)"));
+    }
+    if as_agent && !nix::unistd::geteuid().is_root() {
+        return Some("it starts harnesses as another account and needs root".into());
+    }
+    if as_agent && !matches!(nix::unistd::User::from_name(AGENT), Ok(Some(_))) {
+        return Some(format!(
+            "no `{AGENT}` account (.ci/run creates it with useradd)"
+        ));
+    }
+    None
+}
+
+/// The executable `name` on PATH.
+fn find_cli(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let found = std::env::var_os("PATH").and_then(|path| {
+    std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|d| d.join(name))
             .find(|p| {
                 p.metadata()
                     .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
             })
-    });
-    match found {
+    })
+}
+
+/// The real CLI `name` (`claude` or `codex`) on PATH.
+pub fn cli(test: &str, name: &str) -> Option<PathBuf> {
+    match find_cli(name) {
         Some(p) => Some(p),
         None => absent(
             test,
