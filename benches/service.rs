@@ -115,7 +115,7 @@ fn harness_mode(dir: &Path) -> ! {
         r#"{{"type":"thread.started","thread_id":"{}"}}"#,
         uuid::Uuid::new_v4()
     );
-    // After the first event, so the other sections' figures are as before.
+    // After the first event, so the other sections' figures stay comparable.
     let mut prompt = String::new();
     let _ = std::io::stdin().read_to_string(&mut prompt);
     if let Some(rest) = prompt.trim().strip_prefix("stamps: ") {

@@ -1,5 +1,5 @@
 //! How a launch's check for a project copy ended, as the app sees it in the
-//! session view (`copy`) and as the log says it (#11 items 1-3): a failed
+//! session view (`copy`) and as the log says it: a failed
 //! copy's reason, a bare `failed`, and a `copying` mark dated in the future.
 
 mod common;

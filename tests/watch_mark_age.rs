@@ -1,5 +1,5 @@
 //! An unpromised start held by a `copying` mark is let go when the mark
-//! turns `mark_max_age_ms` old (#12): the launch reads the file again at
+//! turns `mark_max_age_ms` old: the launch reads the file again at
 //! that moment, with no poll (polls are a minute apart here).
 
 mod common;

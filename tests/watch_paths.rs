@@ -1,4 +1,4 @@
-//! The watch sees a change anywhere on the status file's path (#12): a
+//! The watch sees a change anywhere on the status file's path: a
 //! parent renamed into place, a grandparent renamed into place (also over
 //! one renamed away), a parent deleted and made again. Polls are a minute
 //! apart here, so only the watch can start a harness within a second of

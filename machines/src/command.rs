@@ -456,7 +456,7 @@ mod tests {
                 )
             );
         }
-        // A value after the flag is a positional argument, as before.
+        // A value after the flag is a positional argument.
         let c = run(&["thread", "spawn", "--top-level", "false"]);
         assert!(c.is_top_level_spawn());
         assert_eq!(c.args, vec!["false"]);

@@ -39,7 +39,7 @@ fn every_recorded_timeline_replays() {
 }
 
 /// Each seed test has at least one timeline, named after it, and so has each
-/// caller rule of issue 11 (the seeds' details).
+/// caller rule the seeds give.
 #[test]
 fn every_seed_test_has_a_timeline() {
     let all = load_all();

@@ -1,4 +1,4 @@
-//! Following sessions (issue #13): what the API's session list, health,
+//! Following sessions: what the API's session list, health,
 //! readiness, `/metrics` and event routes ask of the runtime, and each
 //! session's journal. The journal is written by the driver (the machine's
 //! `Emit`s) and by each turn's stdout reader (the harness's lines); this is

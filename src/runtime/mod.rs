@@ -95,7 +95,7 @@ pub struct Runtime {
 
 /// Event pool workers: short jobs only (timeouts, status reads, permit
 /// hand-offs, survivors). Turns, which block for their whole run, get their
-/// own threads. Four, not two: a launch's first turn is spawned from here,
+/// own threads. Four of them: a launch's first turn is spawned from here,
 /// with a record write before it and one after (each an fsync), so the
 /// workers mostly wait for the disk (docs/performance.md, section 4).
 const POOL_WORKERS: usize = 4;

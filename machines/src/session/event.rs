@@ -1,5 +1,5 @@
 //! room-core's own events about a session, for its journal
-//! (`<state_dir>/events/<id>.jsonl`, ARCHITECTURE.md section 12). The runtime
+//! (`<state_dir>/events/<id>.jsonl`, docs/architecture.md, "Event journals"). The runtime
 //! adds the sequence number and the Unix-ms time; the event gives the line's
 //! `kind` and `data`:
 //!
