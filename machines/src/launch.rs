@@ -485,7 +485,12 @@ impl Launch {
 
     /// The next effect to carry out, oldest first.
     pub fn poll_effect(&mut self) -> Option<Effect> {
-        self.effects.pop_front()
+        let effect = self.effects.pop_front();
+        if effect.is_none() {
+            // Drained: a waiting launch keeps no buffer it no longer uses.
+            self.effects = Default::default();
+        }
+        effect
     }
 
     /// The earliest deadline and which timer it is, while the launch waits:

@@ -60,15 +60,15 @@ impl Runtime {
     }
 
     /// Begins recording a session's timeline, when `record_timelines` is set.
-    pub(super) fn recording(&self, s: &Session, begin: Begin) -> Option<Recording> {
+    pub(super) fn recording(&self, s: &Session, begin: Begin) -> Option<Box<Recording>> {
         let dir = self.config.record_timelines.as_ref()?;
-        Some(Recording::begin(
+        Some(Box::new(Recording::begin(
             dir,
             &s.id,
             self.machine_config(),
             sessions::options(&s.start),
             begin,
-        ))
+        )))
     }
 
     /// `POST /v1/sessions`: starts a session, or returns the one a retry

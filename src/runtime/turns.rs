@@ -162,14 +162,14 @@ impl Runtime {
             return Err(format!("cannot follow the turn: {e}"));
         }
         s.supervised = Some((seq, started.tree.record()));
-        s.live = Some(LiveTurn {
+        s.live = Some(Box::new(LiveTurn {
             seq,
             tree: started.tree,
             stdin,
             stdout,
             prompt: Some(prompt),
             reader: None,
-        });
+        }));
         log::info!(
             "{}: {} turn {seq} started (pid {pid})",
             s.id,

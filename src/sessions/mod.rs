@@ -128,7 +128,7 @@ pub struct Session {
     /// A spawn note names a turn the record does not acknowledge yet.
     pub spawn_noted: bool,
     /// The running turn's process, pipes and threads.
-    pub live: Option<LiveTurn>,
+    pub live: Option<Box<LiveTurn>>,
     /// The deadline last armed on the timer.
     pub armed: Option<Millis>,
     /// When the current launch got its startup permit (for `agent_start_ms`).
@@ -139,7 +139,7 @@ pub struct Session {
     /// interrupt, relaunch restart).
     pub waiters: Vec<(TurnSeq, Box<dyn FnOnce() + Send>)>,
     /// The session's timeline, when `record_timelines` is set.
-    pub recording: Option<Recording>,
+    pub recording: Option<Box<Recording>>,
     /// The session's event journal.
     pub journal: Arc<Journal>,
     /// This session's own handle, for the timer, the pool and turn threads.

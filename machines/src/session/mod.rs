@@ -260,7 +260,12 @@ impl Session {
 
     /// The next effect to carry out, oldest first.
     pub fn poll_effect(&mut self) -> Option<Effect> {
-        self.effects.pop_front()
+        let effect = self.effects.pop_front();
+        if effect.is_none() {
+            // Drained: its buffer goes too (see `finish`).
+            self.effects = VecDeque::new();
+        }
+        effect
     }
 
     /// The earliest deadline and which timer it is: the launch's (poll,
@@ -390,7 +395,9 @@ impl Session {
             self.effects
                 .push_back(Effect::Emit(Event::State { state: shown }));
         }
-        self.effects.extend(self.staged.drain(..));
+        // Taken, not drained: a waiting session keeps no buffer it no
+        // longer uses (10,000 of them add up).
+        self.effects.extend(std::mem::take(&mut self.staged));
         if self.shown != Some(shown) {
             self.shown = Some(shown);
             self.effects
