@@ -54,6 +54,27 @@ fn build(cargo: &Path, dir: &Path, names: &[&str]) -> Result<(), Error> {
         .join("Cargo.toml");
     let target_dir = dir.parent().ok_or("the profile folder has no parent")?;
     let mut cmd = Command::new(cargo);
+    // What cargo set for the running program is not the user's environment:
+    // build scripts that watch a variable (ring's, `CARGO_MANIFEST_DIR`)
+    // would rebuild the whole chain above them here and again in the next
+    // plain `cargo build`.
+    for (name, _) in std::env::vars_os() {
+        let set_by_cargo = name.to_str().is_some_and(|n| {
+            n.starts_with("CARGO_PKG_")
+                || n.starts_with("CARGO_MANIFEST_")
+                || [
+                    "CARGO_CRATE_NAME",
+                    "CARGO_BIN_NAME",
+                    "CARGO_PRIMARY_PACKAGE",
+                    "CARGO_TARGET_TMPDIR",
+                    "OUT_DIR",
+                ]
+                .contains(&n)
+        });
+        if set_by_cargo {
+            cmd.env_remove(name);
+        }
+    }
     cmd.args(["build", "--quiet", "--workspace"])
         .arg("--manifest-path")
         .arg(&manifest)
