@@ -2,13 +2,13 @@
 //! harnesses for the app and answers the agents' CLI, room-cli.
 //!
 //! Business rules live in the pure `room-machines` crate; this crate is the
-//! runtime that does their I/O.
+//! runtime that does their I/O. The reference website and app halves and the
+//! demo are the `room-reference` crate, which depends on this one.
 
 pub mod agent;
 pub mod api;
 pub mod backoff;
 pub mod config;
-pub mod demo;
 pub mod error;
 pub mod files;
 pub mod harness;
@@ -17,9 +17,6 @@ pub mod metrics;
 pub mod nofollow;
 pub mod notify;
 pub mod procfs;
-/// Reference implementations of the website and app halves (seeds 000
-/// and 001); the service never uses them.
-pub mod reference;
 pub mod runtime;
 pub mod service;
 pub mod sessions;

@@ -264,6 +264,18 @@ fn run(bin: &str, args: &[&str]) -> (Option<i32>, String, String) {
 }
 
 #[test]
+fn room_core_says_where_the_demo_is() {
+    let core = env!("CARGO_BIN_EXE_room-core");
+    let (code, out, err) = run(core, &["--demo"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        "room-core: the demo is its own binary, room-demo: `cargo run --release --bin room-demo` in the repository\n"
+    );
+}
+
+#[test]
 fn help_and_version_for_both_binaries() {
     let core = env!("CARGO_BIN_EXE_room-core");
     let cli = env!("CARGO_BIN_EXE_room-cli");

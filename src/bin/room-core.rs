@@ -1,13 +1,12 @@
-//! room-core: the service. `room-core [--config FILE]`, `room-core --demo`
-//! for a guided run on defaults in a temp state dir (see `room_core::demo`),
-//! `--help`, `--version`.
+//! room-core: the service. `room-core [--config FILE]`, `--help`,
+//! `--version`. The demo is another crate's binary, `room-demo`
+//! (reference/); `--demo` says so.
 
 use room_core::config::Config;
 
 /// What `--help` prints (and a usage error, on stderr).
 const USAGE: &str = "\
 Usage: room-core [--config FILE]
-       room-core --demo
        room-core --help | --version
 
 Starts and supervises coding-agent harnesses (Claude Code, Codex) for the
@@ -17,7 +16,6 @@ socket. It runs until SIGTERM, SIGINT, SIGHUP or SIGQUIT.
 Options:
   --config FILE  a JSON config; every field has a default (docs/api.md,
                  Configuration), and an unknown field is refused
-  --demo         a guided run on a temp state dir with the fake harnesses
   --help         this text
   --version      the version
 
@@ -39,12 +37,8 @@ fn main() {
         [] => Ok(Config::default()),
         [flag, path] if flag == "--config" => Config::load(path.as_ref()),
         [flag] if flag == "--demo" => {
-            init_log();
-            if let Err(e) = room_core::demo::run() {
-                eprintln!("room-core --demo: {e}");
-                std::process::exit(1);
-            }
-            return;
+            eprintln!("room-core: the demo is its own binary, room-demo: `cargo run --release --bin room-demo` in the repository");
+            std::process::exit(2);
         }
         _ => {
             eprint!("{USAGE}");

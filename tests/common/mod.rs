@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
@@ -34,6 +35,28 @@ pub struct Service {
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// The room-core binary named by a test crate that cargo names none to: the
+/// reference crate's tests, which share this module.
+static CORE_BINARY: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names the room-core binary `Service` starts, for a test crate of another
+/// package than room-core's; it must come before the first start.
+pub fn use_core_binary(path: PathBuf) {
+    let _ = CORE_BINARY.set(path);
+}
+
+/// The room-core binary: cargo's for room-core's own tests, else the one
+/// named by `use_core_binary`.
+fn core_binary() -> PathBuf {
+    match option_env!("CARGO_BIN_EXE_room-core") {
+        Some(path) => PathBuf::from(path),
+        None => CORE_BINARY
+            .get()
+            .cloned()
+            .expect("this test crate names its room-core binary (use_core_binary) before it starts a service"),
+    }
+}
 
 /// A fresh temp folder for one test.
 pub fn temp_root() -> PathBuf {
@@ -66,7 +89,7 @@ impl Service {
     /// harnesses it starts inherit).
     pub fn start_with_env(extra: Value, env: Vec<(String, String)>) -> Service {
         let root = temp_root();
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let fixtures = room_core::harness::fixtures_dir();
         let mut config = json!({
             "listen": "127.0.0.1:0",
             "token": TOKEN,
@@ -105,7 +128,7 @@ impl Service {
             .append(true)
             .open(self.root.join("service.log"))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_room-core"))
+        let child = Command::new(core_binary())
             .args(["--config", self.config.to_str().unwrap()])
             .env("FAKE_HARNESS_RECORD", &self.records)
             .env("RUST_LOG", "room_core=debug")

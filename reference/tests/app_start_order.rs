@@ -3,6 +3,7 @@
 //! What Core received is read back from `GET /v1/sessions/{id}`
 //! (`project_copy`) or, for the stub, from the bodies it recorded.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 mod reference_support;
 
@@ -11,8 +12,9 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{land_project, names, status_file, Service, PROJECT_NAMES, TOKEN};
-use room_core::reference::http::{Handler, Limits, Request, Response, Server};
+use common::{land_project, names, status_file, PROJECT_NAMES, TOKEN};
+use reference_support::start_service;
+use room_reference::http::{Handler, Limits, Request, Response, Server};
 use serde_json::{json, Value};
 
 /// Runs `room-app start` against `core`; exit status and its JSON.
@@ -56,7 +58,7 @@ fn start(core: &str, ws: &str, folder: &Path, harness: &str, more: &[&str]) -> (
 /// A git repository holding the fixture project, or `None` (with the
 /// reason printed; a failure in CI) when git is missing.
 fn repo(test: &str, at: &Path) -> Option<()> {
-    if room_core::reference::account::on_path("git").is_none() {
+    if room_reference::account::on_path("git").is_none() {
         reference_support::skip(test, "git is not installed");
         return None;
     }
@@ -80,7 +82,7 @@ fn repo(test: &str, at: &Path) -> Option<()> {
 
 #[test]
 fn a_child_promises_a_copy_and_starts_on_its_parents_code() {
-    let core = Service::start(json!({}));
+    let core = start_service(json!({}));
     let parent_folder = core.folder("parent");
     let (code, parent) = start(&core.base, "ws-parent", &parent_folder, "claude", &[]);
     assert_eq!(code, 0, "{parent}");
@@ -126,7 +128,7 @@ fn a_child_promises_a_copy_and_starts_on_its_parents_code() {
 #[test]
 fn a_clone_planned_thread_promises_a_copy() {
     const TEST: &str = "a_clone_planned_thread_promises_a_copy";
-    let core = Service::start(json!({}));
+    let core = start_service(json!({}));
     let source = core.root.join("upstream");
     if repo(TEST, &source).is_none() {
         return;
@@ -155,7 +157,7 @@ fn a_clone_planned_thread_promises_a_copy() {
 
 #[test]
 fn a_blank_thread_promises_nothing_and_starts_at_once() {
-    let core = Service::start(json!({}));
+    let core = start_service(json!({}));
     let folder = core.folder("blank");
     let (code, out) = start(
         &core.base,
@@ -181,7 +183,7 @@ fn a_blank_thread_promises_nothing_and_starts_at_once() {
 
 #[test]
 fn a_failed_copy_says_why_and_the_agent_starts_anyway() {
-    let core = Service::start(json!({}));
+    let core = start_service(json!({}));
     let folder = core.folder("doomed");
     let missing = core.root.join("no-such-project");
     let (code, out) = start(

@@ -126,7 +126,7 @@ pub fn start_ticker(
         .spawn(move || {
             let mut schedule = Schedule::default();
             while !stopping.load(Ordering::SeqCst) {
-                let now = crate::runtime::clock::unix_ms();
+                let now = room_core::runtime::clock::unix_ms();
                 for id in schedule.due(now, &loops()) {
                     trigger(&id);
                 }
@@ -138,8 +138,8 @@ pub fn start_ticker(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reference::cron::MINUTE_MS;
-    use crate::reference::loops::example;
+    use crate::cron::MINUTE_MS;
+    use crate::loops::example;
 
     /// An injected clock: the minutes from `start`, in steps of `step`.
     fn ticks(start: u64, until: u64, step: u64) -> impl Iterator<Item = u64> {

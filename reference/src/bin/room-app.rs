@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use room_core::reference::app::{self, Plan, StartRequest};
-use room_core::reference::automation::parse_agent;
-use room_core::reference::core_client::CoreClient;
+use room_reference::app::{self, Plan, StartRequest};
+use room_reference::automation::parse_agent;
+use room_reference::core_client::CoreClient;
 use serde_json::json;
 
 const USAGE: &str =

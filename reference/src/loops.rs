@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::cron::Cron;
-use crate::harness::Harness;
+use room_core::harness::Harness;
 
 /// One loop: `<state_dir>/loops/<id>.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,9 +6,10 @@
 //! runs here are triggered with `loop run` (and one with a one-time `at_ms`
 //! a second away, through the website's own ticker); that a repeating
 //! schedule fires once per matching minute is proven by the cron and
-//! schedule unit tests in src/reference/{cron,runner}.rs, which take the
+//! schedule unit tests in src/{cron,runner}.rs, which take the
 //! time as an argument.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 mod reference_support;
 
@@ -398,9 +399,10 @@ fn a_script_past_its_limit_is_killed_while_its_spawn_completes() {
 
 #[test]
 fn the_demo_runs_a_loop_and_shows_what_loop_list_shows() {
+    // Built before the clock starts; the demo finds them beside itself.
+    reference_support::service_binaries();
     let out = std::env::temp_dir().join(format!("room-core-demo-test-{}.txt", std::process::id()));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_room-core"))
-        .arg("--demo")
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_room-demo"))
         .env_remove("CLOUDROOM_API_URL")
         .stdin(std::process::Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())

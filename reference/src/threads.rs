@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::harness::Harness;
+use room_core::harness::Harness;
 
 /// One thread: `<state_dir>/threads/<session id>.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,7 +12,7 @@ use super::loops::Loop;
 use super::records::valid_key;
 use super::threads::Thread;
 use super::website::{same, Website};
-use crate::harness::Harness;
+use room_core::harness::Harness;
 
 impl Website {
     /// Answers `/api/app/<rest>`.

@@ -1,4 +1,4 @@
-//! `room-core --demo`: starts the service (this same binary) on its defaults
+//! `room-demo`: starts the service (the room-core binary) on its defaults
 //! in a temp state dir, starts a session that promises a project copy into a
 //! temp folder, shows it pending while the copy runs, writes the files and
 //! `ready`, and shows it started with the names its harness saw. The second
@@ -18,13 +18,30 @@ type Error = Box<dyn std::error::Error>;
 
 /// Runs the demo; the temp folder is removed at the end.
 pub fn run() -> Result<(), Error> {
+    let bins = binaries()?;
     let root = std::env::temp_dir().join(format!("room-core-demo-{}", std::process::id()));
     std::fs::create_dir_all(&root)?;
     // The agent account reaches its socket and room-cli in here.
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))?;
-    let result = demo(&root);
+    let result = demo(&root, &bins);
     let _ = std::fs::remove_dir_all(&root);
     result
+}
+
+/// The binaries the demo starts: room-core, room-cli, room-website.
+type Binaries = [PathBuf; 3];
+
+/// The service's binaries and the website's, beside this one (built first
+/// when cargo ran the demo: `cargo run` builds room-demo only).
+fn binaries() -> Result<Binaries, Error> {
+    let names = ["room-core", "room-cli", "room-website"];
+    let dir = crate::workspace::profile_dir()?;
+    if std::env::var_os("CARGO").is_some() && names.iter().any(|n| !dir.join(n).exists()) {
+        println!(
+            "== building room-core, room-cli and room-website (cargo run builds room-demo only)"
+        );
+    }
+    crate::workspace::binaries(names)
 }
 
 struct Service(Child);
@@ -38,7 +55,7 @@ impl Drop for Service {
     }
 }
 
-fn demo(root: &Path) -> Result<(), Error> {
+fn demo(root: &Path, [core, cli, website]: &Binaries) -> Result<(), Error> {
     let state = root.join("state");
     let records = root.join("records");
     let folder = root.join("code");
@@ -61,8 +78,8 @@ fn demo(root: &Path) -> Result<(), Error> {
             "state_dir": state,
             // The fake harnesses even where the real CLIs are installed: the
             // demo needs no network and records what each harness saw.
-            "claude_program": crate::harness::fixtures_dir().join("fake-claude"),
-            "codex_program": crate::harness::fixtures_dir().join("fake-codex"),
+            "claude_program": room_core::harness::fixtures_dir().join("fake-claude"),
+            "codex_program": room_core::harness::fixtures_dir().join("fake-codex"),
             // Where they record what they saw (the harness environment is
             // an allowlist).
             "harness_env": ["FAKE_HARNESS_RECORD"],
@@ -78,7 +95,7 @@ fn demo(root: &Path) -> Result<(), Error> {
         state.display()
     );
     let _service = Service(
-        Command::new(std::env::current_exe()?)
+        Command::new(core)
             .args(["--config", &config.to_string_lossy()])
             .env("FAKE_HARNESS_RECORD", &records)
             .env("RUST_LOG", "warn")
@@ -116,7 +133,7 @@ fn demo(root: &Path) -> Result<(), Error> {
     show(&session);
 
     std::thread::sleep(Duration::from_secs(1));
-    let status_file = crate::files::status_file(&folder);
+    let status_file = room_core::files::status_file(&folder);
     println!("\n== the app marks {} as copying", status_file.display());
     std::fs::write(&status_file, "copying\n")?;
     std::thread::sleep(Duration::from_millis(500));
@@ -149,6 +166,8 @@ fn demo(root: &Path) -> Result<(), Error> {
         website_port,
         signin: &signin,
         socket: &socket,
+        cli,
+        website,
     })
 }
 

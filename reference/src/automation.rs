@@ -11,7 +11,7 @@ use super::cron::{self, Cron, Date};
 use super::http::Response;
 use super::loops::Loop;
 use super::website::{Actor, Website};
-use crate::harness::Harness;
+use room_core::harness::Harness;
 
 /// Seed 001, point 4: a create from a check script that would re-prompt
 /// "this thread" (no `--new-thread`).

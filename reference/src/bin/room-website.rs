@@ -13,7 +13,7 @@ fn main() {
         eprintln!("Usage: room-website --config FILE");
         std::process::exit(2);
     }
-    if let Err(e) = room_core::reference::website::run_from(path.as_ref()) {
+    if let Err(e) = room_reference::website::run_from(path.as_ref()) {
         eprintln!("room-website: {e}");
         std::process::exit(1);
     }

@@ -33,7 +33,7 @@ use super::records::{valid_key, Records};
 use super::runner::{self, Runner};
 use super::threads::{Launches, Thread};
 use super::website_config::{SandboxConfig, WebsiteConfig};
-use crate::harness::Harness;
+use room_core::harness::Harness;
 
 /// One sandbox the website knows.
 pub struct Sandbox {
@@ -119,7 +119,7 @@ impl Website {
 
     /// The wall clock, Unix ms.
     pub fn now_ms(&self) -> u64 {
-        crate::runtime::clock::unix_ms()
+        room_core::runtime::clock::unix_ms()
     }
 
     /// A configured sandbox.
@@ -345,7 +345,7 @@ pub fn start(config: WebsiteConfig) -> std::io::Result<Running> {
     let _ = website
         .public_url
         .set(public.unwrap_or_else(|| server.url()));
-    crate::store::write_atomic(
+    room_core::store::write_atomic(
         &state_dir.join("listen"),
         format!("{}\n", server.addr()).as_bytes(),
     )?;

@@ -22,7 +22,7 @@ use super::automation::{unwritable, Opts};
 use super::http::Response;
 use super::threads::Thread;
 use super::website::{Actor, Website};
-use crate::harness::Harness;
+use room_core::harness::Harness;
 
 /// How many locks launches are spread over.
 pub const STRIPES: usize = 64;

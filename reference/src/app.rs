@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use super::app_copy;
 use super::core_client::{CoreClient, CoreError};
-use crate::harness::Harness;
+use room_core::harness::Harness;
 
 /// The capability Core lists when it takes `project_copy`.
 pub const CAPABILITY: &str = "project_copy";

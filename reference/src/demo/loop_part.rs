@@ -1,5 +1,5 @@
 //! The demo's second part (seed 001): the reference website (`room-website`,
-//! started from its binary beside this one) runs a loop whose check script
+//! started from its binary) runs a loop whose check script
 //! lists its loops and spawns a top-level thread; then a thread of the
 //! project runs `room-cli loop list` and the demo prints what it shows,
 //! the script's output included.
@@ -10,7 +10,7 @@
 //! network and no real CLIs.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -80,6 +80,10 @@ pub struct Context<'a> {
     pub signin: &'a str,
     /// Core's agent socket.
     pub socket: &'a Path,
+    /// The room-cli binary (copied where the agent account reaches it).
+    pub cli: &'a Path,
+    /// The room-website binary.
+    pub website: &'a Path,
 }
 
 /// The check script the demo's loop runs.
@@ -97,58 +101,15 @@ impl Drop for Website {
     }
 }
 
-/// `room-cli` and `room-website` beside this binary. `cargo run` builds only
-/// room-core, so when they are missing and cargo ran the demo, they are
-/// built the same way (offline: their dependencies are room-core's).
-fn siblings() -> Result<(PathBuf, PathBuf), Error> {
-    let exe = std::env::current_exe()?;
-    let dir = exe.parent().ok_or("no folder for the running binary")?;
-    let (cli, website) = (dir.join("room-cli"), dir.join("room-website"));
-    if cli.exists() && website.exists() {
-        return Ok((cli, website));
-    }
-    let cargo = std::env::var_os("CARGO").ok_or(
-        "room-cli and room-website are not built beside room-core; run `cargo build --release --bins` first",
-    )?;
-    let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
-    println!("\n== building room-cli and room-website (cargo run builds room-core only)");
-    let mut build = Command::new(cargo);
-    build
-        .args([
-            "build",
-            "--quiet",
-            "--bin",
-            "room-cli",
-            "--bin",
-            "room-website",
-        ])
-        .arg("--manifest-path")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
-    match profile {
-        "debug" => {}
-        "release" => {
-            build.arg("--release");
-        }
-        other => {
-            build.args(["--profile", other]);
-        }
-    }
-    if !build.status()?.success() {
-        return Err("building room-cli and room-website failed".into());
-    }
-    Ok((cli, website))
-}
-
 /// Runs the second part.
 pub fn run(cx: &Context) -> Result<(), Error> {
     println!("\n== part two: a loop's check script (seed 001)");
-    let (cli_built, website_bin) = siblings()?;
     // A copy the agent account can reach (the build folder may be in a 0700 home).
     let bin = cx.root.join("bin");
     std::fs::create_dir_all(&bin)?;
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))?;
     let cli = bin.join("room-cli");
-    std::fs::copy(&cli_built, &cli)?;
+    std::fs::copy(cx.cli, &cli)?;
     let scratch = cx.root.join("scripts");
     std::fs::create_dir_all(&scratch)?;
     std::fs::set_permissions(&scratch, std::fs::Permissions::from_mode(0o1777))?;
@@ -180,7 +141,7 @@ pub fn run(cx: &Context) -> Result<(), Error> {
     let config_path = cx.root.join("website.json");
     std::fs::write(&config_path, config.to_string())?;
     let _website = Website(
-        Command::new(&website_bin)
+        Command::new(cx.website)
             .arg("--config")
             .arg(&config_path)
             .env("RUST_LOG", "warn")

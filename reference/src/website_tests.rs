@@ -8,7 +8,7 @@ use super::http::Request;
 use super::threads::Thread;
 use super::website::Website;
 use super::website_config::{SandboxConfig, WebsiteConfig};
-use crate::harness::Harness;
+use room_core::harness::Harness;
 
 const SIGNIN: &str = "signin-token-of-sandbox-a";
 const SIGNIN_B: &str = "signin-token-of-sandbox-b";

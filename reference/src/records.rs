@@ -1,5 +1,5 @@
 //! One JSON file per record in a folder, each written atomically (temp
-//! file, fsync, rename: `crate::store::write_atomic`), with the records kept
+//! file, fsync, rename: `room_core::store::write_atomic`), with the records kept
 //! in memory. Every change goes through one lock, so a read-modify-write of
 //! a record never loses another's change.
 
@@ -68,7 +68,7 @@ impl<T: Serialize + DeserializeOwned + Clone> Records<T> {
             )));
         }
         let bytes = serde_json::to_vec_pretty(value)?;
-        crate::store::write_atomic(&self.dir.join(format!("{key}.json")), &bytes)
+        room_core::store::write_atomic(&self.dir.join(format!("{key}.json")), &bytes)
     }
 
     /// One record.

@@ -1,7 +1,9 @@
 //! Helpers for the reference halves' end-to-end tests (tests/loop_e2e.rs,
-//! tests/app_start_order.rs): the agent account, a folder it can reach, the
-//! reference website started from its binary, room-cli run inside a real
-//! session's harness or as a loop's script, and /proc reads.
+//! tests/app_start_order.rs): the service's binaries, the agent account, a
+//! folder it can reach, the reference website started from its binary,
+//! room-cli run inside a real session's harness or as a loop's script, and
+//! /proc reads. The service itself starts through the tests' shared
+//! `common::Service` (tests/common at the workspace's root).
 #![allow(dead_code)]
 
 use std::os::unix::fs::PermissionsExt;
@@ -9,12 +11,13 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use room_core::reference::account::AgentAccount;
+use room_reference::account::AgentAccount;
 use serde_json::{json, Value};
 
-use crate::common::{temp_root, wait_until, Service, TOKEN};
+use crate::common::{temp_root, use_core_binary, wait_until, Service, TOKEN};
 
 /// The agent account the tests run scripts as (COORDINATION.md).
 pub const AGENT: &str = "room-agent";
@@ -48,6 +51,26 @@ pub fn agent_account(test: &str) -> Option<AgentAccount> {
     None
 }
 
+/// The service's binaries, room-core and room-cli. They are another
+/// package's, so cargo names neither to these tests: they are built beside
+/// them once (`room_reference::workspace`), and room-core is the one
+/// `Service` starts.
+pub fn service_binaries() -> &'static [PathBuf; 2] {
+    static BINARIES: OnceLock<[PathBuf; 2]> = OnceLock::new();
+    BINARIES.get_or_init(|| {
+        let binaries = room_reference::workspace::binaries(["room-core", "room-cli"])
+            .unwrap_or_else(|e| panic!("the service's binaries: {e}"));
+        use_core_binary(binaries[0].clone());
+        binaries
+    })
+}
+
+/// Starts a Core with the test defaults plus `extra`.
+pub fn start_service(extra: Value) -> Service {
+    service_binaries();
+    Service::start(extra)
+}
+
 /// A free loopback port (bound, then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -78,7 +101,7 @@ impl Shared {
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::set_permissions(&drop, std::fs::Permissions::from_mode(0o1777)).unwrap();
         // A copy: the build folder may sit under a home the agent cannot enter.
-        std::fs::copy(env!("CARGO_BIN_EXE_room-cli"), bin.join("room-cli")).unwrap();
+        std::fs::copy(&service_binaries()[1], bin.join("room-cli")).unwrap();
         // Harnesses run as the service's account until supervision runs them
         // as agent_uid; their tool commands reach the agent socket as the
         // agent account through this wrapper (which only execs once they
@@ -143,7 +166,7 @@ pub fn start_core(
     website: &str,
     signin: &str,
 ) -> Service {
-    Service::start(json!({
+    start_service(json!({
         "agent_uid": agent.uid,
         "agent_socket": shared.socket(name),
         "website_url": website,
