@@ -109,7 +109,10 @@ fn a_flipped_byte_mid_journal_costs_that_event_only_and_is_reported() {
     let events = await_event(&svc, &id, "the second turn's end", |e| {
         turn_ended(e) && e["data"]["turn"] == 2
     });
-    let from = events.iter().position(|e| e["seq"] == report["seq"]).unwrap();
+    let from = events
+        .iter()
+        .position(|e| e["seq"] == report["seq"])
+        .unwrap();
     for (i, e) in events[from..].iter().enumerate() {
         assert_eq!(e["seq"], report["seq"].as_u64().unwrap() + i as u64);
     }

@@ -3,15 +3,25 @@
 //! `{"seq":N,"at_ms":T,"kind":"…","data":…}`.
 //!
 //! An event is written and fdatasync'd before anyone can read it, so what a
-//! reader was served survives kill -9. A crash can only tear the last line
-//! (a line is one `write`); opening the journal drops a torn last line, so it
-//! is never served. Sequence numbers start at 1 and have no gaps, which is
-//! what lets a stream resume after any `seq` with no gap and no duplicate.
+//! reader was served survives kill -9. A crash can only leave the last line
+//! unfinished (an append is one `write`): opening the journal copies those
+//! bytes aside and cuts them (`repair.rs`), the only bytes ever removed, so
+//! they are never served. Sequence numbers start at 1 and ascend by one,
+//! which is what lets a stream resume after any `seq` with no gap and no
+//! duplicate.
+//!
+//! Any other damage (bit rot, a stray write) costs only the lines it hits:
+//! `rule.rs` says which lines are served, the same for the scan and for
+//! every read; a damaged line is skipped and stays in the file, the events
+//! after it are served, and a `journal_repaired` event (`report.rs`) says
+//! what was skipped, once. Its seq is past every seq the damage could have
+//! held, so no seq a reader may have seen is given again.
 //!
 //! The index is sparse: one offset every [`STRIDE`] events (or every
 //! [`MARK_BYTES`] of file, whichever comes first), so its memory stays small
 //! at any journal size; a read seeks to the nearest offset at or before
-//! what it wants and scans forward, at most a stride of lines.
+//! what it wants and scans forward, at most a stride of lines (and skips
+//! damage that runs past a mark's span to the next mark).
 //!
 //! A journal has caps ([`Caps`]: bytes and events). A harness's events
 //! ([`Journal::append_output`]) are journalled only while they fit under
