@@ -280,7 +280,8 @@ struct Index {
     /// So no served line starts `MARK_BYTES` or more past a mark before the
     /// next mark.
     marks: Vec<Mark>,
-    /// The last seq served and the damaged bytes after it.
+    /// Where the sequence stands: the last seq served, and the bytes since
+    /// the last sure line (which set the next seq).
     seq: Sequence,
     /// Where the last line (served or damaged) ends: where appends go.
     end: u64,
@@ -292,6 +293,9 @@ struct Index {
     last_at: u64,
     /// What the file's end needs and what is to be reported, until done.
     pending: Option<Pending>,
+    /// Whether the scan passed over a damaged line: if not, every line
+    /// from the first served one on is served, one seq after another.
+    damaged: bool,
 }
 
 /// A served line the index keeps: a read can start there.
@@ -352,6 +356,7 @@ impl Index {
     fn skip(&mut self, len: u64) {
         self.seq.skipped(len);
         self.end += len;
+        self.damaged = true;
     }
 
     /// The kept line nearest at or before seq `seq` (else the first).
@@ -788,22 +793,82 @@ impl Journal {
     /// [`Journal::lines`] from the file, once it is scanned.
     fn read_file(&self, after: u64, limit: usize) -> Result<Vec<Arc<Line>>, JournalError> {
         self.ensure()?;
-        let (mut mark, to) = {
+        let (mark, to, damaged) = {
             let index = lock(&self.index);
             let index = index.as_ref().expect("loaded");
             if after >= index.last_seq() || limit == 0 {
                 return Ok(Vec::new());
             }
-            (index.mark_before(after + 1), index.end())
+            (index.mark_before(after + 1), index.end(), index.damaged)
         };
         let mut file = std::fs::File::open(&self.path).map_err(|e| self.io(e))?;
+        if !damaged {
+            if let Some(lines) = self.read_counted(&mut file, mark, to, after, limit)? {
+                return Ok(lines);
+            }
+            log::warn!(
+                "{}: a line is not what the scan found there; reading it as a damaged journal",
+                self.path.display()
+            );
+        }
+        self.read_judged(&mut file, mark, to, after, limit)
+    }
+
+    /// [`Journal::read_file`] in a journal with no damaged line: lines are
+    /// counted from the mark, and only those served are parsed. `None` when
+    /// a line is not the event expected there (the file changed since the
+    /// scan).
+    fn read_counted(
+        &self,
+        file: &mut std::fs::File,
+        mark: Mark,
+        to: u64,
+        after: u64,
+        limit: usize,
+    ) -> Result<Option<Vec<Arc<Line>>>, JournalError> {
+        file.seek(SeekFrom::Start(mark.at))
+            .map_err(|e| self.io(e))?;
+        let reader = BufReader::with_capacity(64 << 10, (&*file).take(to - mark.at));
+        let mut lines = Lines::new(reader, mark.at);
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        let mut seq = mark.seq;
+        while out.len() < limit && bytes < MAX_PAGE_BYTES {
+            let Some(piece) = lines.next_piece().map_err(|e| self.io(e))? else {
+                break;
+            };
+            if piece.kind != Kind::Whole {
+                return Ok(None);
+            }
+            if seq > after {
+                let Some(line) = Line::parse(lines.bytes()).filter(|l| l.seq == seq) else {
+                    return Ok(None);
+                };
+                bytes += line.json.len();
+                out.push(Arc::new(line));
+            }
+            seq += 1;
+        }
+        Ok(Some(out))
+    }
+
+    /// [`Journal::read_file`] in a damaged journal: each line is judged by
+    /// the scan's rule, from the mark's state on.
+    fn read_judged(
+        &self,
+        file: &mut std::fs::File,
+        mut mark: Mark,
+        to: u64,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Arc<Line>>, JournalError> {
         let mut out = Vec::new();
         let mut bytes = 0u64;
         'marks: loop {
             let from = mark.at;
             file.seek(SeekFrom::Start(from)).map_err(|e| self.io(e))?;
             // Only what the index said was whole when this began.
-            let reader = BufReader::with_capacity(64 << 10, (&file).take(to - from));
+            let reader = BufReader::with_capacity(64 << 10, (&*file).take(to - from));
             let mut lines = Lines::new(reader, from);
             // A mark is a served line: the rule takes it as the scan did,
             // and goes on from where the scan was just after it.

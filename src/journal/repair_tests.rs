@@ -424,3 +424,56 @@ fn reads_across_megabytes_of_damage_find_the_events_after_it() {
     assert!(marks < 20, "{marks}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_line_damaged_after_a_report_is_reported_then_and_the_old_not_again() {
+    let dir = temp("again");
+    let mut bytes = written(&dir, "cr_r", 20);
+    let path = dir.join("cr_r.jsonl");
+    let at = starts(&bytes);
+    bytes[at[4]] = b'!';
+    std::fs::write(&path, &bytes).unwrap();
+    let first = served(&Journal::new(&dir, "cr_r"));
+    assert_eq!(report(first.last().unwrap()).skipped[0].after_seq, 4);
+    // Line 10 is damaged since.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[at[9]] = b'!';
+    std::fs::write(&path, &bytes).unwrap();
+    let j = Journal::new(&dir, "cr_r");
+    let got = served(&j);
+    let reports: Vec<Repaired> = got
+        .iter()
+        .filter(|l| l.kind == REPAIRED)
+        .map(|l| report(l))
+        .collect();
+    assert_eq!(reports.len(), 2);
+    assert_eq!(
+        reports[1]
+            .skipped
+            .iter()
+            .map(|r| r.after_seq)
+            .collect::<Vec<_>>(),
+        [9],
+        "only the new damage"
+    );
+    assert_eq!(seqs(&got).len(), 20 - 2 + 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_line_damaged_while_the_journal_is_open_is_skipped_by_reads() {
+    let dir = temp("open");
+    let n = RECENT_EVENTS as u64 + 100;
+    let bytes = written(&dir, "cr_o", n);
+    let path = dir.join("cr_o.jsonl");
+    let at = starts(&bytes);
+    let j = Journal::new(&dir, "cr_o");
+    assert_eq!(j.last_seq().unwrap(), n);
+    // Line 30, under the reader's feet (the window does not reach it).
+    let f = OpenOptions::new().write(true).open(&path).unwrap();
+    f.write_all_at(b"\0\0\0", at[29] as u64).unwrap();
+    drop(f);
+    assert_eq!(seqs(&j.lines(28, 3).unwrap()), [29, 31, 32]);
+    assert_eq!(seqs(&j.lines(29, 1).unwrap()), [31]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
