@@ -242,6 +242,12 @@ proptest! {
             }
             None => prop_assert_eq!(skipped, 0),
         }
+        // A read after any seq, in a gap too, starts at the next served.
+        let last = got.last().map_or(0, |l| l.seq);
+        for after in 0..=last {
+            let want: Vec<_> = got.iter().filter(|l| l.seq > after).take(3).cloned().collect();
+            prop_assert_eq!(j.read_file(after, 3).unwrap(), want, "after {}", after);
+        }
         let reopened = Journal::new(&dir, "cr_p");
         prop_assert_eq!(served(&reopened), got.clone());
         // Appends go on past every seq served.
