@@ -3,15 +3,25 @@
 //! `{"seq":N,"at_ms":T,"kind":"…","data":…}`.
 //!
 //! An event is written and fdatasync'd before anyone can read it, so what a
-//! reader was served survives kill -9. A crash can only tear the last line
-//! (a line is one `write`); opening the journal drops a torn last line, so it
-//! is never served. Sequence numbers start at 1 and have no gaps, which is
-//! what lets a stream resume after any `seq` with no gap and no duplicate.
+//! reader was served survives kill -9. A crash can only leave the last line
+//! unfinished (an append is one `write`): opening the journal copies those
+//! bytes aside and cuts them (`repair.rs`), the only bytes ever removed, so
+//! they are never served. Sequence numbers start at 1 and ascend by one,
+//! which is what lets a stream resume after any `seq` with no gap and no
+//! duplicate.
+//!
+//! Any other damage (bit rot, a stray write) costs only the lines it hits:
+//! `rule.rs` says which lines are served, the same for the scan and for
+//! every read; a damaged line is skipped and stays in the file, the events
+//! after it are served, and a `journal_repaired` event (`report.rs`) says
+//! what was skipped, once. Its seq is past every seq the damage could have
+//! held, so no seq a reader may have seen is given again.
 //!
 //! The index is sparse: one offset every [`STRIDE`] events (or every
 //! [`MARK_BYTES`] of file, whichever comes first), so its memory stays small
 //! at any journal size; a read seeks to the nearest offset at or before
-//! what it wants and scans forward, at most a stride of lines.
+//! what it wants and scans forward, at most a stride of lines (and skips
+//! damage that runs past a mark's span to the next mark).
 //!
 //! A journal has caps ([`Caps`]: bytes and events). A harness's events
 //! ([`Journal::append_output`]) are journalled only while they fit under
@@ -33,12 +43,16 @@
 //! the write lock across their write and sync, readers only the index lock,
 //! which no I/O is ever done under.
 
+mod lines;
 pub mod registry;
+mod repair;
+mod report;
+mod rule;
 mod scan;
 
 use std::collections::VecDeque;
 use std::fs::OpenOptions;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,7 +61,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::value::RawValue;
 use tokio::sync::watch;
 
+use lines::{Kind, Lines};
+use repair::TailFix;
+use report::Damage;
+use rule::Sequence;
+
 pub use registry::Journals;
+pub use report::{Repaired, Run, SetAside, MAX_LISTED, REPAIRED};
 pub use room_machines::session::JournalCap;
 
 /// The longest line a journal holds; a harness event longer than this is
@@ -251,16 +271,19 @@ pub struct Journal {
     caps: Caps,
 }
 
-/// Where some lines start, where the file ends, and the recent lines.
+/// Where some served lines start, where the file ends, and the recent
+/// lines.
 #[derive(Debug, Default)]
 struct Index {
-    /// `(seq, offset)` of the first line, of every [`STRIDE`]th after the
-    /// last kept one and of the first after [`MARK_BYTES`] since it;
-    /// ascending in both.
-    marks: Vec<(u64, u64)>,
-    /// The last seq (0: none).
-    last: u64,
-    /// Where the last whole line ends: the file's length.
+    /// The first served line, every [`STRIDE`]th after the last kept one
+    /// and the first that starts [`MARK_BYTES`] or more after it; ascending.
+    /// So no served line starts `MARK_BYTES` or more past a mark before the
+    /// next mark.
+    marks: Vec<Mark>,
+    /// Where the sequence stands: the last seq served, and the bytes since
+    /// the last sure line (which set the next seq).
+    seq: Sequence,
+    /// Where the last line (served or damaged) ends: where appends go.
     end: u64,
     /// The last lines, oldest first.
     recent: VecDeque<Arc<Line>>,
@@ -268,38 +291,89 @@ struct Index {
     recent_bytes: usize,
     /// The last event's time (0: none).
     last_at: u64,
+    /// What the file's end needs and what is to be reported, until done.
+    pending: Option<Pending>,
+    /// Whether the scan passed over a damaged line: if not, every line
+    /// from the first served one on is served, one seq after another.
+    damaged: bool,
+}
+
+/// A served line the index keeps: a read can start there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mark {
+    /// Its seq.
+    seq: u64,
+    /// Its offset.
+    at: u64,
+    /// The sequence's slack just after it (see [`rule`]), so a read from it
+    /// judges the lines after it as the scan did.
+    slack: u64,
+}
+
+/// A repair not done yet: the file's end to mend, then the damage to
+/// report in a `journal_repaired` event.
+#[derive(Debug)]
+struct Pending {
+    fix: TailFix,
+    damage: Damage,
+    set_aside: Option<SetAside>,
 }
 
 impl Index {
     fn last_seq(&self) -> u64 {
-        self.last
+        self.seq.last()
     }
 
     fn end(&self) -> u64 {
         self.end
     }
 
-    /// Adds the next line (which ends at `end`) to the index and the
-    /// recent window.
-    fn push(&mut self, line: Line, end: u64) {
+    /// Adds the next served line (which ends at `end`) to the index and the
+    /// recent window; `appended` when room-core has just written it.
+    fn push(&mut self, line: Line, end: u64, appended: bool) {
         let start = self.end;
-        let keep = self.marks.last().map_or(true, |&(seq, at)| {
-            line.seq - seq >= STRIDE || start - at >= MARK_BYTES
+        if appended {
+            self.seq.appended(line.seq);
+        } else {
+            self.seq.served(&line, end - start);
+        }
+        let keep = self.marks.last().map_or(true, |m| {
+            line.seq - m.seq >= STRIDE || start - m.at >= MARK_BYTES
         });
         if keep {
-            self.marks.push((line.seq, start));
+            self.marks.push(Mark {
+                seq: line.seq,
+                at: start,
+                slack: self.seq.slack(),
+            });
         }
-        self.last = line.seq;
         self.end = end;
         self.last_at = line.at_ms;
         self.remember(line);
     }
 
-    /// The kept line nearest at or before seq `seq` (1 ..= last): its seq
-    /// and offset.
-    fn mark_before(&self, seq: u64) -> (u64, u64) {
-        let i = self.marks.partition_point(|&(s, _)| s <= seq);
+    /// Passes over a damaged line of `len` bytes.
+    fn skip(&mut self, len: u64) {
+        self.seq.skipped(len);
+        self.end += len;
+        self.damaged = true;
+    }
+
+    /// The kept line nearest at or before seq `seq` (else the first).
+    /// There is one once a line has been served.
+    fn mark_before(&self, seq: u64) -> Mark {
+        let i = self.marks.partition_point(|m| m.seq <= seq);
         self.marks[i.saturating_sub(1)]
+    }
+
+    /// For a damaged line from `start` to `end`: when it reaches
+    /// [`MARK_BYTES`] past the kept line before it, no served line comes
+    /// between it and the next kept one, so a read goes there: `Some` of
+    /// that line (`Some(None)`: there is none).
+    fn past_span(&self, start: u64, end: u64) -> Option<Option<Mark>> {
+        let i = self.marks.partition_point(|m| m.at <= start);
+        let before = self.marks.get(i.checked_sub(1)?)?;
+        (end >= before.at + MARK_BYTES).then(|| self.marks.get(i).copied())
     }
 
     /// Keeps `line` in the recent window, dropping the oldest past its
@@ -326,11 +400,13 @@ impl Index {
         if after >= self.last_seq() {
             return Some(Vec::new());
         }
+        // The window holds every served line from its first on (seqs may
+        // have gaps where lines were damaged).
         let first = self.recent.front()?.seq;
         if after + 1 < first {
             return None;
         }
-        let skip = (after + 1 - first) as usize;
+        let skip = self.recent.partition_point(|l| l.seq <= after);
         Some(self.recent.iter().skip(skip).take(limit).cloned().collect())
     }
 }
@@ -338,6 +414,14 @@ impl Index {
 /// `<state_dir>/events`, where the journals live.
 pub fn dir(state_dir: &Path) -> PathBuf {
     state_dir.join("events")
+}
+
+/// Now, in Unix ms.
+fn unix_ms() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(now.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -386,17 +470,63 @@ impl Journal {
         }
     }
 
-    /// Scans the file (repairing a torn last line) unless it was; the
-    /// caller holds the write lock, so no append runs meanwhile.
-    fn load(&self, _write: &MutexGuard<'_, ()>) -> Result<(), JournalError> {
+    /// Scans the file unless it was, then repairs it (see
+    /// [`Journal::settle`]); the caller holds the write lock, so no append
+    /// runs meanwhile. A repair that fails is logged and tried again by the
+    /// next append: readers are served meanwhile, from what the scan found.
+    fn load(&self, write: &MutexGuard<'_, ()>) -> Result<(), JournalError> {
         if lock(&self.index).is_some() {
             return Ok(());
         }
-        let index = scan::open(&self.path).map_err(|e| self.io(e))?;
+        let scan::Scanned {
+            mut index,
+            damage,
+            fix,
+        } = scan::open(&self.path).map_err(|e| self.io(e))?;
+        if fix != TailFix::Sound || damage.news().runs > 0 {
+            index.pending = Some(Pending {
+                fix,
+                damage,
+                set_aside: None,
+            });
+        }
         let last = index.last_seq();
+        let repair = index.pending.is_some();
         *lock(&self.index) = Some(index);
         self.tail.send_modify(|t| t.last = last);
+        if repair {
+            if let Err(e) = self.write_locked(write, Vec::new(), unix_ms(), false) {
+                log::error!("{}: cannot repair it yet: {e}", self.path.display());
+            }
+        }
         Ok(())
+    }
+
+    /// Does what a scan left pending, first thing before an append: mends
+    /// the file's end (setting an unfinished line aside) and returns the
+    /// `journal_repaired` event to write first, if there is damage not
+    /// reported yet, with what it reports. What fails stays pending.
+    fn settle(&self) -> Result<Option<(NewEvent, Pending)>, JournalError> {
+        let Some(mut pending) = lock(&self.index).as_mut().and_then(|i| i.pending.take()) else {
+            return Ok(None);
+        };
+        match repair::mend(&self.path, pending.fix) {
+            Ok(set_aside) => {
+                pending.fix = TailFix::Sound;
+                pending.set_aside = pending.set_aside.take().or(set_aside);
+            }
+            Err(e) => {
+                if let Some(index) = lock(&self.index).as_mut() {
+                    index.pending = Some(pending);
+                }
+                return Err(self.io(e));
+            }
+        }
+        let end = lock(&self.index).as_ref().expect("loaded").end();
+        Ok(pending
+            .damage
+            .event(end, pending.set_aside.clone())
+            .map(|event| (event, pending)))
     }
 
     /// Makes sure the file has been scanned.
@@ -459,11 +589,62 @@ impl Journal {
             return Ok(Appended::default());
         }
         self.load(&write)?;
-        let own = std::mem::take(&mut *lock(&self.staged));
+        self.write_locked(&write, events, at_ms, capped)
+    }
+
+    /// [`Journal::write`] once the file is scanned, under the write lock:
+    /// the repair's report first (see [`Journal::settle`]), then the staged
+    /// events, then `events`.
+    fn write_locked(
+        &self,
+        _write: &MutexGuard<'_, ()>,
+        events: Vec<NewEvent>,
+        at_ms: u64,
+        capped: bool,
+    ) -> Result<Appended, JournalError> {
+        let report = self.settle()?;
+        let mut own = Vec::new();
+        if let Some((event, _)) = &report {
+            own.push(event.clone());
+        }
+        own.append(&mut lock(&self.staged));
+        let written = self.append_now(own, events, at_ms, capped);
+        match (&written, report) {
+            (Ok(a), Some((_, pending))) => log::warn!(
+                "{}: {} damaged lines ({} bytes) reported in a {REPAIRED} event, seq {}",
+                self.path.display(),
+                pending.damage.news().lines,
+                pending.damage.news().bytes,
+                a.events.first().map_or(0, |e| e.seq),
+            ),
+            // The report is still to be written.
+            (Err(_), Some((_, pending))) => {
+                if let Some(index) = lock(&self.index).as_mut() {
+                    index.pending = Some(pending);
+                }
+            }
+            _ => {}
+        }
+        written
+    }
+
+    /// Writes `own` events (never capped) and then `events` at the file's
+    /// end with one write and one fdatasync, then indexes them and tells
+    /// readers.
+    fn append_now(
+        &self,
+        own: Vec<NewEvent>,
+        events: Vec<NewEvent>,
+        at_ms: u64,
+        capped: bool,
+    ) -> Result<Appended, JournalError> {
+        if own.is_empty() && events.is_empty() {
+            return Ok(Appended::default());
+        }
         let (end, first) = {
             let index = lock(&self.index);
             let index = index.as_ref().expect("loaded");
-            (index.end(), index.last_seq() + 1)
+            (index.end(), index.seq.next())
         };
         let mut bytes = Vec::new();
         let mut lines = Vec::with_capacity(own.len() + events.len());
@@ -537,11 +718,10 @@ impl Journal {
             let mut index = lock(&self.index);
             let index = index.as_mut().expect("loaded");
             for (line, end) in lines {
-                index.push(line, end);
+                index.push(line, end, true);
             }
             index.last_seq()
         };
-        drop(write);
         self.written.fetch_add(out.len() as u64, Ordering::Relaxed);
         self.tail.send_modify(|t| t.last = last);
         Ok(Appended {
@@ -595,56 +775,145 @@ impl Journal {
 
     /// Up to `limit` lines after seq `after`, oldest first: from memory when
     /// they are recent, else from the file, from the nearest indexed line
-    /// on. Stops early past [`MAX_PAGE_BYTES`] (after at least one line).
+    /// on, skipping damaged lines by the same rule as the scan. Stops early
+    /// once the lines it serves and the damaged ones it passes over come to
+    /// [`MAX_PAGE_BYTES`] (after at least one line).
     pub fn lines(&self, after: u64, limit: usize) -> Result<Vec<Arc<Line>>, JournalError> {
         let limit = limit.min(MAX_PAGE);
         self.ensure()?;
-        let (mut seq, from, to) = {
+        if let Some(lines) = lock(&self.index)
+            .as_ref()
+            .and_then(|i| i.recent_after(after, limit))
+        {
+            return Ok(lines);
+        }
+        self.read_file(after, limit)
+    }
+
+    /// [`Journal::lines`] from the file, once it is scanned.
+    fn read_file(&self, after: u64, limit: usize) -> Result<Vec<Arc<Line>>, JournalError> {
+        self.ensure()?;
+        let (mark, to, damaged) = {
             let index = lock(&self.index);
             let index = index.as_ref().expect("loaded");
-            if let Some(lines) = index.recent_after(after, limit) {
-                return Ok(lines);
-            }
             if after >= index.last_seq() || limit == 0 {
                 return Ok(Vec::new());
             }
-            let (seq, from) = index.mark_before(after + 1);
-            (seq, from, index.end())
-        };
-        let bad = |what: &str, seq: u64| {
-            self.io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("{what} (seq {seq})"),
-            ))
+            (index.mark_before(after + 1), index.end(), index.damaged)
         };
         let mut file = std::fs::File::open(&self.path).map_err(|e| self.io(e))?;
-        file.seek(SeekFrom::Start(from)).map_err(|e| self.io(e))?;
-        // Only what the index said was whole when this began.
-        let mut reader = BufReader::with_capacity(64 << 10, file.take(to - from));
+        if !damaged {
+            if let Some(lines) = self.read_counted(&mut file, mark, to, after, limit)? {
+                return Ok(lines);
+            }
+            log::warn!(
+                "{}: a line is not what the scan found there; reading it as a damaged journal",
+                self.path.display()
+            );
+        }
+        self.read_judged(&mut file, mark, to, after, limit)
+    }
+
+    /// [`Journal::read_file`] in a journal with no damaged line: lines are
+    /// counted from the mark, and only those served are parsed. `None` when
+    /// a line is not the event expected there (the file changed since the
+    /// scan).
+    fn read_counted(
+        &self,
+        file: &mut std::fs::File,
+        mark: Mark,
+        to: u64,
+        after: u64,
+        limit: usize,
+    ) -> Result<Option<Vec<Arc<Line>>>, JournalError> {
+        file.seek(SeekFrom::Start(mark.at))
+            .map_err(|e| self.io(e))?;
+        let reader = BufReader::with_capacity(64 << 10, (&*file).take(to - mark.at));
+        let mut lines = Lines::new(reader, mark.at);
         let mut out = Vec::new();
         let mut bytes = 0;
-        let mut buf = Vec::new();
+        let mut seq = mark.seq;
         while out.len() < limit && bytes < MAX_PAGE_BYTES {
-            buf.clear();
-            let n = reader
-                .by_ref()
-                .take(MAX_LINE as u64 + 1)
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| self.io(e))?;
-            if n == 0 {
+            let Some(piece) = lines.next_piece().map_err(|e| self.io(e))? else {
                 break;
-            }
-            if buf.pop() != Some(b'\n') {
-                return Err(bad("a journalled line is cut or too long", seq));
+            };
+            if piece.kind != Kind::Whole {
+                return Ok(None);
             }
             if seq > after {
-                let line = Line::parse(&buf)
-                    .filter(|l| l.seq == seq)
-                    .ok_or_else(|| bad("a journalled line is no longer an event", seq))?;
+                let Some(line) = Line::parse(lines.bytes()).filter(|l| l.seq == seq) else {
+                    return Ok(None);
+                };
                 bytes += line.json.len();
                 out.push(Arc::new(line));
             }
             seq += 1;
+        }
+        Ok(Some(out))
+    }
+
+    /// [`Journal::read_file`] in a damaged journal: each line is judged by
+    /// the scan's rule, from the mark's state on.
+    fn read_judged(
+        &self,
+        file: &mut std::fs::File,
+        mut mark: Mark,
+        to: u64,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Arc<Line>>, JournalError> {
+        let mut out = Vec::new();
+        let mut bytes = 0u64;
+        'marks: loop {
+            let from = mark.at;
+            file.seek(SeekFrom::Start(from)).map_err(|e| self.io(e))?;
+            // Only what the index said was whole when this began.
+            let reader = BufReader::with_capacity(64 << 10, (&*file).take(to - from));
+            let mut lines = Lines::new(reader, from);
+            // A mark is a served line: the rule takes it as the scan did,
+            // and goes on from where the scan was just after it.
+            let mut seq = Sequence::after(mark.seq - 1, 0);
+            while out.len() < limit && (out.is_empty() || bytes < MAX_PAGE_BYTES as u64) {
+                let Some(piece) = lines.next_piece().map_err(|e| self.io(e))? else {
+                    break 'marks;
+                };
+                let line = match piece.kind {
+                    Kind::Whole | Kind::Unterminated { kept: true } => seq.check(lines.bytes()),
+                    Kind::TooLong | Kind::Unterminated { kept: false } => None,
+                };
+                match line {
+                    Some(line) => {
+                        seq.served(&line, piece.len);
+                        if piece.start == mark.at {
+                            seq = Sequence::after(mark.seq, mark.slack);
+                        }
+                        if line.seq > after {
+                            bytes += line.json.len() as u64;
+                            out.push(Arc::new(line));
+                        }
+                    }
+                    None => {
+                        seq.skipped(piece.len);
+                        bytes += piece.len;
+                        // Past a mark's span, damage runs to the next mark:
+                        // go there rather than read it.
+                        if piece.end() >= from + MARK_BYTES {
+                            let past = lock(&self.index)
+                                .as_ref()
+                                .and_then(|i| i.past_span(piece.start, piece.end()));
+                            match past {
+                                Some(Some(next)) if next.at < to => {
+                                    mark = next;
+                                    continue 'marks;
+                                }
+                                Some(_) => break 'marks,
+                                None => {}
+                            }
+                        }
+                    }
+                }
+            }
+            break;
         }
         Ok(out)
     }
@@ -660,13 +929,27 @@ impl Journal {
             .collect()
     }
 
-    /// The last event of `kind`, searching back from the end a page at a time.
+    /// The last event of `kind`, searching back from the end a stretch of
+    /// [`MAX_PAGE`] seqs at a time (each read page by page).
     pub fn last_of(&self, kind: &str) -> Result<Option<Event>, JournalError> {
         let mut before = self.last_seq()?;
         while before > 0 {
             let after = before.saturating_sub(MAX_PAGE as u64);
-            let lines = self.lines(after, (before - after) as usize)?;
-            if let Some(line) = lines.iter().rev().find(|l| l.kind == kind) {
+            let mut found = None;
+            let mut from = after;
+            while from < before {
+                let lines = self.lines(from, MAX_PAGE)?;
+                let Some(last) = lines.last() else { break };
+                from = last.seq;
+                if let Some(line) = lines
+                    .iter()
+                    .rev()
+                    .find(|l| l.seq <= before && l.kind == kind)
+                {
+                    found = Some(line.clone());
+                }
+            }
+            if let Some(line) = found {
                 let event = serde_json::from_str(&line.json).map_err(|e| {
                     self.io(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
                 })?;
@@ -680,5 +963,9 @@ impl Journal {
 
 #[cfg(test)]
 mod caps_tests;
+#[cfg(test)]
+mod repair_props;
+#[cfg(test)]
+mod repair_tests;
 #[cfg(test)]
 mod tests;

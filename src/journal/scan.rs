@@ -1,17 +1,33 @@
 //! Opening a journal: create it (mode 0600) or read it through once, line
-//! by line, to index where each line starts, keep the last lines for
-//! readers, and drop a torn last line.
+//! by line, to index where its served lines start, keep the last ones for
+//! readers, and find what is damaged. A scan only reads: what the file's
+//! end needs ([`TailFix`]) and what is to be reported ([`Damage`]) are done
+//! by the journal afterwards.
 
 use std::fs::OpenOptions;
-use std::io::{BufRead, BufReader, Read};
+use std::io::BufReader;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use super::{Index, Line, MAX_LINE};
+use super::lines::{Kind, Lines};
+use super::repair::TailFix;
+use super::report::{Damage, REPAIRED};
+use super::Index;
 
-/// Opens (creating, mode 0600) the journal at `path`, drops a torn last line
-/// and returns its index. The file is read in a stream, never whole.
-pub(super) fn open(path: &Path) -> std::io::Result<Index> {
+/// What a scan found.
+#[derive(Debug)]
+pub(super) struct Scanned {
+    /// The served lines' index.
+    pub index: Index,
+    /// The damaged lines, kept in the file and skipped.
+    pub damage: Damage,
+    /// What the file's end needs before the next append.
+    pub fix: TailFix,
+}
+
+/// Opens (creating, mode 0600) the journal at `path` and scans it. The file
+/// is read in a stream, never whole, and is not changed.
+pub(super) fn open(path: &Path) -> std::io::Result<Scanned> {
     let dir = path.parent().unwrap_or(Path::new("."));
     if !dir.exists() {
         std::fs::create_dir_all(dir)?;
@@ -31,41 +47,91 @@ pub(super) fn open(path: &Path) -> std::io::Result<Index> {
         // is served (an fdatasync of the file does not promise that).
         sync_dir(Some(dir))?;
     }
-    let len = file.metadata()?.len();
     let mut index = Index::default();
-    let mut reader = BufReader::with_capacity(64 << 10, &file);
-    let mut buf = Vec::new();
-    let mut at = 0u64;
-    loop {
-        buf.clear();
-        // No line is longer than MAX_LINE: a longer one is not ours.
-        let n = (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut buf)?;
-        if n == 0 || buf.last() != Some(&b'\n') {
-            break;
+    let mut damage = Damage::default();
+    let mut fix = TailFix::Sound;
+    let mut lines = Lines::new(BufReader::with_capacity(64 << 10, &file), 0);
+    while let Some(piece) = lines.next_piece()? {
+        let line = match piece.kind {
+            Kind::Whole | Kind::Unterminated { kept: true } => index.seq.check(lines.bytes()),
+            Kind::TooLong | Kind::Unterminated { kept: false } => None,
+        };
+        let unterminated = matches!(piece.kind, Kind::Unterminated { .. });
+        match line {
+            Some(line) => {
+                damage.good();
+                if line.kind == REPAIRED {
+                    if let Ok(event) = serde_json::from_str::<super::Event>(&line.json) {
+                        damage.reported(event.data.get());
+                    }
+                }
+                // A whole last event that lacks only its newline is kept:
+                // indexed as if it had it, which the repair then writes.
+                if unterminated {
+                    fix = TailFix::Newline { at: piece.end() };
+                    index.push(line, piece.end() + 1, false);
+                } else {
+                    index.push(line, piece.end(), false);
+                }
+            }
+            // Only the file's last bytes can be unterminated: a crash
+            // mid-append (never served) or what no event ever was.
+            None if unterminated => {
+                fix = TailFix::SetAside {
+                    at: piece.start,
+                    len: piece.len,
+                }
+            }
+            None => {
+                damage.bad(piece.start, piece.len, index.seq.last());
+                index.skip(piece.len);
+            }
         }
-        // A line that is not a whole event ends the journal: only the last
-        // line can be torn, and nothing after a torn line is trusted.
-        let line = Line::parse(&buf[..n - 1]).filter(|l| l.seq == index.last_seq() + 1);
-        let Some(line) = line else { break };
-        at += n as u64;
-        index.push(line, at);
     }
-    if at < len {
+    damage.finish();
+    log_damage(path, &damage);
+    Ok(Scanned { index, damage, fix })
+}
+
+/// Logs the damaged lines a scan skipped: each new run (the first few),
+/// and how many were reported before.
+fn log_damage(path: &Path, damage: &Damage) {
+    let news = damage.news();
+    if news.runs > 0 {
+        let mut runs: Vec<String> = damage
+            .listed()
+            .iter()
+            .take(10)
+            .map(|r| {
+                format!(
+                    "{} bytes ({} lines) at byte {} after seq {}",
+                    r.bytes, r.lines, r.offset, r.after_seq
+                )
+            })
+            .collect();
+        if news.runs > runs.len() as u64 {
+            runs.push(format!("{} more runs", news.runs - runs.len() as u64));
+        }
         log::warn!(
-            "{}: dropping {} bytes of a torn last event",
+            "{}: skipping {} damaged lines ({} bytes), kept in the file and not served: {}; \
+             the events after them are served",
             path.display(),
-            len - at
+            news.lines,
+            news.bytes,
+            runs.join(", ")
         );
-        file.set_len(at)?;
-        file.sync_data()?;
     }
-    Ok(index)
+    let known = damage.found.lines - news.lines.min(damage.found.lines);
+    if known > 0 {
+        log::info!(
+            "{}: skipping {known} damaged lines reported before",
+            path.display()
+        );
+    }
 }
 
 /// fsyncs a folder, so the names made in it are durable.
-fn sync_dir(dir: Option<&Path>) -> std::io::Result<()> {
+pub(super) fn sync_dir(dir: Option<&Path>) -> std::io::Result<()> {
     match dir {
         Some(dir) => std::fs::File::open(dir)?.sync_all(),
         None => Ok(()),
