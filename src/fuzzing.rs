@@ -26,7 +26,9 @@ use crate::api::query::Query;
 use crate::error::Refusal;
 use crate::harness::Harness;
 use crate::journal::{Event, Journal, NewEvent, MAX_PAGE};
+use crate::procfs;
 use crate::supervise::output::{Line, LineReader};
+use crate::supervise::process;
 
 /// One fuzz target: its name (its file in `fuzz/fuzz_targets/` and its
 /// folder in `fuzz/corpus/`) and its body.
@@ -42,6 +44,7 @@ pub const TARGETS: &[Target] = &[
     ("harness_codex", harness_codex),
     ("agent_frame", agent_frame),
     ("journal_restore", journal_restore),
+    ("proc_reads", proc_reads),
 ];
 
 /// The project copy's status file, `<folder>.cloudroom-files`, which the
@@ -315,6 +318,46 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What a process shows of itself in `/proc`, which the agent account
+/// controls: its name (comm, up to 15 bytes but NUL, printed raw inside
+/// `/proc/PID/stat`) and its environment (`/proc/PID/environ`, the loop
+/// marker). The input's first bytes are a name: in a stat line as the
+/// kernel prints it, read as both readers read it, it must not move a
+/// field. The whole input is also read as a stat line, an environment and
+/// a `/proc/PID/cgroup`.
+pub fn proc_reads(data: &[u8]) {
+    let comm: Vec<u8> = data.iter().copied().filter(|b| *b != 0).take(15).collect();
+    let mut line = b"4242 (".to_vec();
+    line.extend(&comm);
+    line.extend(b") S 17 4243 4244 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 8192 200");
+    line.extend(b" 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n");
+    let text = String::from_utf8_lossy(&line);
+    let seen = procfs::parse_stat(&text).expect("the caller walk reads any name");
+    assert_eq!((seen.ppid, seen.start_time), (17, 987654), "{comm:?}");
+    let seen = process::parse_stat(&text).expect("the supervisor reads any name");
+    assert_eq!(
+        (
+            seen.pid,
+            seen.state,
+            seen.ppid,
+            seen.pgid,
+            seen.sid,
+            seen.start_time
+        ),
+        (4242, b'S', 17, 4243, 4244, 987654),
+        "{comm:?}"
+    );
+    let text = String::from_utf8_lossy(data);
+    let _ = procfs::parse_stat(&text);
+    let _ = process::parse_stat(&text);
+    if let Some(path) = process::parse_cgroup_v2(&text) {
+        assert!(!path.contains('\n'));
+    }
+    if let Some(marker) = procfs::parse_marker(data) {
+        assert!(!marker.contains('\0'));
     }
 }
 

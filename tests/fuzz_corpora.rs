@@ -87,6 +87,11 @@ fn journal_restore_corpus() {
     replay("journal_restore");
 }
 
+#[test]
+fn proc_reads_corpus() {
+    replay("proc_reads");
+}
+
 /// Names in a folder, without the extension given.
 fn names(dir: &Path, strip: &str) -> BTreeSet<String> {
     std::fs::read_dir(dir)
