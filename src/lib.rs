@@ -11,6 +11,8 @@ pub mod backoff;
 pub mod config;
 pub mod error;
 pub mod files;
+/// The fuzz targets' bodies, shared by `fuzz/` and `tests/fuzz_corpora.rs`.
+pub mod fuzzing;
 pub mod harness;
 pub mod journal;
 pub mod metrics;

@@ -19,7 +19,7 @@
 //! timeout) hold only their own connection.
 
 pub mod caps;
-mod conn;
+pub mod conn;
 mod gate;
 pub mod peer;
 pub mod socket_file;

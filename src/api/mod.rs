@@ -11,7 +11,7 @@ pub mod bodies;
 mod follow;
 pub mod limits;
 mod listen;
-mod query;
+pub mod query;
 mod request;
 pub mod routes;
 pub mod stream;

@@ -63,9 +63,13 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
     })
 }
 
-/// `/proc/PID/stat`; `None` when the process is gone.
+/// `/proc/PID/stat`; `None` when the process is gone. Read as bytes: comm
+/// is whatever name the process gave itself, not always UTF-8, and a name
+/// must not hide a process.
 pub fn stat(pid: u32) -> Option<Stat> {
-    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    parse_stat(&String::from_utf8_lossy(
+        &std::fs::read(format!("/proc/{pid}/stat")).ok()?,
+    ))
 }
 
 /// The start time (field 22) of `pid`, if it exists.
