@@ -158,9 +158,12 @@ fn with_the_disk_full_at_a_restart_the_service_comes_up_degraded_and_recovers_wh
     std::fs::remove_file(svc.state.join("listen")).unwrap();
     let filler = mount.fill();
     svc.start_again();
-    // Up, and it says why it is not all right.
-    let (status, v) = svc.get("/v1/ready");
-    assert_eq!(status, 200, "{v}");
+    // Up (ready a moment after it listens), and it says why it is not all
+    // right.
+    let v = wait_until("the service to be ready", Duration::from_secs(10), || {
+        let (status, v) = svc.get("/v1/ready");
+        (status == 200).then_some(v)
+    });
     let why = v["degraded"].as_str().unwrap_or_default();
     assert!(
         why.starts_with("cannot write ") && why.ends_with("No space left on device (os error 28)"),
