@@ -84,7 +84,13 @@ fn whole_lines(bytes: &[u8]) -> Vec<&[u8]> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    // Failures are kept beside this file, not in a top-level folder.
+    #![proptest_config(ProptestConfig {
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::WithSource("regressions"),
+        )),
+        ..ProptestConfig::with_cases(64)
+    })]
 
     #[test]
     fn damage_loses_no_intact_line_and_deletes_nothing(
