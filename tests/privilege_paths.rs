@@ -40,16 +40,25 @@ fn plant(root: &Path, agent: &nix::unistd::User) {
     symlink(&rootonly, owned.join("proj")).unwrap();
 }
 
-#[test]
-fn a_planted_link_at_any_depth_of_the_folder_fails_the_launch_and_root_writes_nothing_behind_it() {
-    let test = "a_planted_link_at_any_depth_of_the_folder_fails_the_launch_and_root_writes_nothing_behind_it";
-    let Some(agent) = agent(test) else { return };
+/// A service whose harnesses run as the agent account, and its work folder
+/// with the planted link in it; `None` after a skip.
+fn beside_the_agent(test: &str) -> Option<(Service, std::path::PathBuf)> {
+    let agent = agent(test)?;
     let svc = Service::start(json!({
         "agent_uid": agent.uid.as_raw(),
         "agent_socket": temp_root().join("agent.sock"),
     }));
     let work = svc.folder("w");
     plant(&work, &agent);
+    Some((svc, work))
+}
+
+#[test]
+fn a_planted_link_at_any_depth_of_the_folder_fails_the_launch_and_root_writes_nothing_behind_it() {
+    let test = "a_planted_link_at_any_depth_of_the_folder_fails_the_launch_and_root_writes_nothing_behind_it";
+    let Some((svc, work)) = beside_the_agent(test) else {
+        return;
+    };
     let link = work.join("owned/proj");
     for folder in [link.join("service.d"), link.join("a/b"), link.clone()] {
         let s = svc.start_session(start_body(&folder, "claude", json!({})));
@@ -75,13 +84,9 @@ fn a_planted_link_at_any_depth_of_the_folder_fails_the_launch_and_root_writes_no
 #[test]
 fn a_linked_status_file_is_no_mark_and_its_target_is_never_shown() {
     let test = "a_linked_status_file_is_no_mark_and_its_target_is_never_shown";
-    let Some(agent) = agent(test) else { return };
-    let svc = Service::start(json!({
-        "agent_uid": agent.uid.as_raw(),
-        "agent_socket": temp_root().join("agent.sock"),
-    }));
-    let work = svc.folder("w");
-    plant(&work, &agent);
+    let Some((svc, work)) = beside_the_agent(test) else {
+        return;
+    };
     let secret = work.join("rootonly/secret");
     std::fs::write(&secret, "failed: root-only text 5b1e\n").unwrap();
     // The status file itself a link, and a folder whose parent is one.
