@@ -58,6 +58,22 @@ impl Drop for Tmpfs {
     }
 }
 
+/// A service whose state dir is a 2 MiB tmpfs (mounted over the folder of a
+/// first run, then started again on it); `None` after a skip.
+fn on_a_small_disk(test: &str) -> Option<(Service, Tmpfs)> {
+    let mut svc = Service::start(json!({}));
+    svc.stop();
+    let mount = match Tmpfs::mount(&svc.state, "2m") {
+        Ok(m) => m,
+        Err(why) => {
+            skip(test, &why);
+            return None;
+        }
+    };
+    svc.start_again();
+    Some((svc, mount))
+}
+
 fn view(svc: &Service, id: &str) -> Value {
     let mut v = svc.session(id);
     // Times aside, the view says everything the record does.
@@ -67,14 +83,11 @@ fn view(svc: &Service, id: &str) -> Value {
 
 #[test]
 fn with_the_disk_full_commands_change_nothing_and_nothing_acknowledged_is_lost() {
-    let test = "with_the_disk_full_commands_change_nothing_and_nothing_acknowledged_is_lost";
-    let mut svc = Service::start(json!({}));
-    svc.stop();
-    let mount = match Tmpfs::mount(&svc.state, "2m") {
-        Ok(m) => m,
-        Err(why) => return skip(test, &why),
+    let Some((mut svc, mount)) = on_a_small_disk(
+        "with_the_disk_full_commands_change_nothing_and_nothing_acknowledged_is_lost",
+    ) else {
+        return;
     };
-    svc.start_again();
     let start = |name: &str| {
         let folder = svc.folder(name);
         let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
@@ -134,14 +147,9 @@ fn with_the_disk_full_commands_change_nothing_and_nothing_acknowledged_is_lost()
 
 #[test]
 fn with_the_disk_full_at_a_restart_the_service_comes_up_degraded_and_recovers_when_room_is_back() {
-    let test = "with_the_disk_full_at_a_restart_the_service_comes_up_degraded_and_recovers_when_room_is_back";
-    let mut svc = Service::start(json!({}));
-    svc.stop();
-    let mount = match Tmpfs::mount(&svc.state, "2m") {
-        Ok(m) => m,
-        Err(why) => return skip(test, &why),
+    let Some((mut svc, mount)) = on_a_small_disk("with_the_disk_full_at_a_restart_the_service_comes_up_degraded_and_recovers_when_room_is_back") else {
+        return;
     };
-    svc.start_again();
     let ids: Vec<String> = (0..32)
         .map(|n| {
             let folder = svc.folder(&format!("w{n}"));
