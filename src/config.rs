@@ -111,7 +111,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        let launch = room_machines::LaunchConfig::default();
+        let launch = room_machines::launch::Config::default();
         Config {
             listen: "127.0.0.1:7710".into(),
             token: None,
@@ -267,8 +267,8 @@ impl Config {
     }
 
     /// The launch machine's limits.
-    pub fn launch(&self) -> room_machines::LaunchConfig {
-        room_machines::LaunchConfig {
+    pub fn launch(&self) -> room_machines::launch::Config {
+        room_machines::launch::Config {
             copy_wait: self.copy_wait_ms,
             mark_max_age: self.mark_max_age_ms,
             poll: self.poll_ms,

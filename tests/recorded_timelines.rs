@@ -11,8 +11,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use room_machines::launch::{self, Reason, WaitEnd, WaitOn};
-use room_machines::session::{Effect, Event, Stage};
+use room_machines::launch::{WaitEnd, WaitOn};
+use room_machines::session::{Effect, Event, LaunchEffect, Stage};
 use room_machines::timeline::{Begin, SessionRun, Timeline};
 use serde_json::json;
 
@@ -97,7 +97,7 @@ fn a_recorded_session_across_a_service_stop_replays_through_the_machine() {
     );
     let first = effects(&runs[0]);
     assert!(
-        first.contains(&Effect::Launch(launch::Effect::Ended(Reason::ServiceStop))),
+        first.contains(&Effect::Emit(Event::ServiceStopped)),
         "{first:?}"
     );
     assert!(!first.iter().any(|e| matches!(e, Effect::SpawnTurn { .. })));
@@ -110,15 +110,15 @@ fn a_recorded_session_across_a_service_stop_replays_through_the_machine() {
     assert_eq!(
         runs[1].effects,
         [
-            Effect::Launch(launch::Effect::Watch),
-            Effect::Launch(launch::Effect::Observe)
+            Effect::Launch(LaunchEffect::Watch),
+            Effect::Launch(LaunchEffect::Observe)
         ]
     );
     let second = effects(&runs[1]);
     let wait_for = position(&second, |e| {
         matches!(
             e,
-            Effect::Launch(launch::Effect::WaitFor {
+            Effect::Launch(LaunchEffect::WaitFor {
                 on: WaitOn::MissingMark,
                 ..
             })
@@ -127,17 +127,17 @@ fn a_recorded_session_across_a_service_stop_replays_through_the_machine() {
     let landed = position(&second, |e| {
         matches!(
             e,
-            Effect::Launch(launch::Effect::WaitEnded {
+            Effect::Launch(LaunchEffect::WaitEnded {
                 why: WaitEnd::Landed,
                 ..
             })
         )
     });
-    let ask = position(&second, |e| *e == Effect::Launch(launch::Effect::AskPermit));
+    let ask = position(&second, |e| *e == Effect::Launch(LaunchEffect::AskPermit));
     let spawn = position(&second, |e| matches!(e, Effect::SpawnTurn { seq: 1, .. }));
     let deliver = position(&second, |e| *e == Effect::DeliverPrompt { seq: 1 });
     let release = position(&second, |e| {
-        *e == Effect::Launch(launch::Effect::ReleasePermit)
+        *e == Effect::Launch(LaunchEffect::ReleasePermit)
     });
     assert!(
         wait_for < landed && landed < ask && ask < spawn && spawn < deliver && deliver < release,

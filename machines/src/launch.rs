@@ -88,8 +88,8 @@ pub enum Input {
         /// The harness's own session ID, if it reported one yet.
         native_id: Option<String>,
     },
-    /// The harness could not be started.
-    HarnessFailed(String),
+    /// The harness could not be started (the session says why).
+    HarnessFailed,
 }
 
 /// The launch's named deadlines.
@@ -141,7 +141,7 @@ pub enum Reason {
     /// The service stopped; the start is still persisted and will wait again.
     ServiceStop,
     /// The harness failed to start.
-    HarnessFailed(String),
+    HarnessFailed,
 }
 
 /// What the launch wants the runtime to do.
@@ -181,6 +181,9 @@ pub enum Effect {
     },
     /// Queue for a startup permit and answer with [`Input::PermitGranted`].
     AskPermit,
+    /// Withdraw the queued ask: the launch is over before its permit came.
+    /// A grant already on its way still arrives, and is given back.
+    CancelPermitAsk,
     /// Start the harness and answer with `HarnessStarted` or `HarnessFailed`.
     StartHarness,
     /// Give the startup permit back.
@@ -381,9 +384,9 @@ impl Launch {
                 self.state.phase = Phase::Started { native_id };
                 Outcome::Applied
             }
-            Input::HarnessFailed(msg) if self.state.phase == Phase::Starting => {
+            Input::HarnessFailed if self.state.phase == Phase::Starting => {
                 self.release_permit();
-                let r = Reason::HarnessFailed(msg);
+                let r = Reason::HarnessFailed;
                 self.state.phase = Phase::Ended(r.clone());
                 self.effects.push_back(Effect::Ended(r));
                 Outcome::Applied
@@ -515,8 +518,10 @@ impl Launch {
         matches!(self.state.phase, Phase::Checking | Phase::Waiting(_))
     }
 
-    /// Before the harness is up: stop completes by pausing the queue.
-    fn is_pending(&self) -> bool {
+    /// Whether the launch is under way, before its harness is up (the copy
+    /// wait, the permit, the first turn until it named its session): a stop
+    /// then completes by pausing the queue.
+    pub fn is_pending(&self) -> bool {
         matches!(
             self.state.phase,
             Phase::Checking | Phase::Waiting(_) | Phase::AwaitingPermit | Phase::Starting
@@ -570,6 +575,9 @@ impl Launch {
         self.effects.push_back(effect);
         if waiting {
             self.leave_wait();
+        }
+        if self.state.permit == Permit::Asked {
+            self.effects.push_back(Effect::CancelPermitAsk);
         }
         self.release_permit();
     }

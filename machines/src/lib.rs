@@ -28,7 +28,7 @@ pub use caller::{classify, Caller, EnvView, ProcView};
 pub use command::{Command, ParseError, Parsed};
 pub use copy::{CopyMark, MarkError, Observation};
 pub use id::valid_id;
-pub use launch::{Config as LaunchConfig, Effect, Input, Launch, Outcome, Plan, State, Timer};
+pub use launch::Launch;
 pub use policy::{decide, Decision, Scope};
 pub use request::{build as website_request, Body, Request};
 pub use session::Session;

@@ -155,11 +155,7 @@ fn probes() -> Vec<(&'static str, Millis, Input)> {
                 native_id: Some("n1".into()),
             },
         ),
-        (
-            "harness failed",
-            100,
-            Input::HarnessFailed("exec failed".into()),
-        ),
+        ("harness failed", 100, Input::HarnessFailed),
     ]
 }
 
@@ -462,7 +458,7 @@ fn the_transition_tables_in_the_doc_match_the_code() {
 // ---- the session machine (machines/src/session/) ----
 
 use room_machines::session::{
-    self as session, Exit, Process, Record, RelaunchMode, Session, Stage, Turn,
+    self as session, Exit, LaunchInput, Process, Record, RelaunchMode, Session, Stage, Turn,
 };
 
 const PROCESS: Process = Process {
@@ -473,7 +469,6 @@ const PROCESS: Process = Process {
 
 fn session_options(promised: bool) -> session::Options {
     session::Options {
-        harness: "claude".into(),
         promised,
         plan_only: false,
     }
@@ -492,8 +487,8 @@ type SessionSituation = (&'static str, bool, Vec<(Millis, Option<session::Input>
 
 fn session_situations() -> Vec<SessionSituation> {
     use session::Input as I;
-    let l = |i: Input| Some(I::Launch(i));
-    let missing = || l(Input::Observed(Observation::missing()));
+    let l = |i: LaunchInput| Some(I::Launch(i));
+    let missing = || l(LaunchInput::Observed(Observation::missing()));
     let spawned = |seq| {
         Some(I::TurnSpawned {
             seq,
@@ -503,7 +498,7 @@ fn session_situations() -> Vec<SessionSituation> {
     let first_turn = || {
         vec![
             (0, missing()),
-            (1, l(Input::PermitGranted)),
+            (1, l(LaunchInput::PermitGranted)),
             (2, spawned(1)),
         ]
     };
@@ -544,7 +539,7 @@ fn session_situations() -> Vec<SessionSituation> {
         (
             "first turn asked for",
             false,
-            vec![(0, missing()), (1, l(Input::PermitGranted))],
+            vec![(0, missing()), (1, l(LaunchInput::PermitGranted))],
         ),
         ("first turn running, not named yet", false, first_turn()),
         ("idle", false, idle()),
@@ -579,7 +574,7 @@ fn session_situations() -> Vec<SessionSituation> {
             false,
             vec![
                 (0, missing()),
-                (1, l(Input::PermitGranted)),
+                (1, l(LaunchInput::PermitGranted)),
                 (
                     2,
                     Some(I::SpawnFailed {
@@ -614,9 +609,12 @@ fn session_probes() -> Vec<SessionProbe> {
         ("relaunch wake", |_| I::Relaunch(RelaunchMode::Wake)),
         ("relaunch restart", |_| I::Relaunch(RelaunchMode::Restart)),
         ("service stop", |_| I::ServiceStop),
-        ("permit granted", |_| I::Launch(Input::PermitGranted)),
+        ("permit granted", |_| I::Launch(LaunchInput::PermitGranted)),
         ("observed: ready", |_| {
-            I::Launch(Input::Observed(Observation::marked(CopyMark::Ready, 0)))
+            I::Launch(LaunchInput::Observed(Observation::marked(
+                CopyMark::Ready,
+                0,
+            )))
         }),
         ("turn spawned", |s| I::TurnSpawned {
             seq: current_turn(s),
@@ -632,6 +630,9 @@ fn session_probes() -> Vec<SessionProbe> {
         }),
         ("prompt undelivered", |s| I::PromptUndelivered {
             seq: current_turn(s),
+            error: "ENOSPC".into(),
+        }),
+        ("persist failed", |_| I::PersistFailed {
             error: "ENOSPC".into(),
         }),
         ("turn ended, exit 0", |s| I::TurnEnded {
@@ -681,7 +682,7 @@ fn reach(promised: bool, steps: Vec<(Millis, Option<session::Input>)>) -> (Sessi
 fn session_effect(e: &session::Effect) -> String {
     use session::{Effect as E, Event};
     match e {
-        E::Emit(Event::Error { message }) => format!("error: \"{message}\""),
+        E::Emit(Event::Error { failure }) => format!("error: `{failure:?}`"),
         E::Emit(Event::State { state }) => format!("state → `{state:?}`"),
         E::Emit(ev) => {
             let v = serde_json::to_value(ev).unwrap();

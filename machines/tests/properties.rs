@@ -40,7 +40,7 @@ fn input() -> impl Strategy<Value = Input> {
         1 => Just(Input::ServiceStop),
         2 => Just(Input::PermitGranted),
         1 => Just(Input::HarnessStarted { native_id: Some("n1".into()) }),
-        1 => Just(Input::HarnessFailed("spawn failed".into())),
+        1 => Just(Input::HarnessFailed),
     ]
 }
 

@@ -14,10 +14,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use room_machines::copy::{CopyMark, Observation};
-use room_machines::launch::{self, Phase};
+use room_machines::launch;
 use room_machines::session::{
-    retry_difference, Config, Effect, Event, Exit, Input, Options, Outcome, Process, PromptId,
-    Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq,
+    retry_difference, Config, Effect, Event, Exit, Failure, Input, LaunchEffect, LaunchInput,
+    Options, Outcome, Process, PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields,
+    TurnSeq,
 };
 use room_machines::Millis;
 
@@ -108,12 +109,11 @@ fn raw() -> impl Strategy<Value = Input> {
     });
     prop_oneof![
         Just(Input::Timeout),
-        Just(Input::Launch(launch::Input::PermitGranted)),
-        Just(Input::Launch(launch::Input::Changed)),
-        Just(Input::Launch(launch::Input::Stop)),
-        Just(Input::Launch(launch::Input::HarnessStarted {
-            native_id: None
-        })),
+        Just(Input::Launch(LaunchInput::PermitGranted)),
+        Just(Input::Launch(LaunchInput::Changed)),
+        Just(Input::PersistFailed {
+            error: "ENOSPC".into()
+        }),
         (seq.clone(), process).prop_map(|(seq, process)| Input::TurnSpawned { seq, process }),
         seq.clone().prop_map(|seq| Input::SpawnFailed {
             seq,
@@ -219,19 +219,9 @@ fn durable(r: &Record) -> Record {
     r
 }
 
-fn live_launch(s: &Session) -> bool {
-    s.launch().is_some_and(|l| {
-        matches!(
-            l.state().phase,
-            Phase::Checking | Phase::Waiting(_) | Phase::AwaitingPermit | Phase::Starting
-        )
-    })
-}
-
 impl World {
     fn new(promised: bool, first: Option<String>) -> Result<World, TestCaseError> {
         let opts = Options {
-            harness: "claude".into(),
             promised,
             plan_only: false,
         };
@@ -276,8 +266,8 @@ impl World {
         match act {
             Act::Wait(dt) => return self.wait(dt),
             Act::App(input) | Act::Raw(input) => self.feed(input)?,
-            Act::Observe(o) => self.feed(Input::Launch(launch::Input::Observed(o)))?,
-            Act::Grant if self.asked => self.feed(Input::Launch(launch::Input::PermitGranted))?,
+            Act::Observe(o) => self.feed(Input::Launch(LaunchInput::Observed(o)))?,
+            Act::Grant if self.asked => self.feed(Input::Launch(LaunchInput::PermitGranted))?,
             Act::Spawn(ok) => {
                 if let Some(seq) = self.spawn {
                     self.feed(if ok {
@@ -451,7 +441,7 @@ impl World {
     /// What an applied input did to the world.
     fn world_follows(&mut self, input: &Input, before: &room_machines::session::State) -> Check {
         match input {
-            Input::Launch(launch::Input::PermitGranted) => {
+            Input::Launch(LaunchInput::PermitGranted) => {
                 self.asked = false;
                 self.granted += 1;
                 self.held_since = Some(self.now);
@@ -513,35 +503,38 @@ impl World {
         }
         let mut ended_now = Vec::new();
         let mut settled_now = BTreeSet::new();
+        let mut noted = None;
         for e in effects {
             self.seen.insert(name(e));
-            if let Effect::Emit(Event::Error { message }) = e {
-                for phrase in ERRORS.iter().filter(|p| message.contains(*p)) {
-                    self.seen.insert(format!("error: {phrase}"));
-                }
+            if let Effect::Emit(Event::Error { failure }) = e {
+                self.seen
+                    .insert(format!("error: {}", failure_kind(failure)));
             }
             match e {
                 Effect::Persist => {}
+                Effect::NoteSpawn { seq } => noted = Some(*seq),
                 Effect::Launch(le) => {
                     // A wait asks for its watch, then reads: the read is
-                    // what shows it waits again.
-                    let watch = matches!(le, launch::Effect::Watch);
-                    if let Some(from) = self.must_wait_from.take_if(|_| !watch) {
+                    // what shows it waits again. A permit given back (one
+                    // granted when no launch wanted it) says nothing of it.
+                    let not_the_wait =
+                        matches!(le, LaunchEffect::Watch | LaunchEffect::ReleasePermit);
+                    if let Some(from) = self.must_wait_from.take_if(|_| !not_the_wait) {
                         prop_assert_eq!(
                             le,
-                            &launch::Effect::Observe,
+                            &LaunchEffect::Observe,
                             "a restored waiting start did not wait again"
                         );
                         let _ = from;
                     }
                     match le {
-                        launch::Effect::AskPermit => {
+                        LaunchEffect::AskPermit => {
                             prop_assert!(!self.closed, "a closed session asked for a permit");
                             if self.s.record().stage == Stage::Starting {
                                 prop_assert!(
                                     matches!(
                                         input,
-                                        Some(Input::Launch(launch::Input::Observed(_)))
+                                        Some(Input::Launch(LaunchInput::Observed(_)))
                                             | Some(Input::Timeout)
                                     ),
                                     "a first launch asked for a permit before its wait ended ({input:?})"
@@ -549,7 +542,7 @@ impl World {
                             }
                             self.asked = true;
                         }
-                        launch::Effect::ReleasePermit => {
+                        LaunchEffect::ReleasePermit => {
                             self.released += 1;
                             self.held_since = None;
                             prop_assert!(
@@ -559,7 +552,7 @@ impl World {
                                 self.granted
                             );
                         }
-                        launch::Effect::WaitFor { until, .. } => {
+                        LaunchEffect::WaitFor { until, .. } => {
                             let began = self.s.launch().unwrap().state().began;
                             prop_assert_eq!(*until, began + config().launch.copy_wait);
                         }
@@ -581,10 +574,14 @@ impl World {
                     );
                     if r.stage == Stage::Starting {
                         prop_assert!(
-                            matches!(input, Some(Input::Launch(launch::Input::PermitGranted))),
+                            matches!(input, Some(Input::Launch(LaunchInput::PermitGranted))),
                             "a first turn without its permit ({input:?})"
                         );
                     }
+                    prop_assert!(
+                        effects[0] == Effect::Persist || noted == Some(*seq),
+                        "turn {seq} spawned with neither a write nor a note naming it: {effects:?}"
+                    );
                     self.spawn = Some(*seq);
                 }
                 Effect::DeliverPrompt { seq } => {
@@ -736,7 +733,7 @@ impl World {
     /// At the end of a run: every granted permit came back, except the one
     /// a launch's first turn holds while its harness is starting.
     fn permits_settled(&self) -> Check {
-        let starting = live_launch(&self.s)
+        let starting = self.s.launch_live()
             && self.s.shown() == room_machines::session::Shown::Pending
             && self
                 .s
@@ -759,17 +756,31 @@ impl World {
 
 /// The kinds of error a session reports, by a phrase of each.
 const ERRORS: [&str; 10] = [
-    "did not start within",
-    "was cut by a service stop before",
-    "was cut by a service stop; ",
-    "was cut by room-core ending without stopping it",
-    "could not be run",
-    "could not be started",
-    "could not be handed",
-    "before it named its session",
-    "the last turn failed",
-    "event journal is full",
+    "NotStarted",
+    "Cut ServiceStop before reporting in",
+    "Cut ServiceStop after reporting in",
+    "Cut ServiceEnd",
+    "PromptNotRun",
+    "NotSpawned",
+    "PromptUndelivered",
+    "ExitedBeforeNamed",
+    "TurnFailed",
+    "JournalFull",
 ];
+
+/// A failure's kind, as `ERRORS` names them: its variant, and for a cut
+/// turn what cut it and whether its harness had reported in.
+fn failure_kind(failure: &Failure) -> String {
+    match failure {
+        Failure::Cut { by, reported, .. } => format!(
+            "Cut {by:?} {} reporting in",
+            if *reported { "after" } else { "before" }
+        )
+        .replace("Cut ServiceEnd after reporting in", "Cut ServiceEnd")
+        .replace("Cut ServiceEnd before reporting in", "Cut ServiceEnd"),
+        other => name(other),
+    }
+}
 
 /// A value's variant as Debug prints it, with the launch's or event's own
 /// variant for the wrappers: `Signal { seq: 2, signal: Kill }` is
@@ -837,7 +848,7 @@ fn the_random_lives_reach_every_situation() {
     let mut runner = TestRunner::deterministic();
     let strategy = (any::<bool>(), prop::option::of("[a-z]{1,3}"), acts());
     let mut seen = BTreeSet::new();
-    for _ in 0..1000 {
+    for _ in 0..4000 {
         let (promised, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
         seen.extend(run(promised, first, acts).unwrap().seen);
     }
@@ -862,8 +873,8 @@ fn the_random_lives_reach_every_situation() {
         "Launch ReleasePermit",
         "Launch WaitFor",
         "Launch WaitEnded",
-        "Launch Closed",
-        "Launch Ended",
+        "Launch CancelPermitAsk",
+        "Launch Unwatch",
         "SpawnTurn",
         "DeliverPrompt",
         "Signal Term",

@@ -8,24 +8,23 @@
 //! app command ([`Runtime::command`]) a failed write puts the snapshot taken
 //! before `handle` back and drops the rest: the app is told nothing changed.
 //! After any other input the world has already changed (a process exited, a
-//! timer fired): the new state stays, the write is tried again at the end of
-//! every pass (and a second later if nothing comes), and a prompt whose turn
-//! could not be recorded is not handed over (`PromptUndelivered`).
+//! timer fired): the machine is told at once (`PersistFailed`), before the
+//! effects after the write, and decides what waits for the record.
 
 use std::collections::VecDeque;
 
-use room_machines::launch::{self, Phase};
-use room_machines::session::{Effect, EndWhy, Event, Exit, Input, Outcome, Refusal as Refused};
-use room_machines::Millis;
+use room_machines::launch::Phase;
+use room_machines::session::{
+    Effect, EndWhy, Event, Exit, Input, LaunchInput, Outcome, Refusal as Refused,
+};
+
+use serde_json::json;
 
 use super::Runtime;
 use crate::error::Refusal;
 use crate::journal::NewEvent;
-use crate::sessions::Session;
-
-/// How long after a failed write of a record it is tried again when no
-/// other input comes first.
-const RETRY_WRITE: Millis = 1000;
+use crate::sessions::failure_text::describe;
+use crate::sessions::{turn_key, Session};
 
 /// What one pass over a session collects while it carries out effects.
 #[derive(Default)]
@@ -37,20 +36,6 @@ pub(super) struct Pass {
     /// The same events, logged when they are journalled: a log line is a
     /// write to stderr, kept off the way to a spawn.
     pub logged: Vec<Event>,
-    /// Why the last `Persist` of this pass failed, if it did.
-    pub unwritten: Option<String>,
-    /// The launch gave up its watch: removed once the pass is over.
-    pub unwatch: bool,
-}
-
-/// Whether the session's launch is under way.
-pub(super) fn launch_live(s: &Session) -> bool {
-    s.machine.launch().is_some_and(|l| {
-        matches!(
-            l.state().phase,
-            Phase::Checking | Phase::Waiting(_) | Phase::AwaitingPermit | Phase::Starting
-        )
-    })
 }
 
 /// The refusal an app gets for the machine's.
@@ -158,9 +143,9 @@ impl Runtime {
     /// harness startup from it to the event that completes the launch.
     pub(super) fn step(&self, s: &mut Session, input: Input) -> Outcome {
         let now = self.clock.now();
-        let granted = input == Input::Launch(launch::Input::PermitGranted);
+        let granted = input == Input::Launch(LaunchInput::PermitGranted);
         let named = matches!(input, Input::NativeId { .. });
-        let was_live = launch_live(s);
+        let was_live = s.machine.launch_live();
         let recorded = s.recording.is_some().then(|| input.clone());
         let shown = log::log_enabled!(log::Level::Debug).then(|| format!("{input:?}"));
         let outcome = s.machine.handle(now, input);
@@ -170,16 +155,10 @@ impl Runtime {
         if let (Some(r), Some(input)) = (&mut s.recording, recorded) {
             r.input(now, input, outcome);
         }
-        if granted {
-            if outcome == Outcome::Applied && launch_live(s) {
-                s.permit_at = Some(now);
-            } else if outcome != Outcome::Applied {
-                // Not this session's any more (its launch is over): the
-                // permit goes to the next launch that waits.
-                self.release_permit();
-            }
+        if granted && s.machine.launch_live() {
+            s.permit_at = Some(now);
         }
-        if was_live && !launch_live(s) {
+        if was_live && !s.machine.launch_live() {
             let started = s
                 .machine
                 .launch()
@@ -196,14 +175,21 @@ impl Runtime {
     /// Carries out one effect.
     fn carry_out(&self, s: &mut Session, effect: Effect, pass: &mut Pass) {
         match effect {
-            Effect::Persist => match self.write(s) {
-                Ok(()) => pass.unwritten = None,
-                Err(e) => {
+            Effect::Persist => {
+                if let Err(e) = self.write(s) {
                     log::error!("{}: cannot write its record: {e}", s.id);
-                    s.unsaved = true;
-                    pass.unwritten = Some(e.to_string());
+                    let error = e.to_string();
+                    self.step(s, Input::PersistFailed { error });
                 }
-            },
+            }
+            Effect::NoteSpawn { seq } => {
+                // A failed note does not stop the spawn: the prompt is
+                // handed over only once a written record names the turn.
+                match self.store.note_spawn(&s.id, &turn_key(&s.id, seq)) {
+                    Ok(()) => s.spawn_noted = true,
+                    Err(e) => log::error!("{}: cannot note turn {seq} before its spawn: {e}", s.id),
+                }
+            }
             Effect::Launch(e) => self.launch_effect(s, e, pass),
             Effect::SpawnTurn {
                 seq,
@@ -218,7 +204,7 @@ impl Runtime {
                 if let Event::TurnEnded { exit, by, .. } = &event {
                     self.metrics.turns.inc(turn_outcome(*exit, *by));
                 }
-                pass.events.push(NewEvent::tagged(&event));
+                pass.events.push(journalled(&event, s.start.harness.name()));
                 pass.logged.push(event);
             }
         }
@@ -228,16 +214,12 @@ impl Runtime {
     pub(super) fn write(&self, s: &mut Session) -> std::io::Result<()> {
         let record = s.record();
         self.store.save(&s.id, &record)?;
-        s.unsaved = false;
         let spawned = record
             .turn_process
             .as_ref()
             .is_some_and(|t| t.pid.is_some());
-        s.written_turn = record
-            .turn_process
-            .and(record.core.turn.as_ref().map(|t| t.seq));
         // The record names what the note named (or the turn is over).
-        if s.spawn_noted && (spawned || s.written_turn.is_none()) {
+        if s.spawn_noted && (spawned || record.core.turn.is_none()) {
             self.store.drop_spawn_note(&s.id);
             s.spawn_noted = false;
         }
@@ -248,7 +230,7 @@ impl Runtime {
     /// so they are durable before anyone can read them, and logs them.
     pub(super) fn flush_events(&self, s: &Session, pass: &mut Pass) {
         for event in pass.logged.drain(..) {
-            log_event(&s.id, &event);
+            log_event(&s.id, s.start.harness.name(), &event);
         }
         let events = std::mem::take(&mut pass.events);
         if events.is_empty() {
@@ -266,9 +248,6 @@ impl Runtime {
     /// what belonged to a finished turn dropped, the timer re-armed,
     /// waiters told, the timeline written.
     fn finish(&self, s: &mut Session, mut pass: Pass) {
-        if pass.unwatch {
-            self.unwatch(&s.id);
-        }
         self.flush_events(s, &mut pass);
         super::follow::close_if_over(s);
         let current = s.machine.record().turn.as_ref().map(|t| t.seq);
@@ -280,13 +259,6 @@ impl Runtime {
             .is_some_and(|(q, _)| Some(*q) != current)
         {
             s.supervised = None;
-        }
-        if s.unsaved {
-            if let Err(e) = self.write(s) {
-                log::warn!("{}: its record is still unwritten: {e}", s.id);
-                self.timer
-                    .arm(s.me.clone(), self.clock.now().saturating_add(RETRY_WRITE));
-            }
         }
         self.rearm(s);
         let mut i = 0;
@@ -347,10 +319,24 @@ fn turn_outcome(exit: Option<Exit>, by: Option<EndWhy>) -> &'static str {
     }
 }
 
-/// Logs what the journal records, at a level that fits it.
-fn log_event(id: &str, event: &Event) {
+/// The journal's line for one of the machine's events: a failure in words.
+fn journalled(event: &Event, harness: &str) -> NewEvent {
     match event {
-        Event::Error { message } => log::warn!("{id}: {message}"),
+        Event::Error { failure } => {
+            NewEvent::new("error", &json!({ "message": describe(failure, harness) }))
+        }
+        Event::PromptFailed { prompt, failure } => NewEvent::new(
+            "prompt_failed",
+            &json!({ "prompt": prompt, "error": describe(failure, harness) }),
+        ),
+        _ => NewEvent::tagged(event),
+    }
+}
+
+/// Logs what the journal records, at a level that fits it.
+fn log_event(id: &str, harness: &str, event: &Event) {
+    match event {
+        Event::Error { failure } => log::warn!("{id}: {}", describe(failure, harness)),
         Event::State { .. } | Event::PromptQueued { .. } | Event::NativeId { .. } => {
             log::debug!("{id}: {event:?}")
         }

@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use room_machines::session::{Shown, Stage};
+use room_machines::session::Shown;
 use serde_json::{json, Value};
 
 use super::Runtime;
@@ -245,8 +245,7 @@ impl Runtime {
 /// written: the session is closed and no turn of it is left (its end is
 /// journalled).
 pub(super) fn close_if_over(s: &Session) {
-    let r = s.machine.record();
-    if r.stage == Stage::Closed && r.turn.is_none() {
+    if s.machine.journal_over() {
         s.journal.close();
     }
 }

@@ -2,9 +2,9 @@
 //! the startup permits, and what the copy wait tells the log, the metrics
 //! and the session view. The launch decides; this only does.
 
-use room_machines::launch::{Effect, WaitEnd};
-use room_machines::session::Input;
-use room_machines::{launch, MarkError};
+use room_machines::launch::WaitEnd;
+use room_machines::session::{Input, LaunchEffect, LaunchInput};
+use room_machines::MarkError;
 
 use super::driver::Pass;
 use super::{Event, Runtime, ON_POOL};
@@ -13,64 +13,59 @@ use crate::sessions::Session;
 
 impl Runtime {
     /// Carries out one of the launch's effects.
-    pub(super) fn launch_effect(&self, s: &mut Session, effect: Effect, pass: &mut Pass) {
+    pub(super) fn launch_effect(&self, s: &mut Session, effect: LaunchEffect, pass: &mut Pass) {
         let id = s.id.clone();
         let folder = &s.start.folder;
         match effect {
             // With `watch: false` there is no watch and no answer: the
             // launch polls.
-            Effect::Watch => {
-                // A watch given up earlier in this pass goes first.
-                if std::mem::take(&mut pass.unwatch) {
-                    self.unwatch(&id);
-                }
+            LaunchEffect::Watch => {
                 if let Some(w) = &self.watch {
                     let watched = w.add(&id, folder);
                     pass.inputs
-                        .push_back(Input::Launch(launch::Input::Watched(watched)));
+                        .push_back(Input::Launch(LaunchInput::Watched(watched)));
                 }
             }
-            // Given up at the end of the pass, after the spawn a wait that
-            // just ended leads to: its removal is off the wake path.
-            Effect::Unwatch => pass.unwatch = true,
-            Effect::Observe => {
+            LaunchEffect::Unwatch => self.unwatch(&id),
+            LaunchEffect::Observe => {
                 if ON_POOL.with(|p| p.get()) {
                     // Already on the pool: read now, in this pass.
                     let observation = files::observe(folder);
                     pass.inputs
-                        .push_back(Input::Launch(launch::Input::Observed(observation)));
+                        .push_back(Input::Launch(LaunchInput::Observed(observation)));
                 } else {
                     // Never on a request's thread (nor at start-up):
                     // whatever lies at a status path holds up no one.
                     self.send(Event::Observe(s.me.clone(), folder.clone()));
                 }
             }
-            Effect::AskPermit => {
+            LaunchEffect::AskPermit => {
                 if self.permits.ask(&id) {
                     pass.inputs
-                        .push_back(Input::Launch(launch::Input::PermitGranted));
+                        .push_back(Input::Launch(LaunchInput::PermitGranted));
                 }
             }
-            Effect::ReleasePermit => self.release_permit(),
-            Effect::MarkInFuture { ahead } => log::warn!(
+            LaunchEffect::CancelPermitAsk => self.permits.cancel(&id),
+            LaunchEffect::ReleasePermit => self.release_permit(),
+            LaunchEffect::MarkInFuture { ahead } => log::warn!(
                 "{id}: {} is dated {} s ahead of this machine's clock: clock trouble, not a fresh copy",
                 files::status_file(folder).display(),
                 ahead / 1000
             ),
             // An empty file is what a read between a writer's truncation and
             // its write sees: not worth a warning.
-            Effect::MalformedMark(MarkError::Empty) => {
+            LaunchEffect::MalformedMark(MarkError::Empty) => {
                 log::debug!("{id}: the status file is empty; treated as missing")
             }
-            Effect::MalformedMark(e) => log::warn!(
+            LaunchEffect::MalformedMark(e) => log::warn!(
                 "{id}: {} is not a status mark ({e}); treated as missing",
                 files::status_file(folder).display()
             ),
-            Effect::WaitFor { on, until } => log::info!(
+            LaunchEffect::WaitFor { on, until } => log::info!(
                 "{id}: waiting for the project copy ({on:?}) up to {} ms",
                 until.saturating_sub(s.machine.launch().map_or(0, |l| l.state().began))
             ),
-            Effect::WaitEnded { why, waited } => {
+            LaunchEffect::WaitEnded { why, waited } => {
                 // The session's `copy_wait_ended` event says the rest.
                 if let WaitEnd::CopyFailed(reason) = &why {
                     log::warn!(
@@ -80,17 +75,6 @@ impl Runtime {
                 }
                 self.metrics.copy_wait.observe_ms(waited);
                 s.extras.copy = Some(why);
-            }
-            Effect::Closed | Effect::Ended(_) => {
-                if let Effect::Ended(launch::Reason::HarnessFailed(why)) = &effect {
-                    log::error!("{id}: the launch failed: {why}");
-                }
-                self.unwatch(&id);
-                self.permits.cancel(&id);
-            }
-            // The session acts on these itself; they never come out of it.
-            Effect::StartHarness | Effect::PauseQueue => {
-                log::warn!("{id}: the launch's {effect:?} came through the session")
             }
         }
     }
@@ -104,7 +88,7 @@ impl Runtime {
     /// Gives a permit back, handing it to the oldest queued launch.
     pub(crate) fn release_permit(&self) {
         if let Some(next) = self.permits.release() {
-            self.send(Event::Input(next, launch::Input::PermitGranted));
+            self.send(Event::Input(next, LaunchInput::PermitGranted));
         }
     }
 }

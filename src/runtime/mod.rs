@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use room_machines::launch;
-use room_machines::session::{Input, TurnSeq};
+
+use room_machines::session::{Input, LaunchInput, TurnSeq};
 
 use crate::config::Config;
 use crate::harness::{command, Programs};
@@ -55,7 +55,7 @@ pub type SessionHandle = Weak<Mutex<Session>>;
 pub enum Event {
     /// A launch input for session `id`: the watch's `Changed` and
     /// `Watched(false)`, a permit handed over by a release.
-    Input(String, launch::Input),
+    Input(String, LaunchInput),
     /// Deadlines that fell due together: feed each session a `Timeout`.
     Timeouts(Vec<SessionHandle>),
     /// Read the status file of this folder and feed the session what it says.
@@ -182,7 +182,7 @@ impl Runtime {
                 // Read without the session's lock; the launch takes the
                 // answer whenever it comes (a late one changes nothing).
                 let observation = crate::files::observe(&folder);
-                self.feed(&s, Input::Launch(launch::Input::Observed(observation)));
+                self.feed(&s, Input::Launch(LaunchInput::Observed(observation)));
             }
             Event::Survivor(s, seq, record) => {
                 let ended = self.supervisor.kill_survivor(&record);
@@ -211,7 +211,7 @@ impl Runtime {
             Some(s) => {
                 self.drive(&mut lock(&s), input);
             }
-            None if input == Input::Launch(launch::Input::PermitGranted) => self.release_permit(),
+            None if input == Input::Launch(LaunchInput::PermitGranted) => self.release_permit(),
             None => {}
         }
     }

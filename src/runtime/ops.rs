@@ -165,7 +165,7 @@ impl Runtime {
     }
 
     pub(super) fn render(&self, s: &Session) -> Value {
-        view::render(s, &self.clock, self.config.copy_wait_ms)
+        view::render(s, &self.clock)
     }
 
     /// `GET /v1/sessions/{id}`.
@@ -177,11 +177,13 @@ impl Runtime {
 
     /// An app command: the input to the session machine under its lock,
     /// the record written before anything else is done (or nothing
-    /// changed), and the turn to wait for when `ends_turn`.
-    fn apply(&self, id: &str, input: Input, ends_turn: bool) -> Result<Answer, Refusal> {
+    /// changed), and the turn to wait for when the machine says the answer
+    /// waits for it.
+    fn apply(&self, id: &str, input: Input) -> Result<Answer, Refusal> {
         let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
         let mut s = lock(&s);
         let turn = s.machine.record().turn.as_ref().map(|t| t.seq);
+        let ends_turn = input.answers_after_turn();
         self.command(&mut s, input)?;
         let still = s.machine.record().turn.as_ref().map(|t| t.seq);
         Ok(Answer {
@@ -192,37 +194,37 @@ impl Runtime {
 
     /// `POST /v1/sessions/{id}/messages`: queues a prompt.
     pub fn message(&self, id: &str, prompt: String) -> Result<Answer, Refusal> {
-        self.apply(id, Input::Message(prompt), false)
+        self.apply(id, Input::Message(prompt))
     }
 
     /// `POST /v1/sessions/{id}/stop`: ends the running turn and pauses the
     /// queue; due once the turn is gone.
     pub fn stop(&self, id: &str) -> Result<Answer, Refusal> {
-        self.apply(id, Input::Stop, true)
+        self.apply(id, Input::Stop)
     }
 
     /// `POST /v1/sessions/{id}/interrupt`: ends the running turn; the queue
     /// goes on. Due once the turn is gone.
     pub fn interrupt(&self, id: &str) -> Result<Answer, Refusal> {
-        self.apply(id, Input::Interrupt, true)
+        self.apply(id, Input::Interrupt)
     }
 
     /// `POST /v1/sessions/{id}/resume`: unpauses the queue.
     pub fn resume(&self, id: &str) -> Result<Answer, Refusal> {
-        self.apply(id, Input::Resume, false)
+        self.apply(id, Input::Resume)
     }
 
     /// `POST /v1/sessions/{id}/close`: ends the launch or the turn; nothing
     /// starts again. Due once the turn is gone.
     pub fn close(&self, id: &str) -> Result<Answer, Refusal> {
-        self.apply(id, Input::Close, true)
+        self.apply(id, Input::Close)
     }
 
     /// `POST /v1/sessions/{id}/relaunch`: brings a started session back
     /// through a relaunch (never a copy wait); `restart` is due once the
     /// turn it ends is gone.
     pub fn relaunch(&self, id: &str, mode: RelaunchMode) -> Result<Answer, Refusal> {
-        self.apply(id, Input::Relaunch(mode), mode == RelaunchMode::Restart)
+        self.apply(id, Input::Relaunch(mode))
     }
 
     /// `GET /v1/workspaces/{id}`: the folder a start registered.

@@ -108,21 +108,10 @@ impl Runtime {
         let folder = s.start.folder.clone();
         make_folder(&folder, self.config.agent_uid)
             .map_err(|e| format!("cannot use the folder {}: {e}", folder.display()))?;
-        // The key on record before anything runs, so a restart after a
-        // kill -9 in between finds the turn by it. The `Persist` of the
-        // input that asked for the turn wrote it already, unless the turn is
-        // a launch's first (asked for by a permit, which writes nothing):
-        // that one gets a spawn note, which a kill -9 cannot lose and which
-        // costs no disk flush on the wake path. A failed note does not stop
-        // the spawn: the prompt is only handed over once the record that
-        // acknowledges the spawn is written.
+        // The key is on record before anything runs (the `Persist` before
+        // this, or the machine's `NoteSpawn`), so a restart after a kill -9
+        // in between finds the turn by it.
         s.supervised = Some((seq, TurnRecord::planned(&key)));
-        if s.written_turn != Some(seq) {
-            match self.store.note_spawn(&s.id, key.as_str()) {
-                Ok(()) => s.spawn_noted = true,
-                Err(e) => log::error!("{}: cannot note turn {seq} before its spawn: {e}", s.id),
-            }
-        }
         let harness = s.start.harness;
         let turn = command::Turn {
             harness,
@@ -185,16 +174,8 @@ impl Runtime {
     /// `DeliverPrompt`: writes the prompt to stdin on a thread of its own
     /// and closes it, then journals what the pass has emitted (the turn's
     /// start) and only then starts reading the turn's output, so the start
-    /// comes before anything the harness prints. A prompt whose turn could
-    /// not be recorded is not handed over.
+    /// comes before anything the harness prints.
     pub(super) fn deliver(&self, s: &mut Session, pass: &mut Pass, seq: TurnSeq) {
-        if let Some(e) = pass.unwritten.clone() {
-            pass.inputs.push_back(Input::PromptUndelivered {
-                seq,
-                error: format!("its turn could not be recorded ({e})"),
-            });
-            return;
-        }
         let rt = self.me.upgrade().expect("the runtime is alive");
         let (id, harness, handle) = (s.id.clone(), s.start.harness, s.me.clone());
         let Some(live) = s.live.as_mut().filter(|l| l.seq == seq) else {

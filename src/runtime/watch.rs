@@ -11,7 +11,7 @@
 //!
 //! - A change to the file itself (written and closed, renamed into or out of
 //!   place, created, deleted, touched) sends the session
-//!   [`Input::Changed`].
+//!   [`LaunchInput::Changed`](room_machines::session::LaunchInput::Changed).
 //! - A change to the path (a directory on it created, deleted or renamed,
 //!   or a watched directory itself deleted, moved or unmounted) means the
 //!   chain no longer describes the path: the session is dropped from the
@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crossbeam_channel::Sender;
 use nix::errno::Errno;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, InotifyEvent, WatchDescriptor};
-use room_machines::Input;
+use room_machines::session::LaunchInput;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::Event;
@@ -377,7 +377,8 @@ impl Watch {
                     }
                     drop(t);
                     for s in all {
-                        let _ = events.send(Event::Input(s.to_string(), Input::Watched(false)));
+                        let _ =
+                            events.send(Event::Input(s.to_string(), LaunchInput::Watched(false)));
                     }
                     return;
                 }
@@ -392,8 +393,8 @@ impl Watch {
             };
             let inputs = lost
                 .into_iter()
-                .map(|s| (s, Input::Watched(false)))
-                .chain(changed.into_iter().map(|s| (s, Input::Changed)));
+                .map(|s| (s, LaunchInput::Watched(false)))
+                .chain(changed.into_iter().map(|s| (s, LaunchInput::Changed)));
             for (s, input) in inputs {
                 if events.send(Event::Input(s.to_string(), input)).is_err() {
                     return;
@@ -430,7 +431,7 @@ mod tests {
     }
 
     /// The next input for `session` within 5 s.
-    fn next(rx: &crossbeam_channel::Receiver<Event>, session: &str) -> Input {
+    fn next(rx: &crossbeam_channel::Receiver<Event>, session: &str) -> LaunchInput {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -461,15 +462,15 @@ mod tests {
         // One watch per directory, shared.
         assert_eq!(w.table().watches.len(), chain_dirs(&status_file(&a)).len());
         std::fs::write(status_file(&a), "copying\n").unwrap();
-        assert_eq!(next(&rx, "s1"), Input::Changed);
+        assert_eq!(next(&rx, "s1"), LaunchInput::Changed);
         quiet(&rx, "s2");
         // Renamed over, then deleted: both seen.
         std::fs::write(dir.join("tmp"), "ready\n").unwrap();
         std::fs::rename(dir.join("tmp"), status_file(&a)).unwrap();
-        assert_eq!(next(&rx, "s1"), Input::Changed);
+        assert_eq!(next(&rx, "s1"), LaunchInput::Changed);
         quiet(&rx, "s2");
         std::fs::remove_file(status_file(&a)).unwrap();
-        assert_eq!(next(&rx, "s1"), Input::Changed);
+        assert_eq!(next(&rx, "s1"), LaunchInput::Changed);
         w.remove("s1");
         w.remove("s2");
         assert!(w.table().watches.is_empty());
@@ -492,14 +493,14 @@ mod tests {
         // The first missing folder appears: the chain is stale, so the
         // session hears that its watch is lost and adds it again.
         std::fs::create_dir(dir.join("x")).unwrap();
-        assert_eq!(next(&rx, "s1"), Input::Watched(false));
+        assert_eq!(next(&rx, "s1"), LaunchInput::Watched(false));
         assert_eq!(w.watched(), 0);
         std::fs::create_dir_all(dir.join("x/y")).unwrap();
         assert!(w.add("s1", &folder));
         let last = w.table().sessions["s1"].last().cloned().unwrap();
         assert_eq!(last.kind, Kind::File);
         std::fs::write(status_file(&folder), "ready\n").unwrap();
-        assert_eq!(next(&rx, "s1"), Input::Changed);
+        assert_eq!(next(&rx, "s1"), LaunchInput::Changed);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -515,8 +516,8 @@ mod tests {
         std::fs::rename(dir.join("g"), dir.join("g.old")).unwrap();
         // Both sessions look through g: both lose their watch, and the
         // directories only they used are no longer watched.
-        assert_eq!(next(&rx, "s1"), Input::Watched(false));
-        assert_eq!(next(&rx, "s2"), Input::Watched(false));
+        assert_eq!(next(&rx, "s1"), LaunchInput::Watched(false));
+        assert_eq!(next(&rx, "s2"), LaunchInput::Watched(false));
         assert_eq!(w.watched(), 0);
         assert!(w.table().watches.is_empty());
         assert!(w.table().folders.is_empty() && w.table().files.is_empty());
@@ -567,7 +568,7 @@ mod tests {
             }
         }
         // s2's file never changed: only the overflow can reach it.
-        assert_eq!(next(&rx, "s2"), Input::Watched(false));
+        assert_eq!(next(&rx, "s2"), LaunchInput::Watched(false));
         let deadline = Instant::now() + Duration::from_secs(5);
         while w.watched() > 0 {
             assert!(Instant::now() < deadline, "sessions still watched");

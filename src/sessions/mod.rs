@@ -2,6 +2,7 @@
 //! machine (its running turn, its waiters) and the registry that finds them
 //! by ID, request ID and workspace.
 
+pub mod failure_text;
 pub mod old;
 pub mod view;
 
@@ -123,8 +124,6 @@ pub struct Session {
     pub extras: Extras,
     /// The supervisor's record of the machine's current turn, by turn number.
     pub supervised: Option<(TurnSeq, TurnRecord)>,
-    /// The turn whose record (its key at least) the last write held.
-    pub written_turn: Option<TurnSeq>,
     /// A spawn note names a turn the record does not acknowledge yet.
     pub spawn_noted: bool,
     /// The running turn's process, pipes and threads.
@@ -133,8 +132,6 @@ pub struct Session {
     pub armed: Option<Millis>,
     /// When the current launch got its startup permit (for `agent_start_ms`).
     pub permit_at: Option<Millis>,
-    /// The machine changed and its record could not be written yet.
-    pub unsaved: bool,
     /// Whoever waits for a turn to be gone (an answer to stop, close,
     /// interrupt, relaunch restart).
     pub waiters: Vec<(TurnSeq, Box<dyn FnOnce() + Send>)>,
@@ -171,12 +168,10 @@ impl Session {
                 machine,
                 extras,
                 supervised: None,
-                written_turn: None,
                 spawn_noted: false,
                 live: None,
                 armed: None,
                 permit_at: None,
-                unsaved: false,
                 waiters: Vec::new(),
                 recording: None,
                 journal,
@@ -217,7 +212,6 @@ pub fn turn_key(id: &str, seq: TurnSeq) -> String {
 /// The machine's options for a start.
 pub fn options(start: &Start) -> machine::Options {
     machine::Options {
-        harness: start.harness.name().to_string(),
         promised: start.project_copy,
         plan_only: start.plan_only,
     }
@@ -284,7 +278,7 @@ pub fn new_id() -> String {
 mod tests {
     use super::*;
     use room_machines::copy::Observation;
-    use room_machines::launch;
+    use room_machines::session::LaunchInput;
 
     fn start() -> Start {
         serde_json::from_value(serde_json::json!({
@@ -307,8 +301,8 @@ mod tests {
         let mut s = lock(&s);
         assert_eq!(s.record().turn_process, None);
         for input in [
-            machine::Input::Launch(launch::Input::Observed(Observation::missing())),
-            machine::Input::Launch(launch::Input::PermitGranted),
+            machine::Input::Launch(LaunchInput::Observed(Observation::missing())),
+            machine::Input::Launch(LaunchInput::PermitGranted),
         ] {
             m.handle(0, input);
         }

@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 
-use room_machines::session::{Prompt, Record as Core, Stage};
+use room_machines::session::{Failure, Prompt, Record as Core, Stage};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -91,7 +91,7 @@ pub fn upgrade(v: Value) -> Result<Record, serde_json::Error> {
         queue,
         paused: old.paused,
         turn: None,
-        error: old.error,
+        error: old.error.map(Failure::Recorded),
         next_turn: 1,
     };
     Ok(Record {
@@ -179,6 +179,9 @@ mod tests {
         })))
         .unwrap();
         assert_eq!(failed.core.stage, Stage::Failed);
-        assert_eq!(failed.core.error.as_deref(), Some("claude exited"));
+        assert_eq!(
+            failed.core.error,
+            Some(Failure::Recorded("claude exited".into()))
+        );
     }
 }

@@ -6,7 +6,7 @@ use room_machines::launch::{Phase, WaitEnd, WaitOn};
 use room_machines::session::Shown;
 use serde_json::{json, Value};
 
-use super::Session;
+use super::{failure_text, Session};
 use crate::runtime::clock::Clock;
 
 /// The wire name of a shown state.
@@ -21,7 +21,7 @@ pub fn state_name(state: Shown) -> &'static str {
 }
 
 /// `waiting_for`: what a waiting launch is held by, or null.
-pub fn waiting_for(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
+pub fn waiting_for(s: &Session, clock: &Clock) -> Value {
     let Some(launch) = s.machine.launch() else {
         return Value::Null;
     };
@@ -30,12 +30,11 @@ pub fn waiting_for(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
         Phase::Waiting(WaitOn::Copying) => "copying",
         _ => return Value::Null,
     };
-    let began = launch.state().began;
     json!({
         "what": "project_copy",
         "mark": mark,
-        "since_ms": clock.to_unix(began),
-        "until_ms": clock.to_unix(began.saturating_add(copy_wait)),
+        "since_ms": clock.to_unix(launch.state().began),
+        "until_ms": launch.wait_limit().map(|at| clock.to_unix(at)),
     })
 }
 
@@ -58,7 +57,7 @@ pub fn copy(outcome: Option<&WaitEnd>) -> Value {
 }
 
 /// The whole view.
-pub fn render(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
+pub fn render(s: &Session, clock: &Clock) -> Value {
     let r = s.machine.record();
     let start = &s.start;
     json!({
@@ -73,12 +72,12 @@ pub fn render(s: &Session, clock: &Clock, copy_wait: u64) -> Value {
         "plan_only": start.plan_only,
         "project_copy": start.project_copy,
         "state": state_name(s.machine.shown()),
-        "waiting_for": waiting_for(s, clock, copy_wait),
+        "waiting_for": waiting_for(s, clock),
         "copy": copy(s.extras.copy.as_ref()),
         "native_id": r.native_id,
         "queue": {"length": r.queue.len(), "paused": r.paused},
         "agent_start_ms": s.extras.agent_start_ms,
-        "error": r.error,
+        "error": r.error.as_ref().map(|f| failure_text::describe(f, start.harness.name())),
         "created_ms": s.extras.created_ms,
     })
 }

@@ -9,9 +9,13 @@
 //! ```
 //!
 //! Durations are in ms; the machine's own clock never appears in an event.
+//! A [`Failure`] is journalled in words: the runtime says it with the
+//! harness's name (`{"message": …}` for `error`, `"error": …` for
+//! `prompt_failed`).
 
 use serde::{Deserialize, Serialize};
 
+use super::failure::Failure;
 use super::io::{Exit, RelaunchMode};
 use super::record::{EndWhy, PromptId, Shown, TurnSeq};
 use crate::launch::{WaitEnd, WaitOn};
@@ -87,7 +91,7 @@ pub enum Event {
         /// The prompt.
         prompt: PromptId,
         /// Why.
-        error: String,
+        failure: Failure,
     },
     /// The app stopped the session.
     Stopped,
@@ -109,7 +113,7 @@ pub enum Event {
     ServiceStopped,
     /// Something went wrong; the session's `error` says the same.
     Error {
-        /// The sentence.
-        message: String,
+        /// Why.
+        failure: Failure,
     },
 }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::event::Event;
+use super::launch_io::{LaunchEffect, LaunchInput};
 use super::record::{Process, TurnSeq};
 use crate::{launch, Millis};
 
@@ -11,6 +12,9 @@ use crate::{launch, Millis};
 pub const STARTUP_TIMEOUT: Millis = 120_000;
 /// `kill_grace_ms`: how long a turn has between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Millis = 4_000;
+/// How long after a failed `Persist` the record is written again, unless
+/// another input writes it first.
+pub const PERSIST_RETRY: Millis = 1_000;
 
 /// The session's limits; the defaults are the constants above and the launch's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,8 +40,6 @@ impl Default for Config {
 /// What the start request fixed for the session's whole life.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Options {
-    /// The harness's name (`claude`, `codex`), for messages only.
-    pub harness: String,
     /// `project_copy`: the first launch waits for the promised copy.
     pub promised: bool,
     /// `plan_only`: every turn plans and edits nothing.
@@ -102,14 +104,18 @@ pub enum Input {
     // ---- from the service ----
     /// The service is shutting down.
     ServiceStop,
-    /// An input for the launch (copy wait, permit): `Observed`, `Changed`,
-    /// `PermitGranted`, and whatever the launch learns to take. The launch
-    /// inputs the session owns (`Stop`, `Close`, `ServiceStop`, `Timeout`,
-    /// `HarnessStarted`, `HarnessFailed`) are ignored here: send the
-    /// session's own.
-    Launch(launch::Input),
+    /// What the runtime reports to the launch (a read, a watch, a permit).
+    Launch(LaunchInput),
     /// A timer fired; the machine compares `now` with its own deadlines.
     Timeout,
+    /// The `Persist` just carried out could not be written. Fed before the
+    /// effects after it are carried out, so a prompt whose turn is not on
+    /// record is never handed over and a spawn the record does not name
+    /// gets its note.
+    PersistFailed {
+        /// Why, in a sentence.
+        error: String,
+    },
     // ---- from the turn's supervisor ----
     /// `SpawnTurn` ran: the process exists, waiting for its prompt on stdin.
     TurnSpawned {
@@ -166,6 +172,18 @@ pub enum Input {
     },
 }
 
+impl Input {
+    /// Whether the app's answer to this command is due only once the turn
+    /// it ends is gone (stop, interrupt, close, a restart): the app then
+    /// knows nothing of that turn runs any more.
+    pub fn answers_after_turn(&self) -> bool {
+        matches!(
+            self,
+            Input::Stop | Input::Interrupt | Input::Close | Input::Relaunch(RelaunchMode::Restart)
+        )
+    }
+}
+
 /// A cap on a session's journal (the config's `journal_max_bytes` and
 /// `journal_max_events`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -210,11 +228,18 @@ pub enum Effect {
     /// always comes before the effects of the same input, so when it fails
     /// the runtime can restore its snapshot and drop them.
     Persist,
-    /// An effect of the launch, passed through: `Observe`, `AskPermit`,
-    /// `ReleasePermit`, `WaitFor`, `WaitEnded`, `MalformedMark`, `Closed`,
-    /// `Ended` (and any the launch learns to emit). The session acts on
-    /// `StartHarness` and `PauseQueue` itself, so those never appear here.
-    Launch(launch::Effect),
+    /// A launch effect for the runtime: the status file's watch and reads,
+    /// the startup permit, and the copy wait's reports.
+    Launch(LaunchEffect),
+    /// Make turn `seq` findable after a kill -9 although the record on
+    /// disk does not name it yet (a launch's first turn, which no input
+    /// persisted, or a turn whose record could not be written): a restart
+    /// kills whatever a note names. The next written record that names
+    /// the spawned turn, or no turn, makes the note moot.
+    NoteSpawn {
+        /// The turn about to be spawned.
+        seq: TurnSeq,
+    },
     /// Start the turn's process (its own cgroup or process group) in the
     /// session's folder, making the folder first, with stdin left open and
     /// empty; answer `TurnSpawned` or `SpawnFailed`.
@@ -263,6 +288,8 @@ pub enum Timer {
     StartupTimeout,
     /// A turn that got SIGTERM gets SIGKILL then.
     KillGrace,
+    /// The record that could not be written is written again.
+    PersistRetry,
 }
 
 /// Why an app command is refused; nothing changed.

@@ -3,23 +3,15 @@
 //! harness, when the harness has started and when it failed.
 
 use super::event::Event;
+use super::failure::Failure;
 use super::io::{Effect, Outcome};
+use super::launch_io::{LaunchEffect, LaunchInput};
 use super::record::Stage;
 use super::Session;
-use crate::launch::{self, Launch, Phase};
+use crate::launch::{self, Launch};
 use crate::Millis;
 
 impl Session {
-    /// Whether a launch is under way (not started, closed or ended yet).
-    pub(super) fn launch_live(&self) -> bool {
-        self.launch.as_ref().is_some_and(|l| {
-            matches!(
-                l.state().phase,
-                Phase::Checking | Phase::Waiting(_) | Phase::AwaitingPermit | Phase::Starting
-            )
-        })
-    }
-
     /// Begins a launch: the first start's (which waits for a promised copy)
     /// or a relaunch (which never waits).
     pub(super) fn begin_launch(&mut self, now: Millis, relaunch: bool) {
@@ -31,20 +23,19 @@ impl Session {
         self.pump_launch(now);
     }
 
-    /// `Input::Launch`: the launch inputs the session owns are ignored here.
-    pub(super) fn handle_launch(&mut self, now: Millis, input: launch::Input) -> Outcome {
-        use launch::Input as L;
-        match input {
-            L::Stop
-            | L::Close
-            | L::ServiceStop
-            | L::Timeout
-            | L::HarnessStarted { .. }
-            | L::HarnessFailed(_) => Outcome::Ignored,
-            input => match self.feed_launch(now, input) {
-                launch::Outcome::Applied => Outcome::Applied,
-                launch::Outcome::Ignored => Outcome::Ignored,
-            },
+    /// `Input::Launch`: what the runtime reports to the launch. A permit
+    /// granted when the launch no longer wants it (it is over, or a
+    /// relaunch replaced it) is given back, so no permit is ever lost.
+    pub(super) fn handle_launch(&mut self, now: Millis, input: LaunchInput) -> Outcome {
+        let granted = input == LaunchInput::PermitGranted;
+        match self.feed_launch(now, input.into()) {
+            launch::Outcome::Applied => Outcome::Applied,
+            launch::Outcome::Ignored if granted => {
+                self.staged
+                    .push(Effect::Launch(LaunchEffect::ReleasePermit));
+                Outcome::Applied
+            }
+            launch::Outcome::Ignored => Outcome::Ignored,
         }
     }
 
@@ -59,8 +50,9 @@ impl Session {
     }
 
     /// Drains the launch's effects: `StartHarness` and `PauseQueue` are the
-    /// session's to act on; everything else goes to the runtime as it is
-    /// (the copy wait's beginning and end are journalled too).
+    /// session's to act on, and its end is the session's to show; the rest
+    /// goes to the runtime (the copy wait's beginning and end are journalled
+    /// too).
     fn pump_launch(&mut self, now: Millis) {
         while let Some(effect) = self.launch.as_mut().and_then(Launch::poll_effect) {
             match effect {
@@ -70,6 +62,7 @@ impl Session {
                         self.rec().paused = true;
                     }
                 }
+                launch::Effect::Closed | launch::Effect::Ended(_) => {}
                 effect => {
                     let event = match &effect {
                         launch::Effect::WaitFor { on, until } => {
@@ -85,7 +78,9 @@ impl Session {
                         }),
                         _ => None,
                     };
-                    self.staged.push(Effect::Launch(effect));
+                    if let Some(effect) = LaunchEffect::of(effect) {
+                        self.staged.push(Effect::Launch(effect));
+                    }
                     if let Some(e) = event {
                         self.emit(e);
                     }
@@ -119,8 +114,8 @@ impl Session {
     }
 
     /// The launch failed: its permit goes back and the session shows why.
-    pub(super) fn fail_launch(&mut self, now: Millis, message: String) {
-        self.feed_launch(now, launch::Input::HarnessFailed(message.clone()));
+    pub(super) fn fail_launch(&mut self, now: Millis, failure: Failure) {
+        self.feed_launch(now, launch::Input::HarnessFailed);
         // Its first turn, still ending, is no longer a launch's: however it
         // ends, it must not complete or fail a later launch (a relaunch).
         if let Some(t) = self.rec().turn.as_mut() {
@@ -128,6 +123,6 @@ impl Session {
         }
         self.state.startup_deadline = None;
         self.rec().stage = Stage::Failed;
-        self.set_error(message);
+        self.set_error(failure);
     }
 }

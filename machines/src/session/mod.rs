@@ -3,11 +3,11 @@
 //! One [`Stage`] says where the session is in its life; the prompt queue,
 //! the pause and the current turn sit beside it in the persisted
 //! [`Record`]. The machine composes the [`Launch`] (the copy wait and the
-//! startup permit) as quinn's connection composes its streams: launch
-//! inputs go in through [`Input::Launch`], launch effects come out through
-//! [`Effect::Launch`], and the session intercepts only the launch effects it
-//! acts on (`StartHarness`, `PauseQueue`), so a launch input or effect added
-//! later passes through unchanged.
+//! startup permit) as quinn's connection composes its streams: what the
+//! runtime reports to the launch goes in through [`Input::Launch`]
+//! ([`LaunchInput`]), the launch's work for the runtime comes out through
+//! [`Effect::Launch`] ([`LaunchEffect`]), and the session feeds and acts on
+//! the rest itself, so neither type can carry what never crosses.
 //!
 //! The rules (each has a row in docs/machines.md and a test):
 //! - **Queue.** Every accepted prompt gets a number and is queued. A turn
@@ -50,7 +50,12 @@
 //!   launch, a new limit) and a started session runs its queue.
 //! - **Durability.** Every input that changes the record emits `Persist`
 //!   before anything else it emits, so the runtime can roll back an app
-//!   command whose record cannot be written (see docs/machines.md).
+//!   command whose record cannot be written (see docs/machines.md). A
+//!   write that failed otherwise (`PersistFailed`) holds back the prompt of
+//!   a turn the record does not name, notes a spawn it does not name
+//!   (`NoteSpawn`, as for a launch's first turn, which no write precedes),
+//!   and is tried again a second later (`PersistRetry`).
+//! - **Failures are data** ([`Failure`]); the runtime words them.
 //!
 //! Where the rules are silent the machine does what a user would expect:
 //! a prompt whose turn was stopped or interrupted after it reached the
@@ -61,8 +66,11 @@
 //! the launch without a native ID, as a paused or empty queue does.
 
 mod commands;
+mod durability;
 pub mod event;
+mod failure;
 pub mod io;
+mod launch_io;
 mod launching;
 pub mod record;
 pub mod retry;
@@ -79,10 +87,12 @@ use crate::launch::Launch;
 use crate::Millis;
 
 pub use event::Event;
+pub use failure::{CutBy, Failure};
 pub use io::{
     Config, Effect, Exit, Input, JournalCap, Options, Outcome, Refusal, RelaunchMode, Signal,
-    Timer, KILL_GRACE, STARTUP_TIMEOUT,
+    Timer, KILL_GRACE, PERSIST_RETRY, STARTUP_TIMEOUT,
 };
+pub use launch_io::{LaunchEffect, LaunchInput};
 pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Turn, TurnSeq};
 pub use retry::{retry_difference, StartFields};
 
@@ -100,9 +110,13 @@ pub struct State {
     pub startup_deadline: Option<Millis>,
     /// When the ending turn, which got SIGTERM, gets SIGKILL.
     pub kill_at: Option<Millis>,
-    /// Why the launch's first turn could not get its prompt: the launch
-    /// fails once the turn has ended, with its exit status and stderr if it
-    /// exited on its own (that says more than a closed stdin does).
+    /// The last `Persist` failed: the record is written again then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persist_retry_at: Option<Millis>,
+    /// Why the launch's first turn could not get its prompt (the delivery's
+    /// error): the launch fails once the turn has ended, with its exit
+    /// status and stderr if it exited on its own (that says more than a
+    /// closed stdin does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undelivered: Option<String>,
 }
@@ -179,6 +193,7 @@ impl Session {
                 survivor: false,
                 startup_deadline: None,
                 kill_at: None,
+                persist_retry_at: None,
                 undelivered: None,
             },
             launch: None,
@@ -219,6 +234,19 @@ impl Session {
         }
     }
 
+    /// Whether a launch is under way: the copy wait, the permit, or the
+    /// first turn until its harness named its session.
+    pub fn launch_live(&self) -> bool {
+        self.launch.as_ref().is_some_and(Launch::is_pending)
+    }
+
+    /// Whether nothing more will be journalled: the session is closed and
+    /// no turn of it is left (its end is journalled).
+    pub fn journal_over(&self) -> bool {
+        let r = &self.state.record;
+        r.stage == Stage::Closed && r.turn.is_none()
+    }
+
     /// The options the session was made with.
     pub fn options(&self) -> &Options {
         &self.options
@@ -251,6 +279,7 @@ impl Session {
             Input::TurnEnded { seq, exit, detail } => self.handle_ended(now, seq, exit, detail),
             Input::SurvivorGone { seq } => self.handle_survivor_gone(now, seq),
             Input::OutputCapped { seq, cap } => self.handle_output_capped(now, seq, cap),
+            Input::PersistFailed { error } => self.handle_persist_failed(now, error),
         };
         self.finish();
         outcome
@@ -281,7 +310,11 @@ impl Session {
             .startup_deadline
             .map(|at| (at, Timer::StartupTimeout));
         let kill = self.state.kill_at.map(|at| (at, Timer::KillGrace));
-        [kill, startup, launch]
+        let retry = self
+            .state
+            .persist_retry_at
+            .map(|at| (at, Timer::PersistRetry));
+        [kill, startup, retry, launch]
             .into_iter()
             .flatten()
             .min_by_key(|(at, _)| *at)
@@ -299,9 +332,9 @@ impl Session {
         self.staged.push(Effect::Emit(event));
     }
 
-    fn set_error(&mut self, message: String) {
-        self.rec().error = Some(message.clone());
-        self.emit(Event::Error { message });
+    fn set_error(&mut self, failure: Failure) {
+        self.rec().error = Some(failure.clone());
+        self.emit(Event::Error { failure });
     }
 
     /// Queues a prompt under the next number.
@@ -386,7 +419,18 @@ impl Session {
     /// start queues and begins), so a journal opens with it.
     fn finish(&mut self) {
         if std::mem::take(&mut self.dirty) {
+            self.state.persist_retry_at = None;
             self.effects.push_back(Effect::Persist);
+        } else if let Some(at) = self
+            .staged
+            .iter()
+            .position(|e| matches!(e, Effect::SpawnTurn { .. }))
+        {
+            // No `Persist` comes before this spawn: the record on disk does
+            // not name the turn.
+            if let Effect::SpawnTurn { seq, .. } = self.staged[at] {
+                self.staged.insert(at, Effect::NoteSpawn { seq });
+            }
         }
         let shown = self.shown();
         let first = self.shown.is_none();
@@ -404,9 +448,4 @@ impl Session {
                 .push_back(Effect::Emit(Event::State { state: shown }));
         }
     }
-}
-
-/// `ms` as seconds for a message: "120 s", "1.5 s".
-fn secs(ms: Millis) -> String {
-    format!("{} s", ms as f64 / 1000.0)
 }

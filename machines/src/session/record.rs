@@ -8,6 +8,8 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use super::failure::{read_error, Failure};
+
 /// A prompt's number in its session: 1, 2, 3 … in the order they were accepted.
 pub type PromptId = u64;
 
@@ -148,8 +150,8 @@ pub struct Record {
     pub turn: Option<Turn>,
     /// Why the session failed, why its last turn failed, or what happened
     /// to a cut turn.
-    #[serde(default)]
-    pub error: Option<String>,
+    #[serde(default, deserialize_with = "read_error")]
+    pub error: Option<Failure>,
     /// The number the next accepted prompt gets.
     #[serde(default = "one")]
     pub next_prompt: PromptId,

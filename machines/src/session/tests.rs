@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::copy::{CopyMark, Observation};
-use crate::launch::{self, WaitEnd, WaitOn};
+use crate::launch::{WaitEnd, WaitOn};
 
 const GRACE: Millis = KILL_GRACE;
 const P: Process = Process {
@@ -13,7 +13,6 @@ const P: Process = Process {
 
 fn options(promised: bool) -> Options {
     Options {
-        harness: "claude".into(),
         promised,
         plan_only: false,
     }
@@ -55,14 +54,14 @@ impl T {
     }
 
     fn observe(&mut self, obs: Observation) -> Vec<Effect> {
-        self.go(Input::Launch(launch::Input::Observed(obs)))
+        self.go(Input::Launch(LaunchInput::Observed(obs)))
     }
 
     /// An unpromised start with `prompt` up to its first turn being spawned.
     fn spawned(prompt: &str) -> T {
         let (mut t, _) = T::new(false, Some(prompt));
         t.observe(Observation::missing());
-        t.go(Input::Launch(launch::Input::PermitGranted));
+        t.go(Input::Launch(LaunchInput::PermitGranted));
         let seq = t.seq();
         t.go(Input::TurnSpawned { seq, process: P });
         t
@@ -135,7 +134,7 @@ fn kill(seq: TurnSeq) -> Effect {
     }
 }
 
-fn launch_effect(e: launch::Effect) -> Effect {
+fn launch_effect(e: LaunchEffect) -> Effect {
     Effect::Launch(e)
 }
 
@@ -151,8 +150,8 @@ fn a_new_start_is_persisted_before_its_launch_begins() {
                 state: Shown::Pending
             }),
             Effect::Emit(Event::PromptQueued { prompt: 1 }),
-            launch_effect(launch::Effect::Watch),
-            launch_effect(launch::Effect::Observe),
+            launch_effect(LaunchEffect::Watch),
+            launch_effect(LaunchEffect::Observe),
         ]
     );
     assert_eq!(t.s.record().stage, Stage::Starting);
@@ -179,7 +178,7 @@ fn the_copy_wait_is_journalled_with_what_it_waits_on_its_limit_and_why_it_ended(
             waited_ms: 2_000
         })
     ));
-    assert!(has(&e, &launch_effect(launch::Effect::AskPermit)));
+    assert!(has(&e, &launch_effect(LaunchEffect::AskPermit)));
 }
 
 #[test]
@@ -187,15 +186,18 @@ fn no_turn_is_spawned_before_the_permit_and_the_first_prompt_goes_with_the_permi
     let (mut t, _) = T::new(false, Some("hello"));
     let e = t.observe(Observation::missing());
     assert_eq!(spawns(&e), 0);
-    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    let e = t.go(Input::Launch(LaunchInput::PermitGranted));
     assert_eq!(
         e,
-        vec![Effect::SpawnTurn {
-            seq: 1,
-            prompt: "hello".into(),
-            resume: None,
-            plan_only: false
-        }]
+        vec![
+            Effect::NoteSpawn { seq: 1 },
+            Effect::SpawnTurn {
+                seq: 1,
+                prompt: "hello".into(),
+                resume: None,
+                plan_only: false
+            }
+        ]
     );
     assert_eq!(t.s.poll_timeout(), Some((120_000, Timer::StartupTimeout)));
 }
@@ -204,7 +206,7 @@ fn no_turn_is_spawned_before_the_permit_and_the_first_prompt_goes_with_the_permi
 fn a_prompt_is_delivered_only_after_its_turn_is_persisted() {
     let (mut t, _) = T::new(false, Some("hello"));
     t.observe(Observation::missing());
-    t.go(Input::Launch(launch::Input::PermitGranted));
+    t.go(Input::Launch(LaunchInput::PermitGranted));
     let e = t.go(Input::TurnSpawned { seq: 1, process: P });
     assert_eq!(e[0], Effect::Persist);
     assert_eq!(e.last(), Some(&Effect::DeliverPrompt { seq: 1 }));
@@ -224,7 +226,7 @@ fn the_harness_naming_its_session_completes_the_launch_and_returns_the_permit() 
         native_id: "n1".into(),
     });
     assert_eq!(e[0], Effect::Persist);
-    assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
+    assert!(has(&e, &launch_effect(LaunchEffect::ReleasePermit)));
     assert!(has(
         &e,
         &Effect::Emit(Event::State {
@@ -265,9 +267,9 @@ fn stop_during_the_copy_wait_completes_at_once_and_the_harness_starts_paused() {
     assert!(t.s.record().paused);
     assert_eq!(t.s.shown(), Shown::Pending);
     t.observe(Observation::marked(CopyMark::Ready, 0));
-    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    let e = t.go(Input::Launch(LaunchInput::PermitGranted));
     assert_eq!(spawns(&e), 0, "a paused queue starts nothing");
-    assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
+    assert!(has(&e, &launch_effect(LaunchEffect::ReleasePermit)));
     assert_eq!(t.s.shown(), Shown::Idle);
     let e = t.go(Input::Resume);
     assert_eq!(spawns(&e), 1);
@@ -341,10 +343,17 @@ fn close_during_the_wait_means_the_harness_never_starts() {
     t.observe(Observation::missing());
     let e = t.go(Input::Close);
     assert_eq!(e[0], Effect::Persist);
-    assert!(has(&e, &launch_effect(launch::Effect::Closed)));
+    assert!(has(&e, &launch_effect(LaunchEffect::Unwatch)));
     assert_eq!(t.s.record().stage, Stage::Closed);
-    let (o, e) = t.at(1, Input::Launch(launch::Input::PermitGranted));
-    assert_eq!((o, e), (Outcome::Ignored, vec![]));
+    // A grant that comes anyway is given back at once.
+    let (o, e) = t.at(1, Input::Launch(LaunchInput::PermitGranted));
+    assert_eq!(
+        (o, e),
+        (
+            Outcome::Applied,
+            vec![launch_effect(LaunchEffect::ReleasePermit)]
+        )
+    );
     assert_eq!(
         t.at(1, Input::Message("x".into())).0,
         Outcome::Refused(Refusal::Closed)
@@ -357,8 +366,8 @@ fn close_while_queued_for_a_permit_gives_the_late_permit_back() {
     let (mut t, _) = T::new(false, Some("hello"));
     t.observe(Observation::missing());
     t.go(Input::Close);
-    let e = t.go(Input::Launch(launch::Input::PermitGranted));
-    assert_eq!(e, vec![launch_effect(launch::Effect::ReleasePermit)]);
+    let e = t.go(Input::Launch(LaunchInput::PermitGranted));
+    assert_eq!(e, vec![launch_effect(LaunchEffect::ReleasePermit)]);
 }
 
 #[test]
@@ -380,11 +389,11 @@ fn a_silent_harness_times_out_fails_the_launch_returns_the_permit_and_keeps_its_
     assert_eq!(o, Outcome::Applied);
     assert_eq!(e[0], Effect::Persist);
     assert!(has(&e, &term(1)));
-    assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
+    assert!(has(&e, &launch_effect(LaunchEffect::ReleasePermit)));
     assert_eq!(t.s.shown(), Shown::Failed);
     assert_eq!(
-        t.s.record().error.as_deref(),
-        Some("claude did not start within 120 s: it never named its session; its prompt stays queued for a relaunch")
+        t.s.record().error,
+        Some(Failure::NotStarted { within_ms: 120_000 })
     );
     let (_, e) = t.at(120_000 + GRACE, Input::Timeout);
     assert!(has(&e, &kill(1)));
@@ -407,7 +416,7 @@ fn a_silent_harness_times_out_fails_the_launch_returns_the_permit_and_keeps_its_
     let e = t.go(Input::Relaunch(RelaunchMode::Resume));
     assert_eq!(
         e.iter()
-            .filter(|e| matches!(e, Effect::Launch(launch::Effect::AskPermit)))
+            .filter(|e| matches!(e, Effect::Launch(LaunchEffect::AskPermit)))
             .count(),
         1
     );
@@ -427,7 +436,10 @@ fn a_later_prompt_that_cannot_be_spawned_fails_visibly_and_the_queue_moves_on() 
         &e,
         &Effect::Emit(Event::PromptFailed {
             prompt: 2,
-            error: "prompt 2 could not be run: Argument list too long".into()
+            failure: Failure::PromptNotRun {
+                prompt: 2,
+                reason: "Argument list too long".into()
+            }
         })
     ));
     assert!(has(
@@ -445,12 +457,12 @@ fn a_later_prompt_that_cannot_be_spawned_fails_visibly_and_the_queue_moves_on() 
 fn a_first_prompt_that_cannot_be_spawned_fails_the_launch_and_stays_queued() {
     let (mut t, _) = T::new(false, Some("hello"));
     t.observe(Observation::missing());
-    t.go(Input::Launch(launch::Input::PermitGranted));
+    t.go(Input::Launch(LaunchInput::PermitGranted));
     let e = t.go(Input::SpawnFailed {
         seq: 1,
         reason: "cannot run claude: not found".into(),
     });
-    assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
+    assert!(has(&e, &launch_effect(LaunchEffect::ReleasePermit)));
     assert_eq!(t.s.shown(), Shown::Failed);
     assert_eq!(t.s.record().queue[0].text, "hello");
     assert_eq!(
@@ -469,8 +481,11 @@ fn a_first_turn_that_exits_before_naming_its_session_fails_the_launch() {
     });
     assert_eq!(t.s.shown(), Shown::Failed);
     assert_eq!(
-        t.s.record().error.as_deref(),
-        Some("claude exited (exit code 1) before it named its session: bad flag")
+        t.s.record().error,
+        Some(Failure::ExitedBeforeNamed {
+            exit: Exit::Code(1),
+            detail: "bad flag".into()
+        })
     );
     assert_eq!(t.s.record().queue[0].text, "hello");
 }
@@ -484,14 +499,17 @@ fn a_turn_cut_by_a_service_stop_before_it_reported_in_is_queued_again_and_said()
         Effect::Persist,
         "the cut is recorded before the signal"
     );
-    assert!(has(&e, &launch_effect(launch::Effect::ReleasePermit)));
+    assert!(has(&e, &launch_effect(LaunchEffect::ReleasePermit)));
     t.end(1, Exit::Signal(15));
     assert_eq!(t.s.record().queue[0].text, "hello");
     assert_eq!(
-        t.s.record().error.as_deref(),
-        Some(
-            "turn 1 was cut by a service stop before claude reported in; prompt 1 is queued again"
-        )
+        t.s.record().error,
+        Some(Failure::Cut {
+            turn: 1,
+            prompt: 1,
+            by: CutBy::ServiceStop,
+            reported: false
+        })
     );
     assert_eq!(
         t.s.record().stage,
@@ -540,8 +558,13 @@ fn a_turn_cut_after_it_reported_in_is_said_and_not_run_again() {
     assert_eq!(spawns(&e), 0, "nothing starts once the service stops");
     assert!(t.s.record().queue.is_empty());
     assert_eq!(
-        t.s.record().error.as_deref(),
-        Some("turn 2 was cut by a service stop; claude had begun prompt 2, which is not run again")
+        t.s.record().error,
+        Some(Failure::Cut {
+            turn: 2,
+            prompt: 2,
+            by: CutBy::ServiceStop,
+            reported: true
+        })
     );
 }
 
@@ -585,12 +608,14 @@ fn restore_kills_a_survivor_before_anything_else_runs() {
         }],
         "never reported in: queued again, ahead of the rest"
     );
-    assert!(s
-        .record()
-        .error
-        .as_deref()
-        .unwrap()
-        .contains("was cut by room-core ending without stopping it before claude reported in"));
+    assert!(matches!(
+        s.record().error,
+        Some(Failure::Cut {
+            by: CutBy::ServiceEnd,
+            reported: false,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -603,16 +628,16 @@ fn a_restored_waiting_start_waits_again_with_a_new_limit() {
     assert_eq!(
         e,
         vec![
-            launch_effect(launch::Effect::Watch),
-            launch_effect(launch::Effect::Observe)
+            launch_effect(LaunchEffect::Watch),
+            launch_effect(LaunchEffect::Observe)
         ]
     );
     s.handle(
         1_000_000,
-        Input::Launch(launch::Input::Observed(Observation::missing())),
+        Input::Launch(LaunchInput::Observed(Observation::missing())),
     );
     assert!(
-        drain(&mut s).contains(&launch_effect(launch::Effect::WaitFor {
+        drain(&mut s).contains(&launch_effect(LaunchEffect::WaitFor {
             on: WaitOn::MissingMark,
             until: 1_000_000 + 300_000
         }))
@@ -623,7 +648,7 @@ fn a_restored_waiting_start_waits_again_with_a_new_limit() {
 fn a_restored_first_turn_is_killed_then_its_start_waits_again() {
     let (mut t, _) = T::new(true, Some("hello"));
     t.observe(Observation::marked(CopyMark::Ready, 0));
-    t.go(Input::Launch(launch::Input::PermitGranted));
+    t.go(Input::Launch(LaunchInput::PermitGranted));
     t.go(Input::TurnSpawned { seq: 1, process: P });
     let record = t.s.record().clone();
     let mut s = Session::restore(Config::default(), options(true), record, 7);
@@ -633,7 +658,7 @@ fn a_restored_first_turn_is_killed_then_its_start_waits_again() {
     );
     s.handle(8, Input::SurvivorGone { seq: 1 });
     let e = drain(&mut s);
-    assert!(e.contains(&launch_effect(launch::Effect::Observe)));
+    assert!(e.contains(&launch_effect(LaunchEffect::Observe)));
     assert_eq!(s.record().queue[0].text, "hello");
 }
 
@@ -682,20 +707,20 @@ fn relaunch_is_refused_while_starting_and_never_waits_once_started() {
     t.go(Input::Stop);
     t.go(Input::Message("two".into()));
     let e = t.go(Input::Relaunch(RelaunchMode::Wake));
-    assert!(has(&e, &launch_effect(launch::Effect::AskPermit)));
+    assert!(has(&e, &launch_effect(LaunchEffect::AskPermit)));
     assert_eq!(t.s.shown(), Shown::Pending);
     assert_eq!(
         t.at(0, Input::Relaunch(RelaunchMode::Resume)).0,
         Outcome::Refused(Refusal::Starting),
         "a relaunch under way refuses another"
     );
-    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    let e = t.go(Input::Launch(LaunchInput::PermitGranted));
     assert_eq!(spawns(&e), 0, "wake keeps the pause");
     assert!(t.s.record().paused);
     let e = t.go(Input::Relaunch(RelaunchMode::Resume));
     assert!(!t.s.record().paused);
-    assert!(has(&e, &launch_effect(launch::Effect::AskPermit)));
-    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    assert!(has(&e, &launch_effect(LaunchEffect::AskPermit)));
+    let e = t.go(Input::Launch(LaunchInput::PermitGranted));
     assert_eq!(spawns(&e), 1, "resume runs what is queued");
 }
 
@@ -705,7 +730,7 @@ fn relaunch_restart_ends_the_running_turn_first() {
     let e = t.go(Input::Relaunch(RelaunchMode::Restart));
     assert!(has(&e, &term(2)));
     t.go(Input::Message("three".into()));
-    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    let e = t.go(Input::Launch(LaunchInput::PermitGranted));
     assert_eq!(
         spawns(&e),
         0,
@@ -735,8 +760,11 @@ fn a_first_turn_that_exits_before_reading_its_prompt_fails_the_launch_with_its_e
     });
     assert_eq!(t.s.shown(), Shown::Failed);
     assert_eq!(
-        t.s.record().error.as_deref(),
-        Some("claude exited (exit code 1) before it read its prompt: error: unknown option '--bad'; its prompt stays queued for a relaunch")
+        t.s.record().error,
+        Some(Failure::ExitedBeforePrompt {
+            exit: Exit::Code(1),
+            detail: "error: unknown option '--bad'".into()
+        })
     );
     assert_eq!(t.s.record().queue[0].text, "hello");
     // Killed for it (no exit of its own): the delivery's error says why.
@@ -747,8 +775,11 @@ fn a_first_turn_that_exits_before_reading_its_prompt_fails_the_launch_with_its_e
     });
     t.end(1, Exit::Signal(15));
     assert_eq!(
-        t.s.record().error.as_deref(),
-        Some("prompt 1 could not be handed to claude: No space left on device; it stays queued for a relaunch")
+        t.s.record().error,
+        Some(Failure::LaunchPromptUndelivered {
+            prompt: 1,
+            error: Some("No space left on device".into())
+        })
     );
 }
 
@@ -786,31 +817,13 @@ fn service_stop_ends_the_wait_and_starts_nothing_after() {
     let (mut t, _) = T::new(true, Some("hello"));
     t.observe(Observation::missing());
     let e = t.go(Input::ServiceStop);
-    assert!(has(
-        &e,
-        &launch_effect(launch::Effect::Ended(launch::Reason::ServiceStop))
-    ));
+    assert!(has(&e, &launch_effect(LaunchEffect::Unwatch)));
     assert_eq!(t.s.poll_timeout(), None);
     assert_eq!(
         t.at(0, Input::Message("x".into())).0,
         Outcome::Refused(Refusal::ServiceStopping)
     );
     assert_eq!(t.s.record().stage, Stage::Starting);
-}
-
-#[test]
-fn launch_inputs_the_session_owns_are_ignored_when_passed_through() {
-    let (mut t, _) = T::new(true, Some("hello"));
-    for input in [
-        launch::Input::Stop,
-        launch::Input::Close,
-        launch::Input::ServiceStop,
-        launch::Input::Timeout,
-        launch::Input::HarnessStarted { native_id: None },
-        launch::Input::HarnessFailed("x".into()),
-    ] {
-        assert_eq!(t.at(0, Input::Launch(input)).0, Outcome::Ignored);
-    }
 }
 
 #[test]
@@ -913,7 +926,7 @@ fn a_turn_its_startup_timeout_ended_cannot_fail_the_relaunch_that_follows() {
     // spawn fail. The relaunch's own launch must go on, and the prompt run.
     let (mut t, _) = T::new(false, Some("a"));
     t.observe(Observation::missing());
-    t.go(Input::Launch(launch::Input::PermitGranted));
+    t.go(Input::Launch(LaunchInput::PermitGranted));
     let old = t.seq();
     t.at(STARTUP_TIMEOUT, Input::Timeout);
     assert_eq!(t.s.shown(), Shown::Failed);
@@ -925,10 +938,9 @@ fn a_turn_its_startup_timeout_ended_cannot_fail_the_relaunch_that_follows() {
     assert!(
         !e.iter().any(|e| matches!(
             e,
-            Effect::Launch(launch::Effect::Ended(_))
-                | Effect::Emit(Event::State {
-                    state: Shown::Failed
-                })
+            Effect::Emit(Event::State {
+                state: Shown::Failed
+            })
         )),
         "{e:?}"
     );
@@ -936,7 +948,7 @@ fn a_turn_its_startup_timeout_ended_cannot_fail_the_relaunch_that_follows() {
         t.s.record().queue.front().map(|p| p.text.as_str()),
         Some("a")
     );
-    let e = t.go(Input::Launch(launch::Input::PermitGranted));
+    let e = t.go(Input::Launch(LaunchInput::PermitGranted));
     assert_eq!(spawns(&e), 1, "{e:?}");
     assert_eq!(t.s.shown(), Shown::Pending);
 }
@@ -983,19 +995,23 @@ fn output_over_the_journal_cap_ends_the_turn_pauses_the_queue_and_says_so() {
     let mut t = T::running(&["three"]);
     let cap = JournalCap::Bytes(256 << 20);
     let e = t.go(Input::OutputCapped { seq: 2, cap });
-    let message = "the session's event journal is full (its cap is 256 MiB): claude's further output in turn 2 was dropped and the turn ended; the queue is paused, and every later turn of this session ends this way at its first output, so start a new session";
+    let full = Failure::JournalFull {
+        cap,
+        turn: 2,
+        launch: false,
+    };
     assert_eq!(
         e,
         vec![
             Effect::Persist,
             term(2),
             Effect::Emit(Event::Error {
-                message: message.into()
+                failure: full.clone()
             }),
         ]
     );
     assert!(t.s.record().paused);
-    assert_eq!(t.s.record().error.as_deref(), Some(message));
+    assert_eq!(t.s.record().error, Some(full));
     // Said once per turn: a repeat changes nothing more than the message.
     let (_, e) = t.at(t.now + GRACE, Input::Timeout);
     assert!(has(&e, &kill(2)), "{e:?}");
@@ -1033,14 +1049,17 @@ fn output_over_the_journal_cap_in_a_launchs_first_turn_fails_the_launch() {
     });
     assert!(has(&e, &term(1)), "{e:?}");
     assert!(
-        has(&e, &launch_effect(launch::Effect::ReleasePermit)),
+        has(&e, &launch_effect(LaunchEffect::ReleasePermit)),
         "{e:?}"
     );
     assert_eq!(t.s.shown(), Shown::Failed);
-    let error = t.s.record().error.clone().unwrap();
-    assert!(
-        error.starts_with("the session's event journal is full (its cap is 1000 events)"),
-        "{error}"
+    assert_eq!(
+        t.s.record().error,
+        Some(Failure::JournalFull {
+            cap: JournalCap::Events(1000),
+            turn: 1,
+            launch: true
+        })
     );
     let e = t.end(1, Exit::Signal(15));
     // Its prompt is not kept for a relaunch: the journal stays full.
@@ -1065,4 +1084,109 @@ fn journal_caps_read_as_sizes() {
     assert_eq!(JournalCap::Bytes(384 << 10).to_string(), "384 KiB");
     assert_eq!(JournalCap::Bytes(1000).to_string(), "1000 bytes");
     assert_eq!(JournalCap::Events(5).to_string(), "5 events");
+}
+
+#[test]
+fn a_launchs_first_turn_is_noted_before_its_spawn_since_no_write_names_it() {
+    let (mut t, _) = T::new(false, Some("hello"));
+    t.observe(Observation::missing());
+    let e = t.go(Input::Launch(LaunchInput::PermitGranted));
+    let note = e.iter().position(|e| *e == Effect::NoteSpawn { seq: 1 });
+    let spawn = e
+        .iter()
+        .position(|e| matches!(e, Effect::SpawnTurn { seq: 1, .. }));
+    assert!(note.is_some() && note < spawn, "{e:?}");
+    assert!(!has(&e, &Effect::Persist), "{e:?}");
+}
+
+#[test]
+fn a_turn_whose_write_came_first_gets_no_note() {
+    let mut t = T::idle();
+    let e = t.go(Input::Message("two".into()));
+    assert_eq!(e[0], Effect::Persist);
+    assert_eq!(spawns(&e), 1);
+    assert!(!e.iter().any(|e| matches!(e, Effect::NoteSpawn { .. })));
+}
+
+/// Carries out the session's effects one at a time as the runtime does,
+/// failing every `Persist` with ENOSPC; returns what was carried out.
+fn carry_out_on_a_full_disk(t: &mut T) -> Vec<Effect> {
+    let mut done = Vec::new();
+    while let Some(e) = t.s.poll_effect() {
+        let failed = e == Effect::Persist;
+        done.push(e);
+        if failed {
+            let o = t.s.handle(
+                t.now,
+                Input::PersistFailed {
+                    error: "No space left on device".into(),
+                },
+            );
+            assert_eq!(o, Outcome::Applied);
+        }
+        if done.len() > 50 {
+            panic!("no end to the writes: {done:?}");
+        }
+    }
+    done
+}
+
+#[test]
+fn a_prompt_whose_turn_could_not_be_recorded_is_not_handed_over() {
+    let mut t = T::idle();
+    t.now = 10;
+    t.s.handle(10, Input::Message("two".into()));
+    let done = carry_out_on_a_full_disk(&mut t);
+    // The spawn the record does not name is noted first.
+    let note = done.iter().position(|e| *e == Effect::NoteSpawn { seq: 2 });
+    let spawn = done
+        .iter()
+        .position(|e| matches!(e, Effect::SpawnTurn { seq: 2, .. }));
+    assert!(note.is_some() && note < spawn, "{done:?}");
+    t.s.handle(10, Input::TurnSpawned { seq: 2, process: P });
+    let done = carry_out_on_a_full_disk(&mut t);
+    assert!(
+        !done
+            .iter()
+            .any(|e| matches!(e, Effect::DeliverPrompt { .. })),
+        "{done:?}"
+    );
+    assert!(has(&done, &term(2)), "{done:?}");
+    assert_eq!(
+        t.s.record().error,
+        Some(Failure::PromptUndelivered {
+            prompt: 2,
+            error: "its turn could not be recorded (No space left on device)".into()
+        })
+    );
+}
+
+#[test]
+fn a_record_that_could_not_be_written_is_written_again_a_second_later() {
+    let mut t = T::idle();
+    t.now = 10;
+    t.s.handle(10, Input::Message("two".into()));
+    carry_out_on_a_full_disk(&mut t);
+    assert_eq!(
+        t.s.poll_timeout(),
+        Some((10 + PERSIST_RETRY, Timer::PersistRetry))
+    );
+    assert_eq!(
+        t.at(10 + PERSIST_RETRY - 1, Input::Timeout).0,
+        Outcome::Ignored
+    );
+    let (o, e) = t.at(10 + PERSIST_RETRY, Input::Timeout);
+    assert_eq!((o, e), (Outcome::Applied, vec![Effect::Persist]));
+    assert_eq!(t.s.poll_timeout(), None, "written: no retry is due");
+}
+
+#[test]
+fn a_write_that_another_input_makes_ends_the_retry() {
+    let mut t = T::idle();
+    t.s.handle(0, Input::Message("two".into()));
+    carry_out_on_a_full_disk(&mut t);
+    assert!(t.s.state().persist_retry_at.is_some());
+    let e = t.go(Input::Message("three".into()));
+    assert_eq!(e[0], Effect::Persist);
+    assert_eq!(t.s.state().persist_retry_at, None);
 }

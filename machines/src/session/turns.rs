@@ -3,9 +3,10 @@
 //! what its end does to its prompt.
 
 use super::event::Event;
+use super::failure::{CutBy, Failure};
 use super::io::{Effect, Exit, JournalCap, Outcome, Signal};
 use super::record::{EndWhy, Process, Turn, TurnSeq};
-use super::{secs, Session};
+use super::Session;
 use crate::launch;
 use crate::Millis;
 
@@ -26,7 +27,7 @@ enum Fate {
     /// It never got to run: back to the head of the queue.
     Requeue,
     /// It cannot be run: reported, and the queue moves on.
-    Fail(String),
+    Fail(Failure),
 }
 
 impl Session {
@@ -105,10 +106,7 @@ impl Session {
         };
         let launch_turn = t.launch && !t.reported && self.launch_live();
         let already_ending = t.ending.is_some();
-        let message = format!(
-            "prompt {} could not be handed to {}: {error}",
-            t.prompt.id, self.options.harness
-        );
+        let prompt = t.prompt.id;
         self.rec().turn.as_mut().expect("checked above").delivered = false;
         if already_ending {
             // Stopped, closed, cut or timed out already: that says what
@@ -121,14 +119,12 @@ impl Session {
             // The launch fails when the turn has ended (`settle`): a harness
             // that exited at once closed its stdin, and its exit and stderr
             // say why.
-            self.state.undelivered = Some(message);
+            self.state.undelivered = Some(error);
         } else {
             // The cause is the disk or the harness, not the prompt: keep it
             // first and wait for the user rather than spawn in a loop.
             self.rec().paused = true;
-            self.set_error(format!(
-                "{message}; the queue is paused with it first (resume to try again)"
-            ));
+            self.set_error(Failure::PromptUndelivered { prompt, error });
         }
         Outcome::Applied
     }
@@ -216,25 +212,19 @@ impl Session {
             return Outcome::Ignored;
         };
         let launch_turn = t.launch && !t.reported && self.launch_live();
-        let harness = self.options.harness.clone();
-        let full = format!(
-            "the session's event journal is full (its cap is {cap}): {harness}'s further output in turn {seq} was dropped and the turn ended"
-        );
+        let full = Failure::JournalFull {
+            cap,
+            turn: seq,
+            launch: launch_turn,
+        };
         self.end_turn(now, EndWhy::OutputCapped);
         if launch_turn {
-            self.fail_launch(
-                now,
-                format!(
-                    "{full}; every turn of this session ends this way now, so start a new session"
-                ),
-            );
+            self.fail_launch(now, full);
         } else {
             if !self.state.record.paused {
                 self.rec().paused = true;
             }
-            self.set_error(format!(
-                "{full}; the queue is paused, and every later turn of this session ends this way at its first output, so start a new session"
-            ));
+            self.set_error(full);
         }
         Outcome::Applied
     }
@@ -255,6 +245,7 @@ impl Session {
             self.startup_timeout(now);
             applied = true;
         }
+        applied |= self.retry_persist(now);
         let launch_due = self
             .launch
             .as_ref()
@@ -284,13 +275,9 @@ impl Session {
         if !pending || !self.launch_live() {
             return;
         }
-        let message = format!(
-            "{} did not start within {}: it never named its session; its prompt stays queued for a relaunch",
-            self.options.harness,
-            secs(self.config.startup_timeout)
-        );
+        let within_ms = self.config.startup_timeout;
         self.end_turn(now, EndWhy::StartupTimeout);
-        self.fail_launch(now, message);
+        self.fail_launch(now, Failure::NotStarted { within_ms });
     }
 
     /// Starts ending the current turn: SIGTERM now (or as soon as it is
@@ -325,7 +312,6 @@ impl Session {
         let why = turn
             .ending
             .or(matches!(end, End::Gone).then_some(EndWhy::Restore));
-        let harness = self.options.harness.clone();
         let id = turn.prompt.id;
         let launch_pending = turn.launch && !turn.reported && self.launch_live();
         let failed_exit = matches!(&end, End::Exited(exit, _) if !exit.success());
@@ -337,26 +323,33 @@ impl Session {
                 (End::Exited(exit @ Exit::Code(_), detail), Some(EndWhy::Undelivered))
                     if failed_exit =>
                 {
-                    self
-                    .fail_launch(
+                    self.fail_launch(
                         now,
-                        format!("{harness} exited ({exit}) before it read its prompt: {detail}; its prompt stays queued for a relaunch"),
+                        Failure::ExitedBeforePrompt {
+                            exit: *exit,
+                            detail: detail.clone(),
+                        },
                     )
                 }
                 (_, Some(EndWhy::Undelivered)) => self.fail_launch(
                     now,
-                    format!(
-                        "{}; it stays queued for a relaunch",
-                        undelivered.unwrap_or_else(|| format!("prompt {id} could not be handed to {harness}"))
-                    ),
+                    Failure::LaunchPromptUndelivered {
+                        prompt: id,
+                        error: undelivered,
+                    },
                 ),
                 (End::SpawnFailed(reason), _) => self.fail_launch(
                     now,
-                    format!("{harness} could not be started: {reason}; its prompt stays queued for a relaunch"),
+                    Failure::NotSpawned {
+                        reason: reason.clone(),
+                    },
                 ),
                 (End::Exited(exit, detail), None) if failed_exit => self.fail_launch(
                     now,
-                    format!("{harness} exited ({exit}) before it named its session: {detail}"),
+                    Failure::ExitedBeforeNamed {
+                        exit: *exit,
+                        detail: detail.clone(),
+                    },
                 ),
                 // Ended by itself, or by stop or interrupt: started, with
                 // whatever native ID the session has.
@@ -371,39 +364,40 @@ impl Session {
             // Its launch failed around it: the prompt was promised to a relaunch.
             (_, Some(EndWhy::StartupTimeout | EndWhy::Undelivered)) => Fate::Requeue,
             (End::SpawnFailed(_), _) if turn.launch => Fate::Requeue,
-            (End::SpawnFailed(reason), _) => {
-                Fate::Fail(format!("prompt {id} could not be run: {reason}"))
+            (End::SpawnFailed(reason), _) => Fate::Fail(Failure::PromptNotRun {
+                prompt: id,
+                reason: reason.clone(),
+            }),
+            (_, Some(EndWhy::Interrupt)) if !turn.delivered => {
+                Fate::Fail(Failure::InterruptedBeforeDelivery { prompt: id })
             }
-            (_, Some(EndWhy::Interrupt)) if !turn.delivered => Fate::Fail(format!(
-                "prompt {id} was interrupted before it reached {harness}"
-            )),
             _ if !turn.delivered => Fate::Requeue,
             (_, Some(EndWhy::Stop | EndWhy::Interrupt | EndWhy::Close | EndWhy::Restart)) => {
                 Fate::Done
             }
             (_, Some(cut @ (EndWhy::ServiceStop | EndWhy::Restore))) => {
-                let by = if cut == EndWhy::ServiceStop {
-                    "a service stop"
-                } else {
-                    "room-core ending without stopping it"
-                };
+                self.set_error(Failure::Cut {
+                    turn: turn.seq,
+                    prompt: id,
+                    by: if cut == EndWhy::ServiceStop {
+                        CutBy::ServiceStop
+                    } else {
+                        CutBy::ServiceEnd
+                    },
+                    reported: turn.reported,
+                });
                 if turn.reported {
-                    self.set_error(format!(
-                        "turn {} was cut by {by}; {harness} had begun prompt {id}, which is not run again",
-                        turn.seq
-                    ));
                     Fate::Done
                 } else {
-                    self.set_error(format!(
-                        "turn {} was cut by {by} before {harness} reported in; prompt {id} is queued again",
-                        turn.seq
-                    ));
                     Fate::Requeue
                 }
             }
             (End::Exited(..), None) if launch_pending && failed_exit => Fate::Requeue,
             (End::Exited(exit, detail), None) if failed_exit => {
-                self.set_error(format!("the last turn failed ({exit}): {detail}"));
+                self.set_error(Failure::TurnFailed {
+                    exit: *exit,
+                    detail: detail.clone(),
+                });
                 Fate::Done
             }
             _ => Fate::Done,
@@ -411,12 +405,12 @@ impl Session {
         match fate {
             Fate::Done => {}
             Fate::Requeue => self.requeue(&turn),
-            Fate::Fail(error) => {
+            Fate::Fail(failure) => {
                 self.emit(Event::PromptFailed {
                     prompt: id,
-                    error: error.clone(),
+                    failure: failure.clone(),
                 });
-                self.set_error(error);
+                self.set_error(failure);
             }
         }
     }
