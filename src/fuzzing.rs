@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use room_machines::body_keys::RESERVED_KEYS;
 use room_machines::copy::MAX_MARK_BYTES;
 use room_machines::policy::Scope;
-use room_machines::request::{Value as BodyValue, RESERVED_KEYS};
+use room_machines::request::Value as BodyValue;
 use room_machines::{Command, CopyMark, Observation, Parsed};
 
 use crate::api::bodies;

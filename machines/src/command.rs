@@ -337,7 +337,9 @@ fn parse_flags(rest: &[&str]) -> Result<(Flags, Vec<String>), ParseError> {
         }
         if let Some(flag) = a.strip_prefix("--").filter(|f| !f.is_empty()) {
             let name = flag.split_once('=').map_or(flag, |(f, _)| f);
-            if crate::request::RESERVED_KEYS.contains(&crate::request::snake_case(name).as_str()) {
+            if crate::body_keys::RESERVED_KEYS
+                .contains(&crate::body_keys::snake_case(name).as_str())
+            {
                 return Err(ParseError::Reserved(name.to_string()));
             }
             if let Some((f, v)) = flag.split_once('=') {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Millis;
+use crate::time::Millis;
 
 /// The largest status file that is read as a mark; anything longer is
 /// malformed (the app writes at most a short failure reason).

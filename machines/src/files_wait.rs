@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::copy::{CopyMark, Observation};
-use crate::Millis;
+use crate::time::Millis;
 
 /// `FILES_WAIT_GRACE`: how long a missing status file is waited for while
 /// the folder looks empty.

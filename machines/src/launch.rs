@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::copy::{CopyMark, MarkError, Observation};
-use crate::Millis;
+use crate::time::Millis;
 
 /// `PROJECT_COPY_WAIT`: the longest a launch waits for its project copy.
 pub const PROJECT_COPY_WAIT: Millis = 5 * 60 * 1000;

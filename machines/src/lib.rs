@@ -9,6 +9,7 @@
 //! `poll_timeout`. Because states, inputs and effects are plain serialisable
 //! enums, a run can be recorded as JSON and replayed (see `fixtures/timelines`).
 
+pub mod body_keys;
 pub mod caller;
 pub mod command;
 pub mod copy;
@@ -18,11 +19,10 @@ pub mod launch;
 pub mod policy;
 pub mod request;
 pub mod session;
+pub mod time;
 pub mod timeline;
 
-/// Milliseconds since an epoch the runtime picks; machines only compare and
-/// subtract them.
-pub type Millis = u64;
+pub use time::Millis;
 
 pub use caller::{classify, Caller, EnvView, ProcView};
 pub use command::{Command, ParseError, Parsed};

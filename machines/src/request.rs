@@ -10,12 +10,9 @@
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::body_keys::{snake_case, RESERVED_KEYS};
 use crate::command::Command;
 use crate::policy::Scope;
-
-/// Body keys a caller's `--flag` may not set: Core fills them itself, and a
-/// caller must never choose who it acts for.
-pub const RESERVED_KEYS: &[&str] = &["action", "session", "automation", "args"];
 
 /// One value in a website request body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,11 +70,6 @@ pub struct Request {
     pub endpoint: String,
     /// The JSON body.
     pub body: Body,
-}
-
-/// `--request-id` as a body key: `request-id` becomes `request_id`.
-pub fn snake_case(flag: &str) -> String {
-    flag.replace('-', "_")
 }
 
 /// Builds the website request for a command the policy forwarded with

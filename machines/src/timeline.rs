@@ -11,7 +11,7 @@ use crate::command::Command;
 use crate::launch::{Config, Effect, Input, Launch, Outcome, Phase, Plan};
 use crate::policy::{decide, Decision};
 use crate::session::{self, Session};
-use crate::Millis;
+use crate::time::Millis;
 
 /// One timeline file.
 #[derive(Debug, Clone, Serialize, Deserialize)]

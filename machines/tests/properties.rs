@@ -218,7 +218,7 @@ proptest! {
     }
 }
 
-/// The timer's bucket width in the runtime (`src/runtime/timer.rs` SLACK):
+/// The timer's bucket width in the runtime (`src/runtime/alarms.rs` SLACK):
 /// a deadline fires at the end of its bucket, less than this late.
 const SLACK: Millis = 25;
 

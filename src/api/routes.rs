@@ -17,7 +17,7 @@ use super::bodies;
 use super::follow;
 use super::query::Query;
 use crate::error::Refusal;
-use crate::runtime::{Answer, Runtime};
+use crate::runtime::{CommandAnswer, Runtime};
 
 /// An answer: its status, its body and the body's content type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,14 +268,14 @@ pub fn after_turn(rt: &Runtime, id: &str, turn: TurnSeq, gone: bool) -> Reply {
 /// What a route did: an answer, or an app command's (which may be due later).
 enum Done {
     Reply(Reply),
-    Command(String, Answer),
+    Command(String, CommandAnswer),
 }
 
 fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<Done, Refusal> {
     let rt = ctx.rt;
     let id = ids.first().map_or("", String::as_str);
     let ok = |v: Value| Ok(Done::Reply(Reply::json(200, v)));
-    let command = |a: Answer| Ok(Done::Command(id.to_string(), a));
+    let command = |a: CommandAnswer| Ok(Done::Command(id.to_string(), a));
     match op {
         Op::Capabilities => ok(json!({"capabilities": ["project_copy"]})),
         Op::Health => ok(follow::health(ctx)),

@@ -24,7 +24,7 @@ use super::Runtime;
 use crate::error::Refusal;
 use crate::journal::NewEvent;
 use crate::sessions::failure_text::describe;
-use crate::sessions::{turn_key, Session};
+use crate::sessions::{turn_key, Hosted};
 
 /// What one pass over a session collects while it carries out effects.
 #[derive(Default)]
@@ -61,7 +61,7 @@ pub(super) fn refusal(id: &str, why: Refused) -> Refusal {
 impl Runtime {
     /// Feeds `input` to the locked session `s` and carries out everything
     /// that follows.
-    pub(crate) fn drive(&self, s: &mut Session, input: Input) -> Outcome {
+    pub(crate) fn drive(&self, s: &mut Hosted, input: Input) -> Outcome {
         let outcome = self.step(s, input);
         self.pass(s, Pass::default());
         outcome
@@ -69,7 +69,7 @@ impl Runtime {
 
     /// An app command: snapshot, handle, write the record first or roll
     /// back, then carry out the rest. `Err` changed nothing.
-    pub(super) fn command(&self, s: &mut Session, input: Input) -> Result<Outcome, Refusal> {
+    pub(super) fn command(&self, s: &mut Hosted, input: Input) -> Result<Outcome, Refusal> {
         let (before, permit_at) = (s.machine.clone(), s.permit_at);
         let outcome = self.step(s, input);
         if let Outcome::Refused(why) = outcome {
@@ -105,7 +105,7 @@ impl Runtime {
     /// Carries out the input's first effect, which is `Persist` when the
     /// record changed: `Err` when that write failed (and nothing else was
     /// done). The pass it begins goes on with [`Runtime::pass`].
-    pub(super) fn persist_first(&self, s: &mut Session) -> std::io::Result<Pass> {
+    pub(super) fn persist_first(&self, s: &mut Hosted) -> std::io::Result<Pass> {
         let mut pass = Pass::default();
         if let Some(first) = s.machine.poll_effect() {
             if let Some(r) = &mut s.recording {
@@ -122,7 +122,7 @@ impl Runtime {
 
     /// Drains the machine, feeding back what is answered at once, then
     /// finishes the pass.
-    pub(super) fn pass(&self, s: &mut Session, mut pass: Pass) {
+    pub(super) fn pass(&self, s: &mut Hosted, mut pass: Pass) {
         loop {
             while let Some(effect) = s.machine.poll_effect() {
                 if let Some(r) = &mut s.recording {
@@ -141,7 +141,7 @@ impl Runtime {
     /// Hands one input to the machine (recorded when timelines are), and
     /// measures what only the runtime measures: a permit's grant, and the
     /// harness startup from it to the event that completes the launch.
-    pub(super) fn step(&self, s: &mut Session, input: Input) -> Outcome {
+    pub(super) fn step(&self, s: &mut Hosted, input: Input) -> Outcome {
         let now = self.clock.now();
         let granted = input == Input::Launch(LaunchInput::PermitGranted);
         let named = matches!(input, Input::NativeId { .. });
@@ -173,7 +173,7 @@ impl Runtime {
     }
 
     /// Carries out one effect.
-    fn carry_out(&self, s: &mut Session, effect: Effect, pass: &mut Pass) {
+    fn carry_out(&self, s: &mut Hosted, effect: Effect, pass: &mut Pass) {
         match effect {
             Effect::Persist => {
                 if let Err(e) = self.write(s) {
@@ -211,7 +211,7 @@ impl Runtime {
     }
 
     /// Writes the session's record now.
-    pub(super) fn write(&self, s: &mut Session) -> std::io::Result<()> {
+    pub(super) fn write(&self, s: &mut Hosted) -> std::io::Result<()> {
         let record = s.record();
         self.store.save(&s.id, &record)?;
         let spawned = record
@@ -228,7 +228,7 @@ impl Runtime {
 
     /// Appends the pass's events to the journal (one write, one fdatasync),
     /// so they are durable before anyone can read them, and logs them.
-    pub(super) fn flush_events(&self, s: &Session, pass: &mut Pass) {
+    pub(super) fn flush_events(&self, s: &Hosted, pass: &mut Pass) {
         for event in pass.logged.drain(..) {
             log_event(&s.id, s.start.harness.name(), &event);
         }
@@ -247,7 +247,7 @@ impl Runtime {
     /// The end of a pass: events journalled, a failed write tried again,
     /// what belonged to a finished turn dropped, the timer re-armed,
     /// waiters told, the timeline written.
-    fn finish(&self, s: &mut Session, mut pass: Pass) {
+    fn finish(&self, s: &mut Hosted, mut pass: Pass) {
         self.flush_events(s, &mut pass);
         super::follow::close_if_over(s);
         let current = s.machine.record().turn.as_ref().map(|t| t.seq);
@@ -275,7 +275,7 @@ impl Runtime {
     }
 
     /// Re-arms the timer when the machine's next deadline changed.
-    fn rearm(&self, s: &mut Session) {
+    fn rearm(&self, s: &mut Hosted) {
         let next = s.machine.poll_timeout().map(|(at, _)| at);
         if next != s.armed {
             s.armed = next;

@@ -14,7 +14,7 @@ use super::Runtime;
 use crate::error::Refusal;
 use crate::journal::{Journal, Journals};
 use crate::metrics::Snapshot;
-use crate::sessions::{lock, view, Session};
+use crate::sessions::{lock, view, Hosted};
 
 /// The most sessions one page of the list returns, and the default.
 pub const MAX_LIST: usize = 1024;
@@ -73,7 +73,7 @@ impl Runtime {
 
     /// The session's journal, closed (for readers) once the session is
     /// closed and no turn of it runs, so nothing more will be written.
-    fn journal_of(&self, s: &Session) -> Arc<Journal> {
+    fn journal_of(&self, s: &Hosted) -> Arc<Journal> {
         close_if_over(s);
         s.journal.clone()
     }
@@ -129,7 +129,7 @@ impl Runtime {
         Ok(json!({"sessions": page, "next_after": next_after.flatten()}))
     }
 
-    fn list_item(&self, s: &Session) -> Value {
+    fn list_item(&self, s: &Hosted) -> Value {
         let v = self.render(s);
         let last = self
             .follow
@@ -244,7 +244,7 @@ impl Runtime {
 /// Closes the session's journal for readers once nothing more will be
 /// written: the session is closed and no turn of it is left (its end is
 /// journalled).
-pub(super) fn close_if_over(s: &Session) {
+pub(super) fn close_if_over(s: &Hosted) {
     if s.machine.journal_over() {
         s.journal.close();
     }

@@ -7,13 +7,13 @@ use room_machines::session::{Input, LaunchEffect, LaunchInput};
 use room_machines::MarkError;
 
 use super::driver::Pass;
-use super::{Event, Runtime, ON_POOL};
+use super::{Job, Runtime, ON_POOL};
 use crate::files;
-use crate::sessions::Session;
+use crate::sessions::Hosted;
 
 impl Runtime {
     /// Carries out one of the launch's effects.
-    pub(super) fn launch_effect(&self, s: &mut Session, effect: LaunchEffect, pass: &mut Pass) {
+    pub(super) fn launch_effect(&self, s: &mut Hosted, effect: LaunchEffect, pass: &mut Pass) {
         let id = s.id.clone();
         let folder = &s.start.folder;
         match effect {
@@ -36,7 +36,7 @@ impl Runtime {
                 } else {
                     // Never on a request's thread (nor at start-up):
                     // whatever lies at a status path holds up no one.
-                    self.send(Event::Observe(s.me.clone(), folder.clone()));
+                    self.send(Job::Observe(s.me.clone(), folder.clone()));
                 }
             }
             LaunchEffect::AskPermit => {
@@ -88,7 +88,7 @@ impl Runtime {
     /// Gives a permit back, handing it to the oldest queued launch.
     pub(crate) fn release_permit(&self) {
         if let Some(next) = self.permits.release() {
-            self.send(Event::Input(next, LaunchInput::PermitGranted));
+            self.send(Job::Input(next, LaunchInput::PermitGranted));
         }
     }
 }

@@ -6,17 +6,18 @@
 //! does the I/O their effects ask for (docs/machines.md, "Driving the
 //! session machine", is the contract).
 
+pub mod alarms;
 pub mod clock;
 mod driver;
 mod follow;
 pub mod harness_pids;
 mod launching;
+pub mod live_turn;
 mod ops;
 pub mod permits;
 pub mod record;
 mod restore;
-pub mod timer;
-pub(crate) mod turns;
+mod turns;
 pub mod watch;
 
 use std::cell::Cell;
@@ -32,27 +33,27 @@ use room_machines::session::{Input, LaunchInput, TurnSeq};
 use crate::config::Config;
 use crate::harness::{command, Programs};
 use crate::metrics::Metrics;
-use crate::sessions::{lock, Registry, Session, SessionRef};
+use crate::sessions::{lock, Hosted, Registry, SessionRef};
 use crate::store::Store;
 use crate::supervise::{Supervisor, TurnRecord, KILL_WAIT};
+use alarms::Alarms;
 use clock::Clock;
 use harness_pids::HarnessPids;
 use permits::Permits;
-use timer::Timer;
 use watch::Watch;
 
 pub use crate::sessions::Start;
 pub use follow::{ListQuery, DEFAULT_LIST, MAX_LIST};
-pub use ops::Answer;
+pub use ops::CommandAnswer;
 pub use room_machines::session::RelaunchMode;
 
 /// A session as the timer and the pool know it: its own handle, no
 /// registry lookup.
-pub type SessionHandle = Weak<Mutex<Session>>;
+pub type SessionHandle = Weak<Mutex<Hosted>>;
 
 /// Work for the event pool.
 #[derive(Debug)]
-pub enum Event {
+pub enum Job {
     /// A launch input for session `id`: the watch's `Changed` and
     /// `Watched(false)`, a permit handed over by a release.
     Input(String, LaunchInput),
@@ -83,8 +84,8 @@ pub struct Runtime {
     pub supervisor: Arc<Supervisor>,
     store: Store,
     registry: Mutex<Registry>,
-    events: Sender<Event>,
-    timer: Timer<SessionHandle>,
+    events: Sender<Job>,
+    timer: Alarms<SessionHandle>,
     permits: Permits,
     watch: Option<Watch>,
     stopping: AtomicBool,
@@ -136,7 +137,7 @@ impl Runtime {
             follow: follow::Follow::new(&config.state_dir, config.journal_caps()),
             timer: {
                 let events = events.clone();
-                Timer::start(clock, move |due| events.send(Event::Timeouts(due)).is_ok())
+                Alarms::start(clock, move |due| events.send(Job::Timeouts(due)).is_ok())
             },
             config,
             clock,
@@ -154,7 +155,7 @@ impl Runtime {
         });
         for n in 0..POOL_WORKERS {
             let rt = Arc::downgrade(&rt);
-            let rx: Receiver<Event> = rx.clone();
+            let rx: Receiver<Job> = rx.clone();
             std::thread::Builder::new()
                 .name(format!("pool-{n}"))
                 .spawn(move || {
@@ -170,21 +171,21 @@ impl Runtime {
     }
 
     /// One job of the event pool.
-    fn work(&self, ev: Event) {
+    fn work(&self, ev: Job) {
         match ev {
-            Event::Input(id, input) => self.feed_id(&id, Input::Launch(input)),
-            Event::Timeouts(due) => {
+            Job::Input(id, input) => self.feed_id(&id, Input::Launch(input)),
+            Job::Timeouts(due) => {
                 for s in due.iter().filter_map(Weak::upgrade) {
                     self.drive(&mut lock(&s), Input::Timeout);
                 }
             }
-            Event::Observe(s, folder) => {
+            Job::Observe(s, folder) => {
                 // Read without the session's lock; the launch takes the
                 // answer whenever it comes (a late one changes nothing).
                 let observation = crate::files::observe(&folder);
                 self.feed(&s, Input::Launch(LaunchInput::Observed(observation)));
             }
-            Event::Survivor(s, seq, record) => {
+            Job::Survivor(s, seq, record) => {
                 let ended = self.supervisor.kill_survivor(&record);
                 if !ended.is_clean() {
                     log::error!(
@@ -217,7 +218,7 @@ impl Runtime {
     }
 
     /// Hands `ev` to the pool.
-    fn send(&self, ev: Event) {
+    fn send(&self, ev: Job) {
         if let Err(e) = self.events.send(ev) {
             log::error!("the event pool is gone: {:?} is dropped", e.0);
         }

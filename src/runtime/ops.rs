@@ -14,13 +14,13 @@ use crate::error::Refusal;
 use crate::files;
 use crate::harness::Harness;
 use crate::journal::Journal;
-use crate::sessions::{self, lock, new_id, view, Extras, Kind, Session, Start};
+use crate::sessions::{self, lock, new_id, view, Extras, Hosted, Kind, Start};
 use room_machines::session::RelaunchMode;
 use room_machines::timeline::Begin;
 
 /// What an app command answers.
 #[derive(Debug)]
-pub struct Answer {
+pub struct CommandAnswer {
     /// The session's view once the command is applied.
     pub view: Value,
     /// The turn the command ends, when it still runs: the answer is due
@@ -60,7 +60,7 @@ impl Runtime {
     }
 
     /// Begins recording a session's timeline, when `record_timelines` is set.
-    pub(super) fn recording(&self, s: &Session, begin: Begin) -> Option<Box<Recording>> {
+    pub(super) fn recording(&self, s: &Hosted, begin: Begin) -> Option<Box<Recording>> {
         let dir = self.config.record_timelines.as_ref()?;
         Some(Box::new(Recording::begin(
             dir,
@@ -127,7 +127,7 @@ impl Runtime {
                 created_ms: unix_ms(),
                 ..Extras::default()
             };
-            let shared = Session::shared(id.clone(), start, m, extras, self.journal_for(&id));
+            let shared = Hosted::shared(id.clone(), start, m, extras, self.journal_for(&id));
             let mut s = lock(&shared);
             // Known (to a retry with the same request ID, which waits for
             // this lock) before its record is written; the write runs
@@ -164,7 +164,7 @@ impl Runtime {
         }
     }
 
-    pub(super) fn render(&self, s: &Session) -> Value {
+    pub(super) fn render(&self, s: &Hosted) -> Value {
         view::render(s, &self.clock)
     }
 
@@ -179,51 +179,51 @@ impl Runtime {
     /// the record written before anything else is done (or nothing
     /// changed), and the turn to wait for when the machine says the answer
     /// waits for it.
-    fn apply(&self, id: &str, input: Input) -> Result<Answer, Refusal> {
+    fn apply(&self, id: &str, input: Input) -> Result<CommandAnswer, Refusal> {
         let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
         let mut s = lock(&s);
         let turn = s.machine.record().turn.as_ref().map(|t| t.seq);
         let ends_turn = input.answers_after_turn();
         self.command(&mut s, input)?;
         let still = s.machine.record().turn.as_ref().map(|t| t.seq);
-        Ok(Answer {
+        Ok(CommandAnswer {
             view: self.render(&s),
             turn: turn.filter(|t| ends_turn && still == Some(*t)),
         })
     }
 
     /// `POST /v1/sessions/{id}/messages`: queues a prompt.
-    pub fn message(&self, id: &str, prompt: String) -> Result<Answer, Refusal> {
+    pub fn message(&self, id: &str, prompt: String) -> Result<CommandAnswer, Refusal> {
         self.apply(id, Input::Message(prompt))
     }
 
     /// `POST /v1/sessions/{id}/stop`: ends the running turn and pauses the
     /// queue; due once the turn is gone.
-    pub fn stop(&self, id: &str) -> Result<Answer, Refusal> {
+    pub fn stop(&self, id: &str) -> Result<CommandAnswer, Refusal> {
         self.apply(id, Input::Stop)
     }
 
     /// `POST /v1/sessions/{id}/interrupt`: ends the running turn; the queue
     /// goes on. Due once the turn is gone.
-    pub fn interrupt(&self, id: &str) -> Result<Answer, Refusal> {
+    pub fn interrupt(&self, id: &str) -> Result<CommandAnswer, Refusal> {
         self.apply(id, Input::Interrupt)
     }
 
     /// `POST /v1/sessions/{id}/resume`: unpauses the queue.
-    pub fn resume(&self, id: &str) -> Result<Answer, Refusal> {
+    pub fn resume(&self, id: &str) -> Result<CommandAnswer, Refusal> {
         self.apply(id, Input::Resume)
     }
 
     /// `POST /v1/sessions/{id}/close`: ends the launch or the turn; nothing
     /// starts again. Due once the turn is gone.
-    pub fn close(&self, id: &str) -> Result<Answer, Refusal> {
+    pub fn close(&self, id: &str) -> Result<CommandAnswer, Refusal> {
         self.apply(id, Input::Close)
     }
 
     /// `POST /v1/sessions/{id}/relaunch`: brings a started session back
     /// through a relaunch (never a copy wait); `restart` is due once the
     /// turn it ends is gone.
-    pub fn relaunch(&self, id: &str, mode: RelaunchMode) -> Result<Answer, Refusal> {
+    pub fn relaunch(&self, id: &str, mode: RelaunchMode) -> Result<CommandAnswer, Refusal> {
         self.apply(id, Input::Relaunch(mode))
     }
 

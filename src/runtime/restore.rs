@@ -9,7 +9,7 @@ use room_machines::timeline::Begin;
 
 use super::driver::Pass;
 use super::Runtime;
-use crate::sessions::{self, lock, old, Record, Session};
+use crate::sessions::{self, lock, old, Hosted, RecordFile};
 use crate::supervise::{TurnKey, TurnRecord};
 
 /// How many unacknowledged spawns are looked for at once at start.
@@ -25,7 +25,7 @@ impl Runtime {
             let read = if upgraded {
                 old::upgrade(value)
             } else {
-                serde_json::from_value::<Record>(value)
+                serde_json::from_value::<RecordFile>(value)
             };
             match read {
                 // The store writes a session's record as `<id>.json` only:
@@ -54,7 +54,7 @@ impl Runtime {
                     core.clone(),
                     now,
                 );
-                let shared = Session::shared(
+                let shared = Hosted::shared(
                     record.id.clone(),
                     record.start.clone(),
                     m,
@@ -99,7 +99,7 @@ impl Runtime {
     /// got its prompt, but it (or what it started) may still run: it is
     /// killed before its session is restored, so nothing of it runs beside
     /// the session's next turn.
-    fn kill_unacknowledged(&self, records: &[(Record, bool)]) {
+    fn kill_unacknowledged(&self, records: &[(RecordFile, bool)]) {
         let noted: Vec<TurnRecord> = self
             .store
             .take_spawn_notes()

@@ -35,12 +35,13 @@ use room_machines::session::{Exit, Input, JournalCap, Process, Signal, TurnSeq};
 use serde_json::Value;
 
 use super::driver::Pass;
-use super::{Event, Runtime, SessionHandle};
+use super::live_turn::LiveTurn;
+use super::{Job, Runtime, SessionHandle};
 use crate::harness::{account, command, Harness};
 use crate::journal::{Journal, NewEvent, MAX_LINE};
 use crate::nofollow;
 use crate::procfs::ProcKey;
-use crate::sessions::{lock, turn_key, Session};
+use crate::sessions::{lock, turn_key, Hosted};
 use crate::supervise::output::{self, Line, LineReader, Tail};
 use crate::supervise::{self, Child, SpawnSpec, Tree, TurnKey, TurnRecord};
 
@@ -57,30 +58,13 @@ const BATCH_MAX: usize = 1024;
 /// reach the end of their pipes (at once, unless something escaped the tree).
 const OUTPUT_WAIT: Duration = Duration::from_secs(2);
 
-/// The running turn's process, as the session holds it.
-#[derive(Debug)]
-pub struct LiveTurn {
-    /// The turn.
-    pub seq: TurnSeq,
-    /// Its tree, for signals.
-    tree: Tree,
-    /// Its stdin, until the prompt is handed over.
-    stdin: Option<ChildStdin>,
-    /// Its stdout, until the reader starts.
-    stdout: Option<ChildStdout>,
-    /// Its prompt, until it is handed over.
-    prompt: Option<String>,
-    /// The stdout reader, once started; the exit watcher waits for it.
-    reader: Option<JoinHandle<()>>,
-}
-
 impl Runtime {
     /// `SpawnTurn`: makes the folder, puts the turn's key on record, starts
     /// the harness through the supervisor and answers `TurnSpawned` (or
     /// `SpawnFailed` with why).
     pub(super) fn spawn_turn(
         &self,
-        s: &mut Session,
+        s: &mut Hosted,
         pass: &mut Pass,
         seq: TurnSeq,
         prompt: String,
@@ -98,7 +82,7 @@ impl Runtime {
 
     fn try_spawn(
         &self,
-        s: &mut Session,
+        s: &mut Hosted,
         seq: TurnSeq,
         prompt: String,
         resume: Option<String>,
@@ -175,7 +159,7 @@ impl Runtime {
     /// and closes it, then journals what the pass has emitted (the turn's
     /// start) and only then starts reading the turn's output, so the start
     /// comes before anything the harness prints.
-    pub(super) fn deliver(&self, s: &mut Session, pass: &mut Pass, seq: TurnSeq) {
+    pub(super) fn deliver(&self, s: &mut Hosted, pass: &mut Pass, seq: TurnSeq) {
         let rt = self.me.upgrade().expect("the runtime is alive");
         let (id, harness, handle) = (s.id.clone(), s.start.harness, s.me.clone());
         let Some(live) = s.live.as_mut().filter(|l| l.seq == seq) else {
@@ -219,7 +203,7 @@ impl Runtime {
 
     /// `Signal`: the signal to everything the turn started, at once; the
     /// grace before SIGKILL is the machine's timer.
-    pub(super) fn signal_turn(&self, s: &Session, seq: TurnSeq, signal: Signal) {
+    pub(super) fn signal_turn(&self, s: &Hosted, seq: TurnSeq, signal: Signal) {
         let sig = match signal {
             Signal::Term => Sig::SIGTERM,
             Signal::Kill => Sig::SIGKILL,
@@ -236,7 +220,7 @@ impl Runtime {
     /// `KillSurvivor`: on the pool, SIGKILL to what the turn's record still
     /// names (its cgroup, or its pid if the start time matches, and its
     /// marked processes), then `SurvivorGone`.
-    pub(super) fn kill_survivor(&self, s: &Session, seq: TurnSeq, process: Process) {
+    pub(super) fn kill_survivor(&self, s: &Hosted, seq: TurnSeq, process: Process) {
         let record = s
             .supervised
             .as_ref()
@@ -251,7 +235,7 @@ impl Runtime {
                 boot_id: None,
                 cgroup: None,
             });
-        self.send(Event::Survivor(s.me.clone(), seq, record));
+        self.send(Job::Survivor(s.me.clone(), seq, record));
     }
 
     /// A turn's exit watcher: the harness's exit, the end of what it left

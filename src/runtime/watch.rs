@@ -36,7 +36,7 @@ use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, InotifyEvent, WatchDe
 use room_machines::session::LaunchInput;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::Event;
+use super::Job;
 use crate::files::status_file;
 
 /// Handle to add and drop watched sessions.
@@ -160,7 +160,7 @@ fn mask(kind: Kind) -> AddWatchFlags {
 
 impl Watch {
     /// Starts the watch thread; what it sees is sent to `events`.
-    pub fn start(events: Sender<Event>) -> std::io::Result<Watch> {
+    pub fn start(events: Sender<Job>) -> std::io::Result<Watch> {
         let inotify = Arc::new(Inotify::init(InitFlags::IN_CLOEXEC)?);
         let watch = Watch {
             inotify,
@@ -362,7 +362,7 @@ impl Watch {
         (changed, lost)
     }
 
-    fn run(self, events: Sender<Event>) {
+    fn run(self, events: Sender<Job>) {
         loop {
             let batch = match self.inotify.read_events() {
                 Ok(b) => b,
@@ -377,8 +377,7 @@ impl Watch {
                     }
                     drop(t);
                     for s in all {
-                        let _ =
-                            events.send(Event::Input(s.to_string(), LaunchInput::Watched(false)));
+                        let _ = events.send(Job::Input(s.to_string(), LaunchInput::Watched(false)));
                     }
                     return;
                 }
@@ -396,7 +395,7 @@ impl Watch {
                 .map(|s| (s, LaunchInput::Watched(false)))
                 .chain(changed.into_iter().map(|s| (s, LaunchInput::Changed)));
             for (s, input) in inputs {
-                if events.send(Event::Input(s.to_string(), input)).is_err() {
+                if events.send(Job::Input(s.to_string(), input)).is_err() {
                     return;
                 }
             }
@@ -431,12 +430,12 @@ mod tests {
     }
 
     /// The next input for `session` within 5 s.
-    fn next(rx: &crossbeam_channel::Receiver<Event>, session: &str) -> LaunchInput {
+    fn next(rx: &crossbeam_channel::Receiver<Job>, session: &str) -> LaunchInput {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
-                Ok(Event::Input(s, input)) if s == session => return input,
+                Ok(Job::Input(s, input)) if s == session => return input,
                 Ok(_) => {}
                 Err(e) => panic!("nothing for {session}: {e}"),
             }
@@ -445,8 +444,8 @@ mod tests {
 
     /// Nothing for `session` within 200 ms (a creation and the close that
     /// follows it may wake another session twice).
-    fn quiet(rx: &crossbeam_channel::Receiver<Event>, session: &str) {
-        while let Ok(Event::Input(s, input)) = rx.recv_timeout(Duration::from_millis(200)) {
+    fn quiet(rx: &crossbeam_channel::Receiver<Job>, session: &str) {
+        while let Ok(Job::Input(s, input)) = rx.recv_timeout(Duration::from_millis(200)) {
             assert_ne!(s, session, "{s} got {input:?}");
         }
     }

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::harness::Harness;
 use crate::journal::Journal;
+use crate::runtime::live_turn::LiveTurn;
 use crate::runtime::record::Recording;
-use crate::runtime::turns::LiveTurn;
 use crate::supervise::{TurnKey, TurnRecord};
 
 /// What kind of session the app started.
@@ -75,7 +75,7 @@ fn thread() -> Kind {
 /// side at the top level. The format before the session machine is read by
 /// [`old`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Record {
+pub struct RecordFile {
     /// `cr_` + 32 lowercase hex.
     pub id: String,
     /// What the start asked for.
@@ -110,10 +110,10 @@ pub struct Extras {
     pub copy: Option<room_machines::launch::WaitEnd>,
 }
 
-/// A live session: the session machine, the start it came from, and what
-/// only exists while the service runs (the turn's process, the timer, the
-/// callers waiting for a turn to end).
-pub struct Session {
+/// A session as the service hosts it: the session machine, the start it
+/// came from, and what only exists while the service runs (the turn's
+/// process, the timer, the callers waiting for a turn to end).
+pub struct Hosted {
     /// `cr_` + 32 lowercase hex.
     pub id: String,
     /// What the start asked for.
@@ -140,19 +140,19 @@ pub struct Session {
     /// The session's event journal.
     pub journal: Arc<Journal>,
     /// This session's own handle, for the timer, the pool and turn threads.
-    pub me: Weak<Mutex<Session>>,
+    pub me: Weak<Mutex<Hosted>>,
 }
 
-impl std::fmt::Debug for Session {
+impl std::fmt::Debug for Hosted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
+        f.debug_struct("Hosted")
             .field("id", &self.id)
             .field("state", self.machine.state())
             .finish_non_exhaustive()
     }
 }
 
-impl Session {
+impl Hosted {
     /// A shared session around `machine` that knows its own handle.
     pub fn shared(
         id: String,
@@ -162,7 +162,7 @@ impl Session {
         journal: Arc<Journal>,
     ) -> SessionRef {
         Arc::new_cyclic(|me| {
-            Mutex::new(Session {
+            Mutex::new(Hosted {
                 id,
                 start,
                 machine,
@@ -184,7 +184,7 @@ impl Session {
     /// machine's turn it belongs to, and only with it; a turn asked for and
     /// not spawned yet goes with its key (`TurnRecord::planned`), so the
     /// write that records the turn also names what its spawn will be.
-    pub fn record(&self) -> Record {
+    pub fn record(&self) -> RecordFile {
         let core = self.machine.record().clone();
         let turn_process = match (&core.turn, &self.supervised) {
             (Some(t), Some((seq, r))) if *seq == t.seq => Some(r.clone()),
@@ -193,7 +193,7 @@ impl Session {
                 .map(|k| TurnRecord::planned(&k)),
             _ => None,
         };
-        Record {
+        RecordFile {
             id: self.id.clone(),
             start: self.start.clone(),
             core,
@@ -218,10 +218,10 @@ pub fn options(start: &Start) -> machine::Options {
 }
 
 /// A shared handle to one session; its lock is the per-session lock.
-pub type SessionRef = Arc<Mutex<Session>>;
+pub type SessionRef = Arc<Mutex<Hosted>>;
 
 /// Locks a session, surviving a poisoned lock.
-pub fn lock(s: &SessionRef) -> MutexGuard<'_, Session> {
+pub fn lock(s: &SessionRef) -> MutexGuard<'_, Hosted> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -297,7 +297,7 @@ mod tests {
             0,
         );
         let journal = Arc::new(Journal::new(std::path::Path::new("/nonexistent"), "cr_a"));
-        let s = Session::shared("cr_a".into(), start, m.clone(), Extras::default(), journal);
+        let s = Hosted::shared("cr_a".into(), start, m.clone(), Extras::default(), journal);
         let mut s = lock(&s);
         assert_eq!(s.record().turn_process, None);
         for input in [
@@ -323,7 +323,7 @@ mod tests {
         assert_eq!(s.record().turn_process.and_then(|t| t.pid), None);
         // The record reads back as written.
         let text = serde_json::to_string(&s.record()).unwrap();
-        let back: Record = serde_json::from_str(&text).unwrap();
+        let back: RecordFile = serde_json::from_str(&text).unwrap();
         assert_eq!(back.core, *s.machine.record());
         assert_eq!(back.start.prompt.as_deref(), Some("hi"));
     }

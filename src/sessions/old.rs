@@ -18,7 +18,7 @@ use room_machines::session::{Failure, Prompt, Record as Core, Stage};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Extras, Record, Start};
+use super::{Extras, RecordFile, Start};
 
 /// A record as the runtime before the session machine wrote it.
 #[derive(Debug, Deserialize)]
@@ -65,7 +65,7 @@ pub fn is_old(v: &Value) -> bool {
 }
 
 /// Reads a record in the format before the session machine.
-pub fn upgrade(v: Value) -> Result<Record, serde_json::Error> {
+pub fn upgrade(v: Value) -> Result<RecordFile, serde_json::Error> {
     let old: Old = serde_json::from_value(v)?;
     let stage = match old.state {
         OldState::Closed => Stage::Closed,
@@ -94,7 +94,7 @@ pub fn upgrade(v: Value) -> Result<Record, serde_json::Error> {
         error: old.error.map(Failure::Recorded),
         next_turn: 1,
     };
-    Ok(Record {
+    Ok(RecordFile {
         id: old.id,
         start: old.start,
         core,
@@ -129,7 +129,7 @@ mod tests {
         v
     }
 
-    fn texts(r: &Record) -> Vec<(u64, &str)> {
+    fn texts(r: &RecordFile) -> Vec<(u64, &str)> {
         r.core
             .queue
             .iter()
@@ -150,7 +150,7 @@ mod tests {
         // Written back in the new format, it reads as one.
         let again = serde_json::to_value(&r).unwrap();
         assert!(!is_old(&again), "{again}");
-        let back: Record = serde_json::from_value(again).unwrap();
+        let back: RecordFile = serde_json::from_value(again).unwrap();
         assert_eq!(back.core, r.core);
     }
 

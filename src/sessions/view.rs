@@ -6,7 +6,7 @@ use room_machines::launch::{Phase, WaitEnd, WaitOn};
 use room_machines::session::Shown;
 use serde_json::{json, Value};
 
-use super::{failure_text, Session};
+use super::{failure_text, Hosted};
 use crate::runtime::clock::Clock;
 
 /// The wire name of a shown state.
@@ -21,7 +21,7 @@ pub fn state_name(state: Shown) -> &'static str {
 }
 
 /// `waiting_for`: what a waiting launch is held by, or null.
-pub fn waiting_for(s: &Session, clock: &Clock) -> Value {
+pub fn waiting_for(s: &Hosted, clock: &Clock) -> Value {
     let Some(launch) = s.machine.launch() else {
         return Value::Null;
     };
@@ -57,7 +57,7 @@ pub fn copy(outcome: Option<&WaitEnd>) -> Value {
 }
 
 /// The whole view.
-pub fn render(s: &Session, clock: &Clock) -> Value {
+pub fn render(s: &Hosted, clock: &Clock) -> Value {
     let r = s.machine.record();
     let start = &s.start;
     json!({

@@ -2,11 +2,12 @@
 //! and the service's stop.
 
 use super::event::Event;
-use super::io::{Outcome, Refusal, RelaunchMode};
+use super::io::{Outcome, Refusal};
 use super::record::{EndWhy, Stage};
+use super::values::RelaunchMode;
 use super::Session;
 use crate::launch;
-use crate::Millis;
+use crate::time::Millis;
 
 impl Session {
     /// Why an app command is refused before it looks at anything else.

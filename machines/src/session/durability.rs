@@ -3,7 +3,7 @@
 
 use super::io::{Effect, Outcome, PERSIST_RETRY};
 use super::Session;
-use crate::Millis;
+use crate::time::Millis;
 
 impl Session {
     /// `PersistFailed`: the record on disk is older than the machine's. A

@@ -16,10 +16,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::failure::Failure;
-use super::io::{Exit, RelaunchMode};
 use super::record::{EndWhy, PromptId, Shown, TurnSeq};
+use super::values::{Exit, RelaunchMode};
 use crate::launch::{WaitEnd, WaitOn};
-use crate::Millis;
+use crate::time::Millis;
 
 /// One of room-core's events about a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,9 +5,9 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::io::{Exit, JournalCap};
 use super::record::{PromptId, TurnSeq};
-use crate::Millis;
+use super::values::{Exit, JournalCap};
+use crate::time::Millis;
 
 /// Why something failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

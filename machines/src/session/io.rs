@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::event::Event;
 use super::launch_io::{LaunchEffect, LaunchInput};
 use super::record::{Process, TurnSeq};
-use crate::{launch, Millis};
+use super::values::{Exit, JournalCap, RelaunchMode};
+use crate::launch;
+use crate::time::Millis;
 
 /// `startup_timeout_ms`: how long a launch's first turn has to name its session.
 pub const STARTUP_TIMEOUT: Millis = 120_000;
@@ -44,44 +46,6 @@ pub struct Options {
     pub promised: bool,
     /// `plan_only`: every turn plans and edits nothing.
     pub plan_only: bool,
-}
-
-/// How `POST /v1/sessions/{id}/relaunch` brings a started session back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RelaunchMode {
-    /// Unpause the queue and run what is queued, resuming the native session.
-    Resume,
-    /// Run what is queued; the pause stays as it is.
-    Wake,
-    /// End the running turn first, then as `resume`.
-    Restart,
-}
-
-/// How a turn's process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Exit {
-    /// It exited with this code.
-    Code(i32),
-    /// A signal ended it.
-    Signal(i32),
-}
-
-impl Exit {
-    /// Exit code 0.
-    pub fn success(self) -> bool {
-        self == Exit::Code(0)
-    }
-}
-
-impl std::fmt::Display for Exit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Exit::Code(c) => write!(f, "exit code {c}"),
-            Exit::Signal(s) => write!(f, "signal {s}"),
-        }
-    }
 }
 
 /// Everything the runtime tells a session.
@@ -181,32 +145,6 @@ impl Input {
             self,
             Input::Stop | Input::Interrupt | Input::Close | Input::Relaunch(RelaunchMode::Restart)
         )
-    }
-}
-
-/// A cap on a session's journal (the config's `journal_max_bytes` and
-/// `journal_max_events`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JournalCap {
-    /// Its size in bytes.
-    Bytes(u64),
-    /// Its number of events.
-    Events(u64),
-}
-
-impl std::fmt::Display for JournalCap {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match *self {
-            JournalCap::Bytes(n) if n >= 1 << 20 && n % (1 << 20) == 0 => {
-                write!(f, "{} MiB", n >> 20)
-            }
-            JournalCap::Bytes(n) if n >= 1 << 10 && n % (1 << 10) == 0 => {
-                write!(f, "{} KiB", n >> 10)
-            }
-            JournalCap::Bytes(n) => write!(f, "{n} bytes"),
-            JournalCap::Events(n) => write!(f, "{n} events"),
-        }
     }
 }
 

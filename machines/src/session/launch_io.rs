@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::copy::{MarkError, Observation};
 use crate::launch::{self, WaitEnd, WaitOn};
-use crate::Millis;
+use crate::time::Millis;
 
 /// What the runtime reports to a session's launch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use super::launch_io::{LaunchEffect, LaunchInput};
 use super::record::Stage;
 use super::Session;
 use crate::launch::{self, Launch};
-use crate::Millis;
+use crate::time::Millis;
 
 impl Session {
     /// Begins a launch: the first start's (which waits for a promised copy)

@@ -75,6 +75,7 @@ mod launching;
 pub mod record;
 pub mod retry;
 mod turns;
+mod values;
 
 #[cfg(test)]
 mod tests;
@@ -84,17 +85,18 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::launch::Launch;
-use crate::Millis;
+use crate::time::Millis;
 
 pub use event::Event;
 pub use failure::{CutBy, Failure};
 pub use io::{
-    Config, Effect, Exit, Input, JournalCap, Options, Outcome, Refusal, RelaunchMode, Signal,
-    Timer, KILL_GRACE, PERSIST_RETRY, STARTUP_TIMEOUT,
+    Config, Effect, Input, Options, Outcome, Refusal, Signal, Timer, KILL_GRACE, PERSIST_RETRY,
+    STARTUP_TIMEOUT,
 };
 pub use launch_io::{LaunchEffect, LaunchInput};
 pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Turn, TurnSeq};
 pub use retry::{retry_difference, StartFields};
+pub use values::{Exit, JournalCap, RelaunchMode};
 
 /// Everything a session knows, in memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,11 +4,12 @@
 
 use super::event::Event;
 use super::failure::{CutBy, Failure};
-use super::io::{Effect, Exit, JournalCap, Outcome, Signal};
+use super::io::{Effect, Outcome, Signal};
 use super::record::{EndWhy, Process, Turn, TurnSeq};
+use super::values::{Exit, JournalCap};
 use super::Session;
 use crate::launch;
-use crate::Millis;
+use crate::time::Millis;
 
 /// How a turn ended, as far as its prompt is concerned.
 enum End {

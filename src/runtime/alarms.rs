@@ -30,21 +30,21 @@ pub const SLACK: Millis = 25;
 /// Handle to arm deadlines on the timer thread; a deadline names its
 /// session by a `T` (the runtime uses the session's own handle, so a firing
 /// deadline needs no lookup).
-pub struct Timer<T> {
+pub struct Alarms<T> {
     shared: Arc<Shared<T>>,
 }
 
-impl<T> Clone for Timer<T> {
+impl<T> Clone for Alarms<T> {
     fn clone(&self) -> Self {
-        Timer {
+        Alarms {
             shared: self.shared.clone(),
         }
     }
 }
 
-impl<T> std::fmt::Debug for Timer<T> {
+impl<T> std::fmt::Debug for Alarms<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Timer").finish_non_exhaustive()
+        f.debug_struct("Alarms").finish_non_exhaustive()
     }
 }
 
@@ -73,11 +73,11 @@ fn bucket(at: Millis) -> Millis {
     at.div_ceil(SLACK).saturating_mul(SLACK)
 }
 
-impl<T: Send + 'static> Timer<T> {
+impl<T: Send + 'static> Alarms<T> {
     /// Starts the thread; due deadlines are handed to `fire` in batches
     /// (duplicates included: a stale deadline is harmless). The thread ends
     /// when `fire` returns false.
-    pub fn start(clock: Clock, fire: impl FnMut(Vec<T>) -> bool + Send + 'static) -> Timer<T> {
+    pub fn start(clock: Clock, fire: impl FnMut(Vec<T>) -> bool + Send + 'static) -> Alarms<T> {
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner {
                 buckets: BTreeMap::new(),
@@ -90,7 +90,7 @@ impl<T: Send + 'static> Timer<T> {
             .name("timer".into())
             .spawn(move || run(clock, &thread, fire))
             .expect("spawn timer thread");
-        Timer { shared }
+        Alarms { shared }
     }
 
     /// Fires `session` at `at` (less than `SLACK` later).
@@ -175,7 +175,7 @@ mod tests {
     fn fires_a_bucket_in_one_batch_and_never_early() {
         let clock = Clock::default();
         let (tx, rx) = crossbeam_channel::unbounded::<Vec<&str>>();
-        let timer = Timer::start(clock, move |due| tx.send(due).is_ok());
+        let timer = Alarms::start(clock, move |due| tx.send(due).is_ok());
         // Three deadlines in one bucket.
         let base = bucket(clock.now() + 50) + 1;
         timer.arm("b", base + 3);

@@ -1,0 +1,69 @@
+//! Small values that the session's inputs, effects, events and record
+//! share: how a turn's process ended, a cap on the journal, a relaunch's
+//! mode.
+
+use serde::{Deserialize, Serialize};
+
+/// How `POST /v1/sessions/{id}/relaunch` brings a started session back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelaunchMode {
+    /// Unpause the queue and run what is queued, resuming the native session.
+    Resume,
+    /// Run what is queued; the pause stays as it is.
+    Wake,
+    /// End the running turn first, then as `resume`.
+    Restart,
+}
+
+/// How a turn's process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal ended it.
+    Signal(i32),
+}
+
+impl Exit {
+    /// Exit code 0.
+    pub fn success(self) -> bool {
+        self == Exit::Code(0)
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exit code {c}"),
+            Exit::Signal(s) => write!(f, "signal {s}"),
+        }
+    }
+}
+
+/// A cap on a session's journal (the config's `journal_max_bytes` and
+/// `journal_max_events`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JournalCap {
+    /// Its size in bytes.
+    Bytes(u64),
+    /// Its number of events.
+    Events(u64),
+}
+
+impl std::fmt::Display for JournalCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            JournalCap::Bytes(n) if n >= 1 << 20 && n % (1 << 20) == 0 => {
+                write!(f, "{} MiB", n >> 20)
+            }
+            JournalCap::Bytes(n) if n >= 1 << 10 && n % (1 << 10) == 0 => {
+                write!(f, "{} KiB", n >> 10)
+            }
+            JournalCap::Bytes(n) => write!(f, "{n} bytes"),
+            JournalCap::Events(n) => write!(f, "{n} events"),
+        }
+    }
+}

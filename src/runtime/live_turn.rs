@@ -1,0 +1,26 @@
+//! The running turn's process as its session holds it: what the turn's
+//! effects act on, until the turn is gone.
+
+use std::process::{ChildStdin, ChildStdout};
+use std::thread::JoinHandle;
+
+use room_machines::session::TurnSeq;
+
+use crate::supervise::Tree;
+
+/// The running turn's process, as the session holds it.
+#[derive(Debug)]
+pub struct LiveTurn {
+    /// The turn.
+    pub seq: TurnSeq,
+    /// Its tree, for signals.
+    pub(crate) tree: Tree,
+    /// Its stdin, until the prompt is handed over.
+    pub(crate) stdin: Option<ChildStdin>,
+    /// Its stdout, until the reader starts.
+    pub(crate) stdout: Option<ChildStdout>,
+    /// Its prompt, until it is handed over.
+    pub(crate) prompt: Option<String>,
+    /// The stdout reader, once started; the exit watcher waits for it.
+    pub(crate) reader: Option<JoinHandle<()>>,
+}
