@@ -45,7 +45,7 @@ use crate::backoff::Failures;
 use crate::metrics::Metrics;
 use crate::procfs::Procfs;
 use crate::runtime::harness_pids::HarnessPids;
-use crate::service::Shared;
+use crate::service::shared::Shared;
 use crate::website::{Answer, Website};
 
 /// The most connections served at once (each on its own thread); past it a

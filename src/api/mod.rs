@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use tokio::sync::{watch, Semaphore};
 
 use crate::runtime::Runtime;
-use crate::service::Shared;
+use crate::service::shared::Shared;
 
 /// The running HTTP API and the sessions behind it.
 pub struct Server {
