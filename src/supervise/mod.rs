@@ -35,6 +35,7 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 pub use crate::config::Supervision;
+pub use process::KILL_WAIT;
 pub use spawn::{spawn, Account, Child, Leader, SpawnError, SpawnSpec};
 
 use cgroup::CgroupRoot;
@@ -43,10 +44,6 @@ use process::Stat;
 
 /// The environment variable that marks every process of a turn.
 pub const TURN_MARKER: &str = "ROOM_CORE_TURN";
-
-/// How long SIGKILL is given to take effect before a tree is reported as
-/// not gone (a process in uninterruptible sleep dies only when it wakes).
-pub const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// The longest pause between two looks at a tree that is ending.
 const MAX_POLL: Duration = Duration::from_millis(20);
