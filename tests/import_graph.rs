@@ -61,20 +61,11 @@ const KNOWN_ELSEWHERE: &[&[&str]] = &[
     ],
 ];
 
-/// Circles in files no change has taken on yet (the journal, the demo),
-/// held as those above are until they are removed.
-const NOT_YET_TAKEN_ON: &[&[&str]] = &[
-    &[
-        "src/journal/lines.rs",
-        "src/journal/mod.rs",
-        "src/journal/registry.rs",
-        "src/journal/repair.rs",
-        "src/journal/report.rs",
-        "src/journal/rule.rs",
-        "src/journal/scan.rs",
-    ],
-    &["reference/src/demo.rs", "reference/src/demo/loop_part.rs"],
-];
+/// Circles still pending: the reference demo's (demo.rs and its
+/// loop_part.rs), whose files another change edits now, so it is left to
+/// that change. Held as those above are: the test fails once it no longer
+/// occurs, so this list shrinks to empty too.
+const PENDING: &[&[&str]] = &[&["reference/src/demo.rs", "reference/src/demo/loop_part.rs"]];
 
 /// One circle: its files (from the workspace root, sorted) and the edges
 /// between them, one a line.
@@ -127,14 +118,14 @@ fn listed(list: &[&[&str]]) -> BTreeSet<Vec<String>> {
 fn no_file_is_in_an_import_circle() {
     let found = find_circles();
     let elsewhere = listed(KNOWN_ELSEWHERE);
-    let not_yet = listed(NOT_YET_TAKEN_ON);
+    let pending = listed(PENDING);
     let mut report = String::new();
     let mut new = Vec::new();
     for c in &found {
         let label = if elsewhere.contains(&c.files) {
             "in KNOWN_ELSEWHERE"
-        } else if not_yet.contains(&c.files) {
-            "in NOT_YET_TAKEN_ON"
+        } else if pending.contains(&c.files) {
+            "in PENDING"
         } else {
             new.push(&c.files);
             "NEW: break it, shared items go into a leaf file"
@@ -150,7 +141,7 @@ fn no_file_is_in_an_import_circle() {
     }
     let gone: Vec<&Vec<String>> = elsewhere
         .iter()
-        .chain(&not_yet)
+        .chain(&pending)
         .filter(|l| !found.iter().any(|c| &c.files == *l))
         .collect();
     assert!(
