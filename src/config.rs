@@ -76,7 +76,7 @@ pub struct Config {
     /// `"process_group"` (sessions, process groups and the
     /// `ROOM_CORE_TURN` marker, with the service a child subreaper). The
     /// choice is logged at start.
-    pub supervision: crate::supervise::Supervision,
+    pub supervision: Supervision,
     /// How long a launch's first turn has to name its session (its first
     /// event) before it is killed and the launch fails, its startup permit
     /// returned and its prompt kept for a relaunch (ms).
@@ -134,7 +134,7 @@ impl Default for Config {
             codex_sandbox: CodexSandbox::WorkspaceWrite,
             codex_network: true,
             kill_grace_ms: 4000,
-            supervision: crate::supervise::Supervision::Auto,
+            supervision: Supervision::Auto,
             startup_timeout_ms: room_machines::session::STARTUP_TIMEOUT,
             journal_max_bytes: 256 << 20,
             journal_max_events: 1_000_000,
@@ -143,6 +143,19 @@ impl Default for Config {
             allow_process_group_with_agent_uid: false,
         }
     }
+}
+
+/// The config's `supervision`: how a turn's tree is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Supervision {
+    /// A cgroup per turn where the service can make one, else process groups.
+    #[default]
+    Auto,
+    /// A cgroup per turn; the service does not start without one.
+    Cgroup,
+    /// Process groups, sessions and markers, with the service a subreaper.
+    ProcessGroup,
 }
 
 /// Why a config could not be loaded.
@@ -211,11 +224,9 @@ impl Config {
                 "http_workers must be at least 1".into(),
             ));
         }
-        let explicit = crate::supervise::Mode::ProcessGroups {
-            why: "supervision is \"process_group\" in the config".into(),
-        };
-        if self.supervision == crate::supervise::Supervision::ProcessGroup {
-            if let Some(why) = crate::supervise::boundary_refusal(self, &explicit) {
+        if self.supervision == Supervision::ProcessGroup {
+            let explicit = "supervision is \"process_group\" in the config";
+            if let Some(why) = self.process_group_refusal(explicit) {
                 return Err(ConfigError::Invalid(why));
             }
         }
@@ -243,6 +254,26 @@ impl Config {
             )));
         }
         Ok(())
+    }
+
+    /// Why turns must not be supervised by process groups (`why`: the
+    /// reason there is no cgroup) here: with `agent_uid` another account
+    /// than the service's, process groups cannot hold the boundary (a tool
+    /// that leaves its session, clears `ROOM_CORE_TURN` and double-forks
+    /// outlives stop), unless `allow_process_group_with_agent_uid` accepts
+    /// that. `None`: they may.
+    pub fn process_group_refusal(&self, why: &str) -> Option<String> {
+        let uid = self.agent_uid?;
+        if uid == nix::unistd::geteuid().as_raw() || self.allow_process_group_with_agent_uid {
+            return None;
+        }
+        Some(format!(
+            "agent_uid {uid} is another account than the service's, but turns would be \
+             supervised by process groups ({why}), which cannot end a tool that leaves its \
+             session and clears ROOM_CORE_TURN: give the service a cgroup v2 it can write \
+             (supervision \"cgroup\" or \"auto\", as root on a cgroup2 mount), or set \
+             allow_process_group_with_agent_uid to true to accept that"
+        ))
     }
 
     /// The caps on a session's journal.
@@ -335,9 +366,9 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("journal_max"));
-        assert_eq!(c.supervision, crate::supervise::Supervision::Auto);
+        assert_eq!(c.supervision, Supervision::Auto);
         let c: Config = serde_json::from_str(r#"{"supervision": "process_group"}"#).unwrap();
-        assert_eq!(c.supervision, crate::supervise::Supervision::ProcessGroup);
+        assert_eq!(c.supervision, Supervision::ProcessGroup);
     }
 
     #[test]
@@ -352,7 +383,7 @@ mod tests {
         c.allow_process_group_with_agent_uid = true;
         c.validate().unwrap();
         c.allow_process_group_with_agent_uid = false;
-        c.supervision = crate::supervise::Supervision::Auto;
+        c.supervision = Supervision::Auto;
         c.validate()
             .expect("auto is judged at start, where it is known");
     }

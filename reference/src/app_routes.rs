@@ -5,10 +5,10 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::automation::{parse_agent, unwritable, NewLoop};
+use super::automation::{parse_agent, unwritable};
 use super::http::{Request, Response};
 use super::launch::NewThread;
-use super::loops::Loop;
+use super::loops::{Loop, NewLoop};
 use super::records::valid_key;
 use super::threads::Thread;
 use super::website::{same, Website};

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::cron::{self, Cron, Date};
 use super::http::Response;
-use super::loops::Loop;
+use super::loops::{check, Loop, NewLoop};
 use super::website::{Actor, Website};
 use room_core::harness::Harness;
 
@@ -17,9 +17,6 @@ use room_core::harness::Harness;
 /// "this thread" (no `--new-thread`).
 pub const NO_THREAD_TO_REPROMPT: &str =
     "A loop's check script has no thread to re-prompt. Add --new-thread.";
-/// The largest script a loop keeps.
-pub const MAX_SCRIPT: usize = 64 * 1024;
-
 type Answer = Result<Response, Response>;
 
 fn invalid(message: impl Into<String>) -> Response {
@@ -140,94 +137,6 @@ pub fn parse_at(s: &str) -> Result<u64, String> {
         return Err(bad());
     }
     Ok(cron::unix_ms(date, hour, minute, second))
-}
-
-/// What a new loop is made of, from room-cli or the app.
-#[derive(Debug, Clone)]
-pub struct NewLoop {
-    /// Its owner.
-    pub owner: String,
-    /// Its project.
-    pub project: String,
-    /// Where its script runs.
-    pub sandbox: String,
-    /// Its agent.
-    pub agent: Harness,
-    /// A name.
-    pub name: Option<String>,
-    /// A cron schedule.
-    pub schedule: Option<String>,
-    /// A one-time run.
-    pub at_ms: Option<u64>,
-    /// A new thread per run.
-    pub new_thread: bool,
-    /// The thread a re-prompting loop prompts.
-    pub thread: Option<String>,
-    /// The check script.
-    pub script: Option<String>,
-    /// The run's prompt.
-    pub prompt: Option<String>,
-    /// Made paused.
-    pub paused: bool,
-}
-
-/// Checks the schedule (exactly one of a cron schedule and a time), the
-/// script's size and the project's name.
-fn check(
-    schedule: &Option<String>,
-    at_ms: Option<u64>,
-    script: &Option<String>,
-) -> Result<(), String> {
-    match (schedule, at_ms) {
-        (Some(_), Some(_)) | (None, None) => {
-            return Err("A loop needs exactly one of --cron, --at or --in.".into())
-        }
-        (Some(s), None) => {
-            Cron::parse(s).map_err(|e| format!("The schedule {s:?} is invalid: {e}"))?;
-        }
-        (None, Some(_)) => {}
-    }
-    if script.as_ref().is_some_and(|s| s.len() > MAX_SCRIPT) {
-        return Err("The script is larger than 64 KiB.".into());
-    }
-    Ok(())
-}
-
-impl NewLoop {
-    /// The loop, or why it cannot be made.
-    pub fn make(self, now_ms: u64) -> Result<Loop, String> {
-        check(&self.schedule, self.at_ms, &self.script)?;
-        if !super::records::valid_key(&self.project) {
-            return Err(format!("The project name {:?} is not valid.", self.project));
-        }
-        if !self.new_thread && self.thread.is_none() {
-            return Err("A loop that re-prompts a thread needs that thread.".into());
-        }
-        Ok(Loop {
-            id: uuid::Uuid::new_v4().to_string(),
-            owner: self.owner,
-            project: self.project,
-            agent: self.agent,
-            name: self.name,
-            schedule: self
-                .schedule
-                .map(|s| Cron::parse(&s).map_or(s, |c| c.text().into())),
-            at_ms: self.at_ms,
-            new_thread: self.new_thread,
-            thread: if self.new_thread { None } else { self.thread },
-            script: self.script,
-            prompt: self.prompt,
-            sandbox: self.sandbox,
-            paused: self.paused,
-            last_error: None,
-            last_output: None,
-            last_run_ms: None,
-            runs: 0,
-            last_report: None,
-            hook_secret: None,
-            created_ms: now_ms,
-        })
-    }
 }
 
 /// Answers one `loop …` request.
@@ -518,57 +427,5 @@ mod tests {
         );
         assert!(parse_at("2026-02-30T09:00Z").is_err());
         assert!(parse_at("tomorrow").is_err());
-    }
-
-    #[test]
-    fn a_new_loop_needs_one_schedule_a_valid_one_and_a_thread_to_re_prompt() {
-        let base = NewLoop {
-            owner: "ana".into(),
-            project: "shop".into(),
-            sandbox: "a".into(),
-            agent: Harness::Codex,
-            name: None,
-            schedule: Some("*  * * * *".into()),
-            at_ms: None,
-            new_thread: true,
-            thread: None,
-            script: Some("true".into()),
-            prompt: None,
-            paused: false,
-        };
-        let l = base.clone().make(7).unwrap();
-        assert!(room_machines::valid_id(&l.id), "{}", l.id);
-        assert_eq!(l.schedule.as_deref(), Some("* * * * *"));
-        let err = |n: NewLoop| n.make(0).unwrap_err();
-        assert!(err(NewLoop {
-            at_ms: Some(1),
-            ..base.clone()
-        })
-        .contains("exactly one"));
-        assert!(err(NewLoop {
-            schedule: None,
-            ..base.clone()
-        })
-        .contains("exactly one"));
-        assert!(err(NewLoop {
-            schedule: Some("61 * * * *".into()),
-            ..base.clone()
-        })
-        .contains("invalid"));
-        assert!(err(NewLoop {
-            new_thread: false,
-            ..base.clone()
-        })
-        .contains("needs that thread"));
-        assert!(err(NewLoop {
-            project: "../x".into(),
-            ..base.clone()
-        })
-        .contains("project"));
-        assert!(err(NewLoop {
-            script: Some("x".repeat(MAX_SCRIPT + 1)),
-            ..base
-        })
-        .contains("64 KiB"));
     }
 }

@@ -21,11 +21,8 @@ use serde_json::json;
 use super::automation::{unwritable, Opts};
 use super::http::Response;
 use super::threads::Thread;
-use super::website::{Actor, Website};
+use super::website::{Actor, Website, STRIPES};
 use room_core::harness::Harness;
-
-/// How many locks launches are spread over.
-pub const STRIPES: usize = 64;
 
 /// A launch's idempotency key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

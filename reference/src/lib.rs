@@ -29,6 +29,7 @@ pub mod http;
 pub mod launch;
 pub mod loops;
 pub mod records;
+pub mod routes;
 pub mod run;
 pub mod runner;
 pub mod script;

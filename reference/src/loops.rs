@@ -1,5 +1,5 @@
-//! A loop (an automation) as the website keeps it, and what its owner and
-//! others see of it.
+//! A loop (an automation) as the website keeps it, what its owner and
+//! others see of it, and what a new one is made of.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -112,10 +112,101 @@ impl Loop {
     }
 }
 
+/// The largest script a loop keeps.
+pub const MAX_SCRIPT: usize = 64 * 1024;
+
+/// What a new loop is made of, from room-cli or the app.
+#[derive(Debug, Clone)]
+pub struct NewLoop {
+    /// Its owner.
+    pub owner: String,
+    /// Its project.
+    pub project: String,
+    /// Where its script runs.
+    pub sandbox: String,
+    /// Its agent.
+    pub agent: Harness,
+    /// A name.
+    pub name: Option<String>,
+    /// A cron schedule.
+    pub schedule: Option<String>,
+    /// A one-time run.
+    pub at_ms: Option<u64>,
+    /// A new thread per run.
+    pub new_thread: bool,
+    /// The thread a re-prompting loop prompts.
+    pub thread: Option<String>,
+    /// The check script.
+    pub script: Option<String>,
+    /// The run's prompt.
+    pub prompt: Option<String>,
+    /// Made paused.
+    pub paused: bool,
+}
+
+/// Checks the schedule (exactly one of a cron schedule and a time) and
+/// the script's size.
+pub fn check(
+    schedule: &Option<String>,
+    at_ms: Option<u64>,
+    script: &Option<String>,
+) -> Result<(), String> {
+    match (schedule, at_ms) {
+        (Some(_), Some(_)) | (None, None) => {
+            return Err("A loop needs exactly one of --cron, --at or --in.".into())
+        }
+        (Some(s), None) => {
+            Cron::parse(s).map_err(|e| format!("The schedule {s:?} is invalid: {e}"))?;
+        }
+        (None, Some(_)) => {}
+    }
+    if script.as_ref().is_some_and(|s| s.len() > MAX_SCRIPT) {
+        return Err("The script is larger than 64 KiB.".into());
+    }
+    Ok(())
+}
+
+impl NewLoop {
+    /// The loop, or why it cannot be made.
+    pub fn make(self, now_ms: u64) -> Result<Loop, String> {
+        check(&self.schedule, self.at_ms, &self.script)?;
+        if !super::records::valid_key(&self.project) {
+            return Err(format!("The project name {:?} is not valid.", self.project));
+        }
+        if !self.new_thread && self.thread.is_none() {
+            return Err("A loop that re-prompts a thread needs that thread.".into());
+        }
+        Ok(Loop {
+            id: uuid::Uuid::new_v4().to_string(),
+            owner: self.owner,
+            project: self.project,
+            agent: self.agent,
+            name: self.name,
+            schedule: self
+                .schedule
+                .map(|s| Cron::parse(&s).map_or(s, |c| c.text().into())),
+            at_ms: self.at_ms,
+            new_thread: self.new_thread,
+            thread: if self.new_thread { None } else { self.thread },
+            script: self.script,
+            prompt: self.prompt,
+            sandbox: self.sandbox,
+            paused: self.paused,
+            last_error: None,
+            last_output: None,
+            last_run_ms: None,
+            runs: 0,
+            last_report: None,
+            hook_secret: None,
+            created_ms: now_ms,
+        })
+    }
+}
+
 /// A loop for the crate's tests: ana's, in project shop, sandbox a, codex.
 #[cfg(test)]
 pub(crate) fn example(id: &str, schedule: &str) -> Loop {
-    let new = super::automation::NewLoop {
+    let new = NewLoop {
         owner: "ana".into(),
         project: "shop".into(),
         sandbox: "a".into(),
@@ -183,5 +274,57 @@ mod tests {
         assert_eq!(l.next_run_ms(0), Some(5_000));
         l.last_run_ms = Some(6_000);
         assert_eq!(l.next_run_ms(0), None);
+    }
+
+    #[test]
+    fn a_new_loop_needs_one_schedule_a_valid_one_and_a_thread_to_re_prompt() {
+        let base = NewLoop {
+            owner: "ana".into(),
+            project: "shop".into(),
+            sandbox: "a".into(),
+            agent: Harness::Codex,
+            name: None,
+            schedule: Some("*  * * * *".into()),
+            at_ms: None,
+            new_thread: true,
+            thread: None,
+            script: Some("true".into()),
+            prompt: None,
+            paused: false,
+        };
+        let l = base.clone().make(7).unwrap();
+        assert!(room_machines::valid_id(&l.id), "{}", l.id);
+        assert_eq!(l.schedule.as_deref(), Some("* * * * *"));
+        let err = |n: NewLoop| n.make(0).unwrap_err();
+        assert!(err(NewLoop {
+            at_ms: Some(1),
+            ..base.clone()
+        })
+        .contains("exactly one"));
+        assert!(err(NewLoop {
+            schedule: None,
+            ..base.clone()
+        })
+        .contains("exactly one"));
+        assert!(err(NewLoop {
+            schedule: Some("61 * * * *".into()),
+            ..base.clone()
+        })
+        .contains("invalid"));
+        assert!(err(NewLoop {
+            new_thread: false,
+            ..base.clone()
+        })
+        .contains("needs that thread"));
+        assert!(err(NewLoop {
+            project: "../x".into(),
+            ..base.clone()
+        })
+        .contains("project"));
+        assert!(err(NewLoop {
+            script: Some("x".repeat(MAX_SCRIPT + 1)),
+            ..base
+        })
+        .contains("64 KiB"));
     }
 }

@@ -1,16 +1,8 @@
 //! The reference website: the half of seed 001 that Core leaves to the
 //! website. It keeps loops and threads, runs each loop's check script on
 //! its schedule (or at once, on `run`), and answers Core's forwarded
-//! room-cli calls. docs/website.md describes it as built.
-//!
-//! Routes:
-//! - `POST /api/core/automation`, `POST /api/core/launch`: Core's calls,
-//!   signed with the sandbox's `signin_token`. Exactly one of `session` and
-//!   `automation`; `automation` only for a loop whose script runs in this
-//!   Core's sandbox, `session` only for a thread that runs there (else 403).
-//! - `POST /api/hooks/<loop>/<secret>`: a loop's hook, runs it.
-//! - `/api/app/…` (the `admin_token`): what the signed-in user's pages do:
-//!   start a thread, make a loop, list them, run one.
+//! room-cli calls (its routes: routes.rs). docs/website.md describes it as
+//! built.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,16 +16,17 @@ use room_machines::{Body, Scope};
 use serde_json::{json, Value};
 
 use super::account::AgentAccount;
-use super::automation;
 use super::core_client::CoreClient;
 use super::http::{self, Request, Response};
-use super::launch::{self, STRIPES};
 use super::loops::Loop;
 use super::records::{valid_key, Records};
 use super::runner::{self, Runner};
 use super::threads::{Launches, Thread};
 use super::website_config::{SandboxConfig, WebsiteConfig};
 use room_core::harness::Harness;
+
+/// How many locks launches are spread over.
+pub const STRIPES: usize = 64;
 
 /// One sandbox the website knows.
 pub struct Sandbox {
@@ -70,7 +63,7 @@ pub struct Website {
     pub threads: Records<Thread>,
     /// The launches made, per scope.
     pub launches: Records<Launches>,
-    /// Launch locks, by [`launch::stripe`].
+    /// Launch locks, by [`crate::launch::stripe`].
     pub stripes: Vec<Mutex<()>>,
     /// The app routes' bearer token.
     pub(super) admin_token: String,
@@ -149,7 +142,7 @@ impl Website {
     }
 
     /// The sandbox whose Core signed this request, by its bearer token.
-    fn signed_in(&self, req: &Request) -> Option<&Sandbox> {
+    pub(super) fn signed_in(&self, req: &Request) -> Option<&Sandbox> {
         let token = req.bearer()?;
         self.sandboxes
             .values()
@@ -205,75 +198,6 @@ impl Website {
                 "bad_scope",
                 "Send exactly one of session or automation.",
             )),
-        }
-    }
-
-    /// Answers one request. A success never carries a top-level `error`
-    /// field (room-cli would take it for a failure): one that would is
-    /// answered 500 instead.
-    pub fn handle(&self, req: &Request) -> Response {
-        let seg = req.segments();
-        let resp = match (req.method.as_str(), seg.as_slice()) {
-            ("POST", ["api", "core", endpoint]) => self.core_call(req, endpoint),
-            ("POST", ["api", "hooks", id, secret]) => self.hook(id, secret),
-            (_, ["api", "app", rest @ ..]) => self.app_call(req, rest),
-            _ => Response::error(
-                404,
-                "not_found",
-                format!("No route {} {}.", req.method, req.path),
-            ),
-        };
-        let shown = match seg.as_slice() {
-            ["api", "hooks", id, _] => format!("/api/hooks/{id}/…"),
-            _ => req.path.clone(),
-        };
-        let resp = if (200..300).contains(&resp.status)
-            && serde_json::from_slice::<Value>(&resp.body).is_ok_and(|v| v.get("error").is_some())
-        {
-            log::error!("{} {shown}: a success carried an error field", req.method);
-            Response::error(500, "internal", "The website built a bad answer.")
-        } else {
-            resp
-        };
-        log::info!("{} {shown} -> {}", req.method, resp.status);
-        resp
-    }
-
-    fn core_call(&self, req: &Request, endpoint: &str) -> Response {
-        let Some(sandbox) = self.signed_in(req) else {
-            return Response::error(401, "unauthorized", "unauthorized");
-        };
-        let body: Body = match serde_json::from_slice(&req.body) {
-            Ok(b) => b,
-            Err(e) => {
-                return Response::error(
-                    400,
-                    "bad_json",
-                    format!("The body is not a room-cli request: {e}."),
-                )
-            }
-        };
-        let actor = match self.actor(&sandbox.config.name, &body) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
-        match endpoint {
-            "automation" => automation::act(self, &actor, &body),
-            "launch" => launch::launch(self, &actor, &body),
-            other => Response::error(
-                501,
-                "not_implemented",
-                format!("The reference website does not implement /api/core/{other}."),
-            ),
-        }
-    }
-
-    fn hook(&self, id: &str, secret: &str) -> Response {
-        match self.loops.get(id) {
-            Some(l) if l.hook_secret.as_deref().is_some_and(|s| same(s, secret)) => {
-                Response::json(202, &self.trigger_view(id))
-            }
-            _ => Response::error(404, "not_found", "No such hook."),
         }
     }
 }

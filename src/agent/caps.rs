@@ -6,6 +6,13 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
+/// The most connections served at once (each on its own thread); past it a
+/// caller is answered [`busy`](super::busy) at once.
+pub const MAX_CONNECTIONS: usize = 256;
+/// The most website calls at once; past it a forwarded command is answered
+/// [`busy`](super::busy) at once. Calls hold connections for up to the website's timeout,
+/// so this leaves most connections to calls that need no website.
+pub const MAX_WEBSITE_CALLS: usize = 64;
 /// Connections from one process at once (checked by the acceptor).
 pub const MAX_PER_PROCESS: usize = 16;
 /// Connections classified to one session at once.
@@ -14,8 +21,8 @@ pub const MAX_PER_SESSION: usize = 32;
 /// scripts, refused callers), together.
 pub const MAX_OUTSIDE_SESSIONS: usize = 64;
 
-/// The agent socket's caps (the constants here and in the agent module by
-/// default; tests lower them).
+/// The agent socket's caps (the constants here by default; tests lower
+/// them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caps {
     /// Connections served at once, in all.
@@ -33,11 +40,11 @@ pub struct Caps {
 impl Default for Caps {
     fn default() -> Caps {
         Caps {
-            connections: super::MAX_CONNECTIONS,
+            connections: MAX_CONNECTIONS,
             per_process: MAX_PER_PROCESS,
             per_session: MAX_PER_SESSION,
             outside_sessions: MAX_OUTSIDE_SESSIONS,
-            website_calls: super::MAX_WEBSITE_CALLS,
+            website_calls: MAX_WEBSITE_CALLS,
         }
     }
 }

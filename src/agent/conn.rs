@@ -1,6 +1,7 @@
-//! One connection's I/O: the request read under one deadline for the whole
-//! of it (a trickle does not extend it) and a size cap, the answer written
-//! under another, and the acceptor's own answers, written without blocking.
+//! One connection's I/O: the request ([`AgentRequest`]) read under one
+//! deadline for the whole of it (a trickle does not extend it) and a size
+//! cap, the answer written under another, and the acceptor's own answers,
+//! written without blocking.
 
 use std::cell::Cell;
 use std::io::{BufReader, ErrorKind, Read, Write};
@@ -9,9 +10,19 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use nix::libc;
+use serde::{Deserialize, Serialize};
 
-use super::AgentRequest;
 use crate::website::Answer;
+
+/// One room-cli request.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+pub struct AgentRequest {
+    /// room-cli's arguments, without the program name.
+    pub argv: Vec<String>,
+    /// room-cli's working directory.
+    #[serde(default)]
+    pub cwd: String,
+}
 
 /// The largest request read (room-cli's argv and cwd).
 pub const MAX_REQUEST: u64 = 1 << 20;

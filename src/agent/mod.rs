@@ -33,11 +33,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use room_machines::{classify, decide, Caller, Command, Decision, Parsed};
-use serde::Deserialize;
 
-pub use caps::{Caps, MAX_OUTSIDE_SESSIONS, MAX_PER_PROCESS, MAX_PER_SESSION};
+pub use caps::{
+    Caps, MAX_CONNECTIONS, MAX_OUTSIDE_SESSIONS, MAX_PER_PROCESS, MAX_PER_SESSION,
+    MAX_WEBSITE_CALLS,
+};
 use caps::{Counts, Held};
-pub use conn::{ReadError, ANSWER_DEADLINE, MAX_REQUEST, REQUEST_DEADLINE};
+pub use conn::{AgentRequest, ReadError, ANSWER_DEADLINE, MAX_REQUEST, REQUEST_DEADLINE};
 pub use gate::{Gate, Pass};
 use peer::{NotIdentified, Peer, PeerKey};
 
@@ -45,16 +47,9 @@ use crate::backoff::Failures;
 use crate::metrics::Metrics;
 use crate::procfs::Procfs;
 use crate::runtime::harness_pids::HarnessPids;
-use crate::service::Shared;
+use crate::service::shared::Shared;
 use crate::website::{Answer, Website};
 
-/// The most connections served at once (each on its own thread); past it a
-/// caller is answered [`busy`] at once.
-pub const MAX_CONNECTIONS: usize = 256;
-/// The most website calls at once; past it a forwarded command is answered
-/// [`busy`] at once. Calls hold connections for up to the website's timeout,
-/// so this leaves most connections to calls that need no website.
-pub const MAX_WEBSITE_CALLS: usize = 64;
 /// On stop, connections in hand get this long to answer; the rest are left
 /// to end with the process.
 pub const STOP_GRACE: Duration = Duration::from_millis(300);
@@ -73,16 +68,6 @@ pub fn busy(what: &str, cap: usize) -> Answer {
         1,
         format!("room-cli: Core is busy ({cap} {what} at once); try again in a moment."),
     )
-}
-
-/// One room-cli request.
-#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
-pub struct AgentRequest {
-    /// room-cli's arguments, without the program name.
-    pub argv: Vec<String>,
-    /// room-cli's working directory.
-    #[serde(default)]
-    pub cwd: String,
 }
 
 /// What a connection worker needs.

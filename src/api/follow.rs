@@ -3,8 +3,10 @@
 
 use serde_json::{json, Value};
 
+use super::front::Ctx;
+use super::limits::MAX_STREAMS;
 use super::query::Query;
-use super::routes::{Ctx, Reply};
+use super::reply::Reply;
 use crate::error::Refusal;
 use crate::journal::{JournalError, MAX_PAGE};
 use crate::runtime::{ListQuery, Runtime, DEFAULT_LIST, MAX_LIST};
@@ -101,7 +103,7 @@ pub fn list_query(query: &Query) -> Result<ListQuery, Refusal> {
 /// `GET /v1/health`.
 pub fn health(ctx: Ctx) -> Value {
     let mut v = ctx.rt.health();
-    v["streams"] = json!({"open": ctx.streams_open, "max": super::stream::MAX_STREAMS});
+    v["streams"] = json!({"open": ctx.streams_open, "max": MAX_STREAMS});
     v
 }
 

@@ -40,6 +40,11 @@ pub const LINGER_TIME: Duration = Duration::from_secs(2);
 /// descriptor limit, see [`connection_cap`].
 pub const MAX_CONNECTIONS: usize = 1024;
 
+/// The most streams open at once; past it a stream is refused with 503
+/// `too_many_streams` (a quarter of the connection cap, so streams never
+/// crowd out requests).
+pub const MAX_STREAMS: usize = 256;
+
 /// The listen backlog.
 pub const BACKLOG: u32 = 1024;
 

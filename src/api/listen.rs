@@ -11,8 +11,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
+use super::front::Front;
 use super::limits::{HEAD_TIMEOUT, MAX_HEAD, READ_BUFFER, STOP_GRACE};
-use super::request::{self, Front};
+use super::request;
 use crate::backoff::Failures;
 
 /// Serves `listener` until `stop` changes (or its sender is dropped), with at

@@ -9,9 +9,11 @@
 mod auth;
 pub mod bodies;
 mod follow;
+mod front;
 pub mod limits;
 mod listen;
 pub mod query;
+mod reply;
 mod request;
 pub mod routes;
 pub mod stream;
@@ -23,7 +25,7 @@ use std::thread::JoinHandle;
 use tokio::sync::{watch, Semaphore};
 
 use crate::runtime::Runtime;
-use crate::service::Shared;
+use crate::service::shared::Shared;
 
 /// The running HTTP API and the sessions behind it.
 pub struct Server {
@@ -68,11 +70,11 @@ pub fn start(shared: &Shared) -> std::io::Result<Server> {
         runtime.state_write_failed(&listen.display().to_string(), e);
     }
     let (stop, stopped) = watch::channel(false);
-    let front = Arc::new(request::Front {
+    let front = Arc::new(front::Front {
         runtime: runtime.clone(),
         token,
         stop: stopped.clone(),
-        streams: Arc::new(Semaphore::new(stream::MAX_STREAMS)),
+        streams: Arc::new(Semaphore::new(limits::MAX_STREAMS)),
     });
     let thread = std::thread::Builder::new()
         .name("http".into())

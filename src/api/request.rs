@@ -5,85 +5,22 @@
 //! nothing is allocated from a size the client declared.
 
 use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Body as _, Bytes, Frame, Incoming, SizeHint};
-use hyper::header::{HeaderValue, ALLOW, CONNECTION, CONTENT_TYPE};
-use hyper::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::{Body as _, Bytes, Incoming};
+use hyper::header::{HeaderValue, ALLOW};
+use hyper::{Request, Response};
 use serde_json::json;
-use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::auth;
+use super::front::{Ctx, Front};
 use super::limits::{BODY_TIMEOUT, LINGER_BYTES, LINGER_TIME, MAX_BODY};
 use super::query::Query;
-use super::routes::{self, Ctx, Op, Reply, Routed};
+use super::reply::{respond, After, Body, Reply};
+use super::routes::{self, Op, Routed};
 use super::stream;
 use crate::error::Refusal;
-use crate::runtime::Runtime;
-
-/// What every request needs.
-pub struct Front {
-    /// The sessions.
-    pub runtime: Arc<Runtime>,
-    /// The bearer token.
-    pub token: String,
-    /// Becomes `true` when the service stops (streams end then).
-    pub stop: watch::Receiver<bool>,
-    /// Places for event streams (`stream::MAX_STREAMS`).
-    pub streams: Arc<Semaphore>,
-}
-
-impl Front {
-    /// Event streams open now.
-    pub fn streams_open(&self) -> usize {
-        stream::MAX_STREAMS.saturating_sub(self.streams.available_permits())
-    }
-}
-
-/// A response body: whole (every answer but one), or the event stream's
-/// chunks as its task sends them (the body ends when the task drops its
-/// sender).
-#[derive(Debug)]
-pub enum Body {
-    /// A whole answer.
-    Whole(Full<Bytes>),
-    /// The event stream.
-    Stream(mpsc::Receiver<Bytes>),
-}
-
-impl hyper::body::Body for Body {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.get_mut() {
-            Body::Whole(full) => Pin::new(full).poll_frame(cx),
-            Body::Stream(rx) => rx
-                .poll_recv(cx)
-                .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            Body::Whole(full) => full.is_end_stream(),
-            Body::Stream(_) => false,
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Body::Whole(full) => full.size_hint(),
-            Body::Stream(_) => SizeHint::default(),
-        }
-    }
-}
 
 /// How a body read ended short.
 enum Short {
@@ -91,15 +28,6 @@ enum Short {
     TooLarge,
     /// The connection broke or the body was malformed.
     Broken(hyper::Error),
-}
-
-/// Whether the connection closes after the answer.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum After {
-    /// It stays open for the next request.
-    KeepAlive,
-    /// It closes.
-    Close,
 }
 
 fn too_large() -> Reply {
@@ -252,17 +180,4 @@ async fn linger(mut body: Incoming) {
         }
     };
     let _ = tokio::time::timeout(LINGER_TIME, drain).await;
-}
-
-/// A whole answer.
-pub fn respond(reply: Reply, after: After) -> Response<Body> {
-    let mut response = Response::new(Body::Whole(Full::new(Bytes::from(reply.body))));
-    *response.status_mut() =
-        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(reply.content_type));
-    if after == After::Close {
-        headers.insert(CONNECTION, HeaderValue::from_static("close"));
-    }
-    response
 }

@@ -15,42 +15,11 @@ use serde_json::{json, Value};
 
 use super::bodies;
 use super::follow;
+use super::front::Ctx;
 use super::query::Query;
+use super::reply::Reply;
 use crate::error::Refusal;
 use crate::runtime::{CommandAnswer, Runtime};
-
-/// An answer: its status, its body and the body's content type.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    /// The HTTP status.
-    pub status: u16,
-    /// The body.
-    pub body: String,
-    /// The body's content type.
-    pub content_type: &'static str,
-}
-
-impl Reply {
-    /// A JSON answer.
-    pub fn json(status: u16, value: Value) -> Reply {
-        Reply {
-            status,
-            body: value.to_string(),
-            content_type: "application/json",
-        }
-    }
-
-    /// `401 {"error": "unauthorized"}`.
-    pub fn unauthorized() -> Reply {
-        Reply::json(401, json!({"error": "unauthorized"}))
-    }
-}
-
-impl From<Refusal> for Reply {
-    fn from(r: Refusal) -> Reply {
-        Reply::json(r.status, json!({"error": r.message, "code": r.code}))
-    }
-}
 
 /// What answers a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,15 +175,6 @@ pub fn find(method: &Method, path: &str) -> Result<(&'static Route, Vec<String>)
             format!("{path} takes {}, not {method}.", allowed.join(" or ")),
         )
     })
-}
-
-/// What a JSON route's answer needs besides the runtime.
-#[derive(Clone, Copy)]
-pub struct Ctx<'a> {
-    /// The sessions.
-    pub rt: &'a Runtime,
-    /// Event streams open now (for health and metrics).
-    pub streams_open: usize,
 }
 
 /// An answer now, or one due once a session's turn is gone.

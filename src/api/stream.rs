@@ -23,15 +23,12 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::time::Instant;
 
 use super::follow::unreadable;
+use super::front::Front;
+use super::limits::MAX_STREAMS;
 use super::query::Query;
-use super::request::{respond, After, Body, Front};
+use super::reply::{respond, After, Body};
 use crate::error::Refusal;
 use crate::journal::{Journal, Line, Tail};
-
-/// The most streams open at once; past it a stream is refused with 503
-/// `too_many_streams` (a quarter of the connection cap, so streams never
-/// crowd out requests).
-pub const MAX_STREAMS: usize = 256;
 
 /// A comment is sent after this long without an event, so proxies and
 /// clients see the stream is alive (and a gone client is noticed).

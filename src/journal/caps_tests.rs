@@ -1,9 +1,13 @@
 //! The journal's sparse index (random access by seq at many sizes, its
 //! memory), its caps on harness events and its page byte budget.
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use proptest::prelude::*;
 use serde_json::json;
 
+use super::handle::lock;
 use super::*;
 
 fn temp(name: &str) -> PathBuf {

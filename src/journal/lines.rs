@@ -4,7 +4,7 @@
 
 use std::io::{self, BufRead, Read};
 
-use super::MAX_LINE;
+use super::limits::MAX_LINE;
 
 /// What one piece of the file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
 
-use super::{dir, Caps, Journal};
+use super::handle::{Caps, Journal};
+
+/// `<state_dir>/events`, where the journals live.
+pub fn dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("events")
+}
 
 /// The journals of one state dir, by session ID.
 #[derive(Debug)]

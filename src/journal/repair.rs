@@ -10,7 +10,6 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::report::SetAside;
-use super::scan::sync_dir;
 
 /// The most copies set aside beside one journal (one per crash mid-append
 /// that left bytes behind).
@@ -129,4 +128,12 @@ fn set_aside(path: &Path, at: u64, len: u64) -> io::Result<PathBuf> {
         io::ErrorKind::AlreadyExists,
         format!("{MAX_COPIES} copies of damaged bytes are beside it already"),
     ))
+}
+
+/// fsyncs a folder, so the names made in it are durable.
+pub(super) fn sync_dir(dir: Option<&Path>) -> std::io::Result<()> {
+    match dir {
+        Some(dir) => std::fs::File::open(dir)?.sync_all(),
+        None => Ok(()),
+    }
 }

@@ -4,6 +4,9 @@
 //! served before it already took its seq, nothing is deleted, and the
 //! damage is reported once.
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use proptest::prelude::*;
 use proptest::sample::Index as Pick;
 use serde_json::json;

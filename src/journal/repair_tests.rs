@@ -1,10 +1,15 @@
 //! A damaged journal: what is served, skipped, reported, set aside and how
 //! appends go on after it.
 
-use std::os::unix::fs::PermissionsExt;
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use serde_json::json;
 
+use super::handle::lock;
 use super::*;
 
 fn temp(name: &str) -> PathBuf {

@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use super::NewEvent;
+use super::event::NewEvent;
 
 /// The kind of room-core's event that reports a repair.
 pub const REPAIRED: &str = "journal_repaired";

@@ -15,8 +15,8 @@
 //! A `journal_repaired` event is sure wherever it is: its seq was chosen
 //! past every seq the damage before it could have held.
 
+use super::event::Line;
 use super::report::REPAIRED;
-use super::Line;
 
 /// The fewest bytes room-core's line for an event takes:
 /// `{"seq":1,"at_ms":0,"kind":"","data":0}` and its newline. A damaged
@@ -104,7 +104,7 @@ impl Sequence {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Event;
+    use super::super::event::Event;
     use super::*;
 
     #[test]

@@ -9,10 +9,11 @@ use std::io::BufReader;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+use super::event::Event;
+use super::index::Index;
 use super::lines::{Kind, Lines};
-use super::repair::TailFix;
+use super::repair::{sync_dir, TailFix};
 use super::report::{Damage, REPAIRED};
-use super::Index;
 
 /// What a scan found.
 #[derive(Debug)]
@@ -61,7 +62,7 @@ pub(super) fn open(path: &Path) -> std::io::Result<Scanned> {
             Some(line) => {
                 damage.good();
                 if line.kind == REPAIRED {
-                    if let Ok(event) = serde_json::from_str::<super::Event>(&line.json) {
+                    if let Ok(event) = serde_json::from_str::<Event>(&line.json) {
                         damage.reported(event.data.get());
                     }
                 }
@@ -127,13 +128,5 @@ fn log_damage(path: &Path, damage: &Damage) {
             "{}: skipping {known} damaged lines reported before",
             path.display()
         );
-    }
-}
-
-/// fsyncs a folder, so the names made in it are durable.
-pub(super) fn sync_dir(dir: Option<&Path>) -> std::io::Result<()> {
-    match dir {
-        Some(dir) => std::fs::File::open(dir)?.sync_all(),
-        None => Ok(()),
     }
 }

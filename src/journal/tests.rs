@@ -1,7 +1,10 @@
 //! The journal's unit tests: seqs, pages, torn lines, the recent window,
 //! staging, notification and the registry.
 
+use std::fs::OpenOptions;
 use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::*;
 use serde_json::json;

@@ -34,6 +34,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
+pub use crate::config::Supervision;
+pub use process::KILL_WAIT;
 pub use spawn::{spawn, Account, Child, Leader, SpawnError, SpawnSpec};
 
 use cgroup::CgroupRoot;
@@ -43,25 +45,8 @@ use process::Stat;
 /// The environment variable that marks every process of a turn.
 pub const TURN_MARKER: &str = "ROOM_CORE_TURN";
 
-/// How long SIGKILL is given to take effect before a tree is reported as
-/// not gone (a process in uninterruptible sleep dies only when it wakes).
-pub const KILL_WAIT: Duration = Duration::from_secs(5);
-
 /// The longest pause between two looks at a tree that is ending.
 const MAX_POLL: Duration = Duration::from_millis(20);
-
-/// The config's `supervision`: how a turn's tree is found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Supervision {
-    /// A cgroup per turn where the service can make one, else process groups.
-    #[default]
-    Auto,
-    /// A cgroup per turn; the service does not start without one.
-    Cgroup,
-    /// Process groups, sessions and markers, with the service a subreaper.
-    ProcessGroup,
-}
 
 /// A turn's name: it names its cgroup (`room-core/<key>`) and marks its
 /// processes, so a restarted service finds them from the persisted record.
@@ -247,20 +232,10 @@ pub struct Supervisor {
 /// `ROOM_CORE_TURN` and double-forks outlives stop), unless the operator
 /// accepts that (`allow_process_group_with_agent_uid`). `None`: it may.
 pub fn boundary_refusal(config: &crate::config::Config, mode: &Mode) -> Option<String> {
-    let Mode::ProcessGroups { why } = mode else {
-        return None;
-    };
-    let uid = config.agent_uid?;
-    if uid == nix::unistd::geteuid().as_raw() || config.allow_process_group_with_agent_uid {
-        return None;
+    match mode {
+        Mode::ProcessGroups { why } => config.process_group_refusal(why),
+        Mode::Cgroup(_) => None,
     }
-    Some(format!(
-        "agent_uid {uid} is another account than the service's, but turns would be \
-         supervised by process groups ({why}), which cannot end a tool that leaves its \
-         session and clears ROOM_CORE_TURN: give the service a cgroup v2 it can write \
-         (supervision \"cgroup\" or \"auto\", as root on a cgroup2 mount), or set \
-         allow_process_group_with_agent_uid to true to accept that"
-    ))
 }
 
 impl Supervisor {

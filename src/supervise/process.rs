@@ -11,9 +11,14 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use nix::libc;
 use nix::sys::signal::Signal;
+
+/// How long SIGKILL is given to take effect before a tree is reported as
+/// not gone (a process in uninterruptible sleep dies only when it wakes).
+pub const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// The fields of `/proc/PID/stat` that supervision reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

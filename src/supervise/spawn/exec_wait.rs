@@ -9,7 +9,7 @@ use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::Signal;
 
-use super::super::process;
+use super::super::process::{self, KILL_WAIT};
 use super::raw;
 
 /// How long a child has to reach its exec (or fail) before it is killed.
@@ -66,7 +66,7 @@ pub(super) fn until_exec(
 
 /// Kills the child (through its pidfd when there is one; it is unreaped
 /// and claimed, so its pid is still its own) when `kill`, and reaps it.
-/// Returns whether it was reaped within [`super::super::KILL_WAIT`] (a
+/// Returns whether it was reaped within [`KILL_WAIT`] (a
 /// process in uninterruptible sleep dies only when it wakes).
 pub(super) fn reap(pid: u32, pidfd: Option<&OwnedFd>, kill: bool) -> bool {
     if kill {
@@ -76,7 +76,7 @@ pub(super) fn reap(pid: u32, pidfd: Option<&OwnedFd>, kill: bool) -> bool {
                 .map_err(std::io::Error::from),
         };
     }
-    let give_up = Instant::now() + super::super::KILL_WAIT;
+    let give_up = Instant::now() + KILL_WAIT;
     let mut pause = Duration::from_millis(1);
     loop {
         match raw::wait_pid(pid, nix::libc::WNOHANG) {

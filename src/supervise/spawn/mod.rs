@@ -25,18 +25,18 @@
 //! capability sets ([`SpawnSpec::may_escalate`] turns both off). Only
 //! stdin, stdout and stderr reach it: every other descriptor is closed.
 
+mod error;
 mod exec_wait;
 mod prepare;
 mod raw;
+mod spec;
 #[cfg(test)]
 mod tests;
 
-use std::ffi::OsString;
-use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -49,141 +49,10 @@ use super::{process, reap};
 use exec_wait::Outcome;
 use raw::{CloneError, Cloned, Step};
 
+pub use error::SpawnError;
 pub use exec_wait::EXEC_WAIT;
 pub use prepare::resolve_program;
-
-/// The account a turn runs as.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Account {
-    /// The user ID (real, effective and saved).
-    pub uid: u32,
-    /// The primary group ID.
-    pub gid: u32,
-    /// The supplementary groups (empty: none).
-    pub groups: Vec<u32>,
-}
-
-/// What the new process leads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Leader {
-    /// A process group of its own (`setpgid(0, 0)`), in the service's
-    /// session and so on its controlling terminal: for children of the
-    /// service's own. About 6 µs.
-    ProcessGroup,
-    /// A session of its own (`setsid`; also a group of its own, and no
-    /// controlling terminal): what every turn is (`Supervisor::start`).
-    /// Where the kernel's scheduler autogroups are on
-    /// (`/proc/sys/kernel/sched_autogroup_enabled`, as on this VM) a new
-    /// session makes a new scheduler task group, which costs 0.4 to 0.7 ms
-    /// here, more than the rest of the spawn.
-    Session,
-}
-
-/// Everything one spawn needs, as plain data.
-#[derive(Debug, Clone)]
-pub struct SpawnSpec {
-    /// The program: a path, or a bare name looked up in the `PATH` of
-    /// `env` (the service's `PATH` when `env` has none).
-    pub program: PathBuf,
-    /// The arguments after argv\[0\] (which is `program` as given).
-    pub args: Vec<OsString>,
-    /// The whole environment: nothing of the service's is inherited.
-    pub env: Vec<(OsString, OsString)>,
-    /// The working directory, entered as `account`.
-    pub cwd: PathBuf,
-    /// The account to switch to before exec; `None` keeps the service's.
-    pub account: Option<Account>,
-    /// A process group (the default) or a session of its own.
-    pub leader: Leader,
-    /// A cgroup v2 directory to start in (joined before anything else can
-    /// run in the child, so even its first fork is inside).
-    pub cgroup: Option<PathBuf>,
-    /// Whether the process may gain privileges (a sandbox that gives the
-    /// agent sudo). When false, the default, it runs with
-    /// `PR_SET_NO_NEW_PRIVS` (setuid programs and file capabilities grant
-    /// nothing), and when it switches `account`, with empty capability
-    /// bounding, inheritable and ambient sets.
-    pub may_escalate: bool,
-    /// Tests only: ways to make the child misbehave.
-    #[cfg(test)]
-    pub(crate) test: TestKnobs,
-}
-
-/// Tests only: ways to make the child misbehave.
-#[cfg(test)]
-#[derive(Debug, Clone, Default)]
-pub(crate) struct TestKnobs {
-    /// The child stops itself (SIGSTOP) right before execve; the spawning
-    /// thread does not act on the stop while this is true.
-    pub stop_before_exec: Option<Arc<std::sync::atomic::AtomicBool>>,
-    /// The child closes descriptors as it does where close_range is
-    /// unknown.
-    pub close_by_listing: bool,
-}
-
-impl SpawnSpec {
-    /// A spec with no arguments, an empty environment, the service's
-    /// account, a process group of its own, no cgroup and no way to gain
-    /// privileges.
-    pub fn new(program: impl Into<PathBuf>, cwd: impl Into<PathBuf>) -> SpawnSpec {
-        SpawnSpec {
-            program: program.into(),
-            args: Vec::new(),
-            env: Vec::new(),
-            cwd: cwd.into(),
-            account: None,
-            leader: Leader::ProcessGroup,
-            cgroup: None,
-            may_escalate: false,
-            #[cfg(test)]
-            test: TestKnobs::default(),
-        }
-    }
-
-    /// Sets `key` in the environment, replacing any earlier value.
-    pub fn set_env(&mut self, key: impl Into<OsString>, value: impl Into<OsString>) {
-        let key = key.into();
-        self.env.retain(|(k, _)| *k != key);
-        self.env.push((key, value.into()));
-    }
-}
-
-/// Why a spawn failed: `cannot run <program>: [<step>: ]<error>`.
-#[derive(Debug)]
-pub struct SpawnError {
-    /// The program as the spec named it.
-    pub program: PathBuf,
-    /// The step that failed, when it was not the exec itself.
-    pub step: Option<String>,
-    /// The system's error.
-    pub source: io::Error,
-}
-
-impl SpawnError {
-    pub(crate) fn new(program: &Path, step: Option<String>, source: io::Error) -> SpawnError {
-        SpawnError {
-            program: program.to_path_buf(),
-            step,
-            source,
-        }
-    }
-}
-
-impl fmt::Display for SpawnError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot run {}: ", self.program.display())?;
-        if let Some(step) = &self.step {
-            write!(f, "{step}: ")?;
-        }
-        write!(f, "{}", self.source)
-    }
-}
-
-impl std::error::Error for SpawnError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
+pub use spec::{Account, Leader, SpawnSpec};
 
 /// A started process: its ids, its pipes, and the wait for its status.
 #[derive(Debug)]

@@ -12,8 +12,9 @@ use std::sync::OnceLock;
 
 use nix::libc::{self, c_char};
 
+use super::error::SpawnError;
 use super::raw::{ChildArgs, Frame, RawAccount};
-use super::{SpawnError, SpawnSpec};
+use super::spec::SpawnSpec;
 
 /// The service's ends of a child's pipes.
 pub(super) struct ParentEnds {

@@ -55,7 +55,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use nix::libc::{self, c_char, c_int, c_long, c_void};
 
-use super::Leader;
+use super::spec::Leader;
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 compile_error!("room-core spawns turns with raw system calls written for x86_64 and aarch64 only");

@@ -3,40 +3,19 @@
 //! SIGINT, SIGHUP or SIGQUIT), says it is stopping (`STOPPING=1`), and stops
 //! them, within about a second whatever the clients do.
 
+pub mod shared;
+
 use std::os::fd::{AsRawFd, IntoRawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
+pub use shared::Shared;
+
 use crate::config::Config;
-use crate::metrics::Metrics;
-use crate::runtime::harness_pids::HarnessPids;
-
-/// What the service's parts share.
-#[derive(Clone)]
-pub struct Shared {
-    /// The loaded configuration.
-    pub config: Arc<Config>,
-    /// Which pids are harnesses Core started, for caller classification.
-    pub harness_pids: HarnessPids,
-    /// The service's metrics (the runtime's and the agent socket's).
-    pub metrics: Arc<Metrics>,
-}
-
-impl Shared {
-    /// What the parts of a service on `config` share, nothing running yet.
-    pub fn new(config: Config) -> Shared {
-        Shared {
-            config: Arc::new(config),
-            harness_pids: HarnessPids::default(),
-            metrics: Arc::default(),
-        }
-    }
-}
 
 /// The write end of the stop pipe, for the signal handler (-1: none yet).
 static STOP_PIPE: AtomicI32 = AtomicI32::new(-1);
