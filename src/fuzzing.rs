@@ -26,7 +26,7 @@ use crate::api::bodies;
 use crate::api::query::Query;
 use crate::error::Refusal;
 use crate::harness::Harness;
-use crate::journal::{Event, Journal, NewEvent, MAX_PAGE};
+use crate::journal::{Journal, Journalled, NewEvent, MAX_PAGE};
 use crate::procfs;
 use crate::supervise::output::{Line, LineReader};
 use crate::supervise::process;
@@ -183,7 +183,7 @@ fn harness_output(harness: Harness, data: &[u8]) {
         let Some(event) = NewEvent::harness(&text) else {
             continue;
         };
-        let journalled = Event {
+        let journalled = Journalled {
             seq: 1,
             at_ms: 1,
             kind: event.kind,
@@ -191,7 +191,7 @@ fn harness_output(harness: Harness, data: &[u8]) {
         };
         let line = serde_json::to_vec(&journalled).expect("an event serialises");
         assert!(!line.contains(&b'\n'), "a journal line holds no newline");
-        let back: Event = serde_json::from_slice(&line).expect("a journal line is an event");
+        let back: Journalled = serde_json::from_slice(&line).expect("a journal line is an event");
         assert_eq!(back.data.get(), journalled.data.get());
         assert_eq!(back.kind, "harness");
     }
@@ -264,7 +264,8 @@ pub fn journal_restore(data: &[u8]) {
             assert!(line.seq > after, "seqs rise");
             after = line.seq;
             served += 1;
-            let event: Event = serde_json::from_str(&line.json).expect("a served line is an event");
+            let event: Journalled =
+                serde_json::from_str(&line.json).expect("a served line is an event");
             assert_eq!((event.seq, &event.kind), (line.seq, &line.kind));
         }
         assert_eq!(after, end.seq);

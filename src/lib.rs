@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod api;
 pub mod backoff;
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod files;

@@ -30,41 +30,10 @@ use import_graph_support::{build, circles, sources};
 /// Each crate's source folder, from the workspace root.
 const CRATES: [&str; 3] = ["src", "machines/src", "reference/src"];
 
-/// Circles in files that are being changed elsewhere (src/runtime,
-/// src/sessions, machines/src), each as its files exactly as the report
-/// lists them. They are being removed: the test fails when one of them no
-/// longer occurs, so this list shrinks to empty.
-const KNOWN_ELSEWHERE: &[&[&str]] = &[
-    &[
-        "src/runtime/driver.rs",
-        "src/runtime/follow.rs",
-        "src/runtime/mod.rs",
-        "src/runtime/ops.rs",
-        "src/runtime/turns.rs",
-        "src/runtime/watch.rs",
-        "src/sessions/mod.rs",
-        "src/sessions/view.rs",
-    ],
-    &[
-        "machines/src/caller.rs",
-        "machines/src/command.rs",
-        "machines/src/policy.rs",
-        "machines/src/request.rs",
-    ],
-    &[
-        "machines/src/copy.rs",
-        "machines/src/launch.rs",
-        "machines/src/lib.rs",
-        "machines/src/session/event.rs",
-        "machines/src/session/io.rs",
-        "machines/src/session/mod.rs",
-    ],
-];
-
 /// Circles still pending: the reference demo's (demo.rs and its
 /// loop_part.rs), whose files another change edits now, so it is left to
-/// that change. Held as those above are: the test fails once it no longer
-/// occurs, so this list shrinks to empty too.
+/// that change. The test fails once it no longer occurs, so this list
+/// shrinks to empty.
 const PENDING: &[&[&str]] = &[&["reference/src/demo.rs", "reference/src/demo/loop_part.rs"]];
 
 /// One circle: its files (from the workspace root, sorted) and the edges
@@ -117,14 +86,11 @@ fn listed(list: &[&[&str]]) -> BTreeSet<Vec<String>> {
 #[test]
 fn no_file_is_in_an_import_circle() {
     let found = find_circles();
-    let elsewhere = listed(KNOWN_ELSEWHERE);
     let pending = listed(PENDING);
     let mut report = String::new();
     let mut new = Vec::new();
     for c in &found {
-        let label = if elsewhere.contains(&c.files) {
-            "in KNOWN_ELSEWHERE"
-        } else if pending.contains(&c.files) {
+        let label = if pending.contains(&c.files) {
             "in PENDING"
         } else {
             new.push(&c.files);
@@ -139,9 +105,8 @@ fn no_file_is_in_an_import_circle() {
             report.push_str(&format!("    {b}\n"));
         }
     }
-    let gone: Vec<&Vec<String>> = elsewhere
+    let gone: Vec<&Vec<String>> = pending
         .iter()
-        .chain(&pending)
         .filter(|l| !found.iter().any(|c| &c.files == *l))
         .collect();
     assert!(

@@ -165,20 +165,6 @@ mod tests {
             classify(None, &[hidden(30), marked(20, ID)]),
             Caller::Loop(ID.into())
         );
-        let refusal = crate::policy::decide(
-            &Caller::Hidden,
-            &crate::command::Command::parse(&["loop", "list"])
-                .unwrap()
-                .command()
-                .unwrap(),
-        );
-        assert_eq!(
-            refusal,
-            crate::policy::Decision::Refuse {
-                message: crate::policy::HIDDEN_LOOP.replace("{X}", "loop"),
-                exit_code: 1
-            }
-        );
     }
 
     #[test]

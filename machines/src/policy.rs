@@ -131,6 +131,14 @@ mod tests {
     }
 
     #[test]
+    fn a_caller_whose_environment_is_hidden_gets_its_own_refusal() {
+        assert_eq!(
+            refusal(&Caller::Hidden, &["loop", "list"]),
+            HIDDEN_LOOP.replace("{X}", "loop")
+        );
+    }
+
+    #[test]
     fn a_loop_script_runs_loop_commands_and_top_level_spawns_as_its_loop() {
         let lp = Caller::Loop(ID.into());
         for argv in [

@@ -126,7 +126,7 @@ pub fn start_ticker(
         .spawn(move || {
             let mut schedule = Schedule::default();
             while !stopping.load(Ordering::SeqCst) {
-                let now = room_core::runtime::clock::unix_ms();
+                let now = room_core::clock::unix_ms();
                 for id in schedule.due(now, &loops()) {
                     trigger(&id);
                 }

@@ -112,7 +112,7 @@ impl Website {
 
     /// The wall clock, Unix ms.
     pub fn now_ms(&self) -> u64 {
-        room_core::runtime::clock::unix_ms()
+        room_core::clock::unix_ms()
     }
 
     /// A configured sandbox.

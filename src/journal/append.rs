@@ -9,7 +9,7 @@ use std::sync::MutexGuard;
 
 use room_machines::session::JournalCap;
 
-use super::event::{Event, Line, NewEvent};
+use super::event::{Journalled, Line, NewEvent};
 use super::handle::{lock, Journal, JournalError};
 use super::limits::MAX_LINE;
 use super::report::REPAIRED;
@@ -18,7 +18,7 @@ use super::report::REPAIRED;
 #[derive(Debug, Default)]
 pub struct Appended {
     /// The events journalled (staged ones first), with their seq and time.
-    pub events: Vec<Event>,
+    pub events: Vec<Journalled>,
     /// The cap a harness event met: it and the rest of the batch were
     /// dropped.
     pub capped: Option<JournalCap>,
@@ -35,7 +35,7 @@ impl Journal {
 
     /// Appends what was staged; with nothing staged it returns at once
     /// (it does not wait for an append in progress).
-    pub fn flush(&self, at_ms: u64) -> Result<Vec<Event>, JournalError> {
+    pub fn flush(&self, at_ms: u64) -> Result<Vec<Journalled>, JournalError> {
         if lock(&self.staged).is_empty() {
             return Ok(Vec::new());
         }
@@ -46,7 +46,11 @@ impl Journal {
     /// capped) with one write and one fdatasync, so they are durable before
     /// this returns (and before any reader is told of them); returns them
     /// with their seq and time.
-    pub fn append(&self, events: Vec<NewEvent>, at_ms: u64) -> Result<Vec<Event>, JournalError> {
+    pub fn append(
+        &self,
+        events: Vec<NewEvent>,
+        at_ms: u64,
+    ) -> Result<Vec<Journalled>, JournalError> {
         Ok(self.write(events, at_ms, false)?.events)
     }
 
@@ -138,7 +142,7 @@ impl Journal {
             .map(|e| (e, false))
             .chain(events.into_iter().map(|e| (e, capped)));
         for (e, harness) in all {
-            let event = Event {
+            let event = Journalled {
                 seq: first + out.len() as u64,
                 at_ms,
                 kind: e.kind,

@@ -74,7 +74,7 @@ proptest! {
                     let n = (seq - 1) as usize;
                     prop_assert_eq!(line.seq, seq);
                     prop_assert_eq!(&line.kind, &format!("k{n}"));
-                    let e: Event = serde_json::from_str(&line.json).unwrap();
+                    let e: Journalled = serde_json::from_str(&line.json).unwrap();
                     let data: String = serde_json::from_str(e.data.get()).unwrap();
                     prop_assert_eq!(data.len(), sizes[n]);
                 }
@@ -133,7 +133,7 @@ fn harness_events_stop_at_the_byte_cap_and_room_cores_own_go_on() {
     let len = std::fs::metadata(j.path()).unwrap().len();
     assert!(len <= cap, "{len}");
     let one_more = NewEvent::harness("{}").unwrap();
-    let line = serde_json::to_string(&Event {
+    let line = serde_json::to_string(&Journalled {
         seq: journalled as u64 + 1,
         at_ms: 2,
         kind: "harness".into(),
@@ -214,6 +214,6 @@ fn a_page_of_long_events_stops_at_the_byte_budget() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-fn kinds(events: &[Event]) -> Vec<&str> {
+fn kinds(events: &[Journalled]) -> Vec<&str> {
     events.iter().map(|e| e.kind.as_str()).collect()
 }

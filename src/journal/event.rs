@@ -60,7 +60,7 @@ fn null() -> Box<RawValue> {
 
 /// One journalled event, as stored and served.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Event {
+pub struct Journalled {
     /// Its place in the session's journal, from 1, no gaps.
     pub seq: u64,
     /// Unix ms when it was journalled.
@@ -88,7 +88,7 @@ pub struct Line {
 impl Line {
     /// Parses a journal line; `None` when it is not a whole event.
     pub(super) fn parse(bytes: &[u8]) -> Option<Line> {
-        let event: Event = serde_json::from_slice(bytes).ok()?;
+        let event: Journalled = serde_json::from_slice(bytes).ok()?;
         Some(Line {
             seq: event.seq,
             at_ms: event.at_ms,

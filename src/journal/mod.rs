@@ -63,7 +63,7 @@ mod rule;
 mod scan;
 
 pub use append::Appended;
-pub use event::{Event, Line, NewEvent};
+pub use event::{Journalled, Line, NewEvent};
 pub use handle::{Caps, Journal, JournalError, Tail};
 pub use limits::{
     MARK_BYTES, MAX_LINE, MAX_PAGE, MAX_PAGE_BYTES, RECENT_BYTES, RECENT_EVENTS, STRIDE,

@@ -5,7 +5,7 @@
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::sync::Arc;
 
-use super::event::{Event, Line};
+use super::event::{Journalled, Line};
 use super::handle::{lock, Journal, JournalError};
 use super::index::Mark;
 use super::limits::{MARK_BYTES, MAX_PAGE, MAX_PAGE_BYTES};
@@ -173,7 +173,7 @@ impl Journal {
     }
 
     /// Up to `limit` events after seq `after`, oldest first.
-    pub fn page(&self, after: u64, limit: usize) -> Result<Vec<Event>, JournalError> {
+    pub fn page(&self, after: u64, limit: usize) -> Result<Vec<Journalled>, JournalError> {
         self.lines(after, limit)?
             .iter()
             .map(|l| {
@@ -185,7 +185,7 @@ impl Journal {
 
     /// The last event of `kind`, searching back from the end a stretch of
     /// [`MAX_PAGE`] seqs at a time (each read page by page).
-    pub fn last_of(&self, kind: &str) -> Result<Option<Event>, JournalError> {
+    pub fn last_of(&self, kind: &str) -> Result<Option<Journalled>, JournalError> {
         let mut before = self.last_seq()?;
         while before > 0 {
             let after = before.saturating_sub(MAX_PAGE as u64);

@@ -244,7 +244,7 @@ proptest! {
         let skipped = whole_lines(terminated).len() - (lines.len() - usize::from(kept_rest));
         match &report {
             Some(r) => {
-                let e: Event = serde_json::from_str(&r.json).unwrap();
+                let e: Journalled = serde_json::from_str(&r.json).unwrap();
                 let r: Repaired = serde_json::from_str(e.data.get()).unwrap();
                 prop_assert_eq!(r.lines, skipped as u64);
                 prop_assert_eq!(r.set_aside.is_some(), !rest.is_empty() && !kept_rest);

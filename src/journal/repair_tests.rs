@@ -72,7 +72,7 @@ fn seqs(lines: &[Arc<Line>]) -> Vec<u64> {
 
 fn report(line: &Line) -> Repaired {
     assert_eq!(line.kind, REPAIRED, "{}", line.json);
-    let e: Event = serde_json::from_str(&line.json).unwrap();
+    let e: Journalled = serde_json::from_str(&line.json).unwrap();
     serde_json::from_str(e.data.get()).unwrap()
 }
 

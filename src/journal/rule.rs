@@ -104,13 +104,13 @@ impl Sequence {
 
 #[cfg(test)]
 mod tests {
-    use super::super::event::Event;
+    use super::super::event::Journalled;
     use super::*;
 
     #[test]
     fn min_line_is_the_shortest_line_room_core_writes() {
         let raw = serde_json::value::RawValue::from_string("0".into()).unwrap();
-        let e = Event {
+        let e = Journalled {
             seq: 1,
             at_ms: 0,
             kind: String::new(),

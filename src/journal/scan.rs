@@ -9,7 +9,7 @@ use std::io::BufReader;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use super::event::Event;
+use super::event::Journalled;
 use super::index::Index;
 use super::lines::{Kind, Lines};
 use super::repair::{sync_dir, TailFix};
@@ -62,7 +62,7 @@ pub(super) fn open(path: &Path) -> std::io::Result<Scanned> {
             Some(line) => {
                 damage.good();
                 if line.kind == REPAIRED {
-                    if let Ok(event) = serde_json::from_str::<Event>(&line.json) {
+                    if let Ok(event) = serde_json::from_str::<Journalled>(&line.json) {
                         damage.reported(event.data.get());
                     }
                 }

@@ -15,7 +15,7 @@ fn temp(name: &str) -> PathBuf {
     dir
 }
 
-fn kinds(events: &[Event]) -> Vec<(u64, String)> {
+fn kinds(events: &[Journalled]) -> Vec<(u64, String)> {
     events.iter().map(|e| (e.seq, e.kind.clone())).collect()
 }
 

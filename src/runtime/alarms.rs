@@ -21,7 +21,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use room_machines::Millis;
 
-use super::clock::Clock;
+use crate::clock::Clock;
 
 /// The width of a bucket: how late a deadline may fire so that neighbouring
 /// deadlines share one wake-up.

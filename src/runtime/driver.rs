@@ -236,7 +236,7 @@ impl Runtime {
         if events.is_empty() {
             return;
         }
-        if let Err(e) = s.journal.append(events, super::clock::unix_ms()) {
+        if let Err(e) = s.journal.append(events, crate::clock::unix_ms()) {
             log::error!("{}: cannot journal its events: {e}", s.id);
             let what = format!("the event journal of {}", s.id);
             self.store

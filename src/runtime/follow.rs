@@ -4,62 +4,21 @@
 //! `Emit`s) and by each turn's stdout reader (the harness's lines); this is
 //! its read side. Interrupt is an app command like stop (ops.rs).
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use room_machines::session::Shown;
 use serde_json::{json, Value};
 
+use super::follow_state::{READY, STOPPING};
+use super::list_query::ListQuery;
 use super::Runtime;
 use crate::error::Refusal;
-use crate::journal::{Journal, Journals};
+use crate::journal::Journal;
 use crate::metrics::Snapshot;
 use crate::sessions::{lock, view, Hosted};
 
-/// The most sessions one page of the list returns, and the default.
-pub const MAX_LIST: usize = 1024;
-/// The default page of the session list.
-pub const DEFAULT_LIST: usize = 256;
-
 /// The states, in the order health and `/metrics` list them.
 const STATES: [&str; 5] = ["pending", "running", "idle", "closed", "failed"];
-
-/// The journals and the service's readiness.
-#[derive(Debug)]
-pub struct Follow {
-    /// Every session's journal, shared by its writers and readers.
-    pub journals: Journals,
-    /// Starting, [`READY`] or [`STOPPING`].
-    phase: AtomicU8,
-}
-
-/// `Follow::phase`: both sockets serve.
-const READY: u8 = 1;
-/// `Follow::phase`: the stop has begun.
-const STOPPING: u8 = 2;
-
-impl Follow {
-    /// The journals of `state_dir`, each with `caps`; not ready.
-    pub fn new(state_dir: &std::path::Path, caps: crate::journal::Caps) -> Follow {
-        Follow {
-            journals: Journals::new(state_dir, caps),
-            phase: AtomicU8::new(0),
-        }
-    }
-}
-
-/// `GET /v1/sessions`'s query.
-#[derive(Debug, Clone, Default)]
-pub struct ListQuery {
-    /// Only this workspace's sessions.
-    pub workspace: Option<String>,
-    /// Only sessions in this state.
-    pub state: Option<Shown>,
-    /// Start after this session (the previous page's `next_after`).
-    pub after: Option<String>,
-    /// At most this many (1..=[`MAX_LIST`]).
-    pub limit: usize,
-}
 
 impl Runtime {
     // ------------------------------------------------------ read side ----

@@ -7,7 +7,8 @@ use room_machines::session::{Input, LaunchEffect, LaunchInput};
 use room_machines::MarkError;
 
 use super::driver::Pass;
-use super::{Job, Runtime, ON_POOL};
+use super::job::Job;
+use super::{Runtime, ON_POOL};
 use crate::files;
 use crate::sessions::Hosted;
 

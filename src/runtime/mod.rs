@@ -7,64 +7,51 @@
 //! session machine", is the contract).
 
 pub mod alarms;
-pub mod clock;
+
+mod command_answer;
 mod driver;
 mod follow;
+mod follow_state;
 pub mod harness_pids;
+mod job;
 mod launching;
-pub mod live_turn;
+mod list_query;
+
 mod ops;
 pub mod permits;
-pub mod record;
+
 mod restore;
 mod turns;
 pub mod watch;
 
 use std::cell::Cell;
-use std::path::PathBuf;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use room_machines::session::{Input, LaunchInput, TurnSeq};
+use room_machines::session::{Input, LaunchInput};
 
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::harness::{command, Programs};
 use crate::metrics::Metrics;
-use crate::sessions::{lock, Hosted, Registry, SessionRef};
+use crate::sessions::{lock, Registry, SessionRef};
 use crate::store::Store;
-use crate::supervise::{Supervisor, TurnRecord, KILL_WAIT};
+use crate::supervise::{Supervisor, KILL_WAIT};
 use alarms::Alarms;
-use clock::Clock;
 use harness_pids::HarnessPids;
 use permits::Permits;
 use watch::Watch;
 
+pub use crate::sessions::SessionHandle;
 pub use crate::sessions::Start;
-pub use follow::{ListQuery, DEFAULT_LIST, MAX_LIST};
-pub use ops::CommandAnswer;
+pub use command_answer::CommandAnswer;
+use job::Job;
+pub use list_query::{ListQuery, DEFAULT_LIST, MAX_LIST};
 pub use room_machines::session::RelaunchMode;
-
-/// A session as the timer and the pool know it: its own handle, no
-/// registry lookup.
-pub type SessionHandle = Weak<Mutex<Hosted>>;
-
-/// Work for the event pool.
-#[derive(Debug)]
-pub enum Job {
-    /// A launch input for session `id`: the watch's `Changed` and
-    /// `Watched(false)`, a permit handed over by a release.
-    Input(String, LaunchInput),
-    /// Deadlines that fell due together: feed each session a `Timeout`.
-    Timeouts(Vec<SessionHandle>),
-    /// Read the status file of this folder and feed the session what it says.
-    Observe(SessionHandle, PathBuf),
-    /// Kill what the restored turn's record still names, then feed
-    /// `SurvivorGone`.
-    Survivor(SessionHandle, TurnSeq, TurnRecord),
-}
 
 /// Everything the driver needs; shared by the API, the pool and turn threads.
 pub struct Runtime {
@@ -91,7 +78,7 @@ pub struct Runtime {
     stopping: AtomicBool,
     me: Weak<Runtime>,
     /// The journals and readiness (follow.rs).
-    follow: follow::Follow,
+    follow: follow_state::Follow,
 }
 
 /// Event pool workers: short jobs only (timeouts, status reads, permit
@@ -134,7 +121,7 @@ impl Runtime {
         let secrets = command::secrets(&config);
         let rt = Arc::new_cyclic(|me| Runtime {
             permits: Permits::new(config.permits()),
-            follow: follow::Follow::new(&config.state_dir, config.journal_caps()),
+            follow: follow_state::Follow::new(&config.state_dir, config.journal_caps()),
             timer: {
                 let events = events.clone();
                 Alarms::start(clock, move |due| events.send(Job::Timeouts(due)).is_ok())

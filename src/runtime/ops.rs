@@ -4,30 +4,20 @@
 
 use std::sync::Arc;
 
-use room_machines::session::{self as machine, retry_difference, Input, StartFields, TurnSeq};
+use room_machines::session::{self as machine, retry_difference, Input, StartFields};
 use serde_json::{json, Value};
 
-use super::clock::unix_ms;
-use super::record::Recording;
+use super::command_answer::CommandAnswer;
 use super::Runtime;
+use crate::clock::unix_ms;
 use crate::error::Refusal;
 use crate::files;
 use crate::harness::Harness;
 use crate::journal::Journal;
+use crate::sessions::recording::Recording;
 use crate::sessions::{self, lock, new_id, view, Extras, Hosted, Kind, Start};
 use room_machines::session::RelaunchMode;
 use room_machines::timeline::Begin;
-
-/// What an app command answers.
-#[derive(Debug)]
-pub struct CommandAnswer {
-    /// The session's view once the command is applied.
-    pub view: Value,
-    /// The turn the command ends, when it still runs: the answer is due
-    /// only once it is gone ([`Runtime::when_turn_gone`], at most
-    /// [`Runtime::turn_bound`] later), and then shows the view as it is.
-    pub turn: Option<TurnSeq>,
-}
 
 /// The fields a retry is compared on.
 fn fields(s: &Start) -> StartFields<'_, Harness, Kind> {

@@ -35,12 +35,14 @@ use room_machines::session::{Exit, Input, JournalCap, Process, Signal, TurnSeq};
 use serde_json::Value;
 
 use super::driver::Pass;
-use super::live_turn::LiveTurn;
-use super::{Job, Runtime, SessionHandle};
+use super::job::Job;
+use super::Runtime;
 use crate::harness::{account, command, Harness};
 use crate::journal::{Journal, NewEvent, MAX_LINE};
 use crate::nofollow;
 use crate::procfs::ProcKey;
+use crate::sessions::live_turn::LiveTurn;
+use crate::sessions::SessionHandle;
 use crate::sessions::{lock, turn_key, Hosted};
 use crate::supervise::output::{self, Line, LineReader, Tail};
 use crate::supervise::{self, Child, SpawnSpec, Tree, TurnKey, TurnRecord};
@@ -478,7 +480,7 @@ fn append(journal: &Journal, batch: &mut Vec<NewEvent>, what: &str) -> Option<Jo
         return None;
     }
     let events = std::mem::take(batch);
-    match journal.append_output(events, super::clock::unix_ms()) {
+    match journal.append_output(events, crate::clock::unix_ms()) {
         Ok(appended) => appended.capped,
         Err(e) => {
             log::error!("{what}: cannot journal the harness's events: {e}");

@@ -36,7 +36,7 @@ use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, InotifyEvent, WatchDe
 use room_machines::session::LaunchInput;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::Job;
+use super::job::Job;
 use crate::files::status_file;
 
 /// Handle to add and drop watched sessions.

@@ -3,7 +3,9 @@
 //! by ID, request ID and workspace.
 
 pub mod failure_text;
+pub mod live_turn;
 pub mod old;
+pub mod recording;
 pub mod view;
 
 use std::collections::HashMap;
@@ -16,9 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::harness::Harness;
 use crate::journal::Journal;
-use crate::runtime::live_turn::LiveTurn;
-use crate::runtime::record::Recording;
 use crate::supervise::{TurnKey, TurnRecord};
+use live_turn::LiveTurn;
+use recording::Recording;
 
 /// What kind of session the app started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,6 +111,10 @@ pub struct Extras {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy: Option<room_machines::launch::WaitEnd>,
 }
+
+/// A session as the timer and the pool know it: its own handle, no
+/// registry lookup.
+pub type SessionHandle = Weak<Mutex<Hosted>>;
 
 /// A session as the service hosts it: the session machine, the start it
 /// came from, and what only exists while the service runs (the turn's

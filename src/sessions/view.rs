@@ -7,7 +7,7 @@ use room_machines::session::Shown;
 use serde_json::{json, Value};
 
 use super::{failure_text, Hosted};
-use crate::runtime::clock::Clock;
+use crate::clock::Clock;
 
 /// The wire name of a shown state.
 pub fn state_name(state: Shown) -> &'static str {

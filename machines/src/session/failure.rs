@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::record::{PromptId, TurnSeq};
 use super::values::{Exit, JournalCap};
+use super::values::{PromptId, TurnSeq};
 use crate::time::Millis;
 
 /// Why something failed.

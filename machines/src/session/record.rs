@@ -10,11 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::failure::{read_error, Failure};
 
-/// A prompt's number in its session: 1, 2, 3 … in the order they were accepted.
-pub type PromptId = u64;
-
-/// A turn's number in its session: 1, 2, 3 … never reused once recorded.
-pub type TurnSeq = u64;
+pub use super::values::{PromptId, TurnSeq};
 
 /// One accepted prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

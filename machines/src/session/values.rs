@@ -4,6 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A prompt's number in its session: 1, 2, 3 … in the order they were accepted.
+pub type PromptId = u64;
+
+/// A turn's number in its session: 1, 2, 3 … never reused once recorded.
+pub type TurnSeq = u64;
+
 /// How `POST /v1/sessions/{id}/relaunch` brings a started session back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
