@@ -22,21 +22,16 @@
 //! `ROOM_BENCH_SUPERVISION=process_group` (or `cgroup`) sets every
 //! service's `supervision` (default: the service's own choice, `auto`).
 
-#[path = "../tests/real_support/model.rs"]
-mod fake_model;
-#[allow(dead_code)]
-#[path = "../tests/common/fake_website.rs"]
-mod fake_website;
-
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use room_core::procfs::Procfs;
+use room_kit::{merge, quote, status_file, FakeWebsite, Model, LOOP_ID};
 use room_machines::{classify, Caller, EnvView, ProcView};
 use serde_json::{json, Value};
 
@@ -44,8 +39,6 @@ const STAMP_ENV: &str = "ROOM_BENCH_STAMP_DIR";
 const CLIENT_ENV: &str = "ROOM_BENCH_CLIENT";
 const CLIENT_RUNS_ENV: &str = "ROOM_BENCH_RUNS";
 const TOKEN: &str = "bench-token-not-a-secret";
-/// A loop ID of the right shape.
-const LOOP_ID: &str = "0f8e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
 /// The depth of the agent-socket caller's ancestry (itself up to pid 1).
 const DEPTH: usize = 10;
 
@@ -246,38 +239,40 @@ fn us(x: f64) -> String {
 
 static ROOTS: AtomicUsize = AtomicUsize::new(0);
 
-/// The real service, started from its binary with this bench as its codex.
-struct Service {
-    child: Child,
-    /// A state dir outside `root`, removed with it.
-    elsewhere: Option<PathBuf>,
-    root: PathBuf,
-    base: String,
-    socket: PathBuf,
+/// The real service (room-kit's, on a folder of its own), with this bench
+/// as its harnesses, and what the bench adds: the folder the harnesses
+/// stamp into and one HTTP agent whose connections are reused.
+struct Core {
+    svc: room_kit::Service,
     stamps: PathBuf,
     agent: ureq::Agent,
 }
 
-impl Service {
-    fn start(extra: Value) -> Service {
+impl std::ops::Deref for Core {
+    type Target = room_kit::Service;
+
+    fn deref(&self) -> &room_kit::Service {
+        &self.svc
+    }
+}
+
+impl Core {
+    fn start(extra: Value) -> Core {
         let root = std::env::temp_dir().join(format!(
             "room-core-bench-{}-{}",
             std::process::id(),
             ROOTS.fetch_add(1, Ordering::SeqCst)
         ));
         let _ = std::fs::remove_dir_all(&root);
-        let state = root.join("state");
         let stamps = root.join("stamps");
-        std::fs::create_dir_all(&state).unwrap();
         std::fs::create_dir_all(&stamps).unwrap();
+        // The agent socket's folder, even where the state dir is elsewhere.
+        std::fs::create_dir_all(root.join("state")).unwrap();
         std::fs::create_dir_all(root.join("work")).unwrap();
         let me = std::env::current_exe().expect("the bench's own path");
-        let socket = state.join("agent.sock");
         let mut config = json!({
-            "listen": "127.0.0.1:0",
             "token": TOKEN,
-            "state_dir": state,
-            "agent_socket": socket,
+            "agent_socket": root.join("state").join("agent.sock"),
             "claude_program": me,
             "codex_program": me,
             // The bench's harness mode is chosen by this variable.
@@ -286,47 +281,17 @@ impl Service {
         if let Ok(mode) = std::env::var("ROOM_BENCH_SUPERVISION") {
             config["supervision"] = json!(mode);
         }
-        for (k, v) in extra.as_object().unwrap() {
-            config[k] = v.clone();
-        }
+        merge(&mut config, extra);
         // A state dir elsewhere (tmpfs) goes with the service.
-        let state = PathBuf::from(config["state_dir"].as_str().unwrap());
-        let elsewhere = (!state.starts_with(&root)).then(|| state.clone());
-        std::fs::create_dir_all(&state).unwrap();
-        let config_path = root.join("config.json");
-        std::fs::write(&config_path, config.to_string()).unwrap();
-        let log = std::fs::File::create(root.join("service.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_room-core"))
-            .arg("--config")
-            .arg(&config_path)
-            .env(STAMP_ENV, &stamps)
-            .env_remove(CLIENT_ENV)
-            .env_remove("CLOUDROOM_API_URL")
-            .env_remove("CLOUDROOM_LOOP")
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start room-core");
-        let listen = state.join("listen");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let addr = loop {
-            if let Some(a) = std::fs::read_to_string(&listen)
-                .ok()
-                .filter(|s| s.ends_with('\n'))
-            {
-                break a;
-            }
-            assert!(Instant::now() < deadline, "the service never listened");
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        Service {
-            child,
-            elsewhere,
-            base: format!("http://{}", addr.trim()),
-            root,
-            socket,
+        let svc = room_kit::Service::builder(env!("CARGO_BIN_EXE_room-core"))
+            .root(&root)
+            .config(config)
+            .env(STAMP_ENV, stamps.to_string_lossy())
+            .log_filter("info")
+            .keep(std::env::var_os("ROOM_BENCH_KEEP").is_some())
+            .start();
+        Core {
+            svc,
             stamps,
             agent: ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(30))
@@ -335,11 +300,7 @@ impl Service {
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn folder(&self, name: &str) -> PathBuf {
-        self.root.join("work").join(name)
+        self.svc.pid().expect("the service runs")
     }
 
     fn call(
@@ -370,8 +331,7 @@ impl Service {
     }
 
     fn start_session(&self, body: &Value) -> Value {
-        let (status, v) =
-            Service::call(&self.agent, &self.base, "POST", "/v1/sessions", Some(body));
+        let (status, v) = Core::call(&self.agent, &self.base, "POST", "/v1/sessions", Some(body));
         assert_eq!(status, 201, "{v}");
         v
     }
@@ -385,7 +345,7 @@ impl Service {
     fn await_view(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let (_, v) = Service::call(
+            let (_, v) = Core::call(
                 &self.agent,
                 &self.base,
                 "GET",
@@ -491,7 +451,7 @@ impl Service {
             .collect()
     }
 
-    /// Seconds on CPU since `before` (a [`Service::cpu_threads`]), thread by
+    /// Seconds on CPU since `before` (a [`Core::cpu_threads`]), thread by
     /// thread: a thread that ended meanwhile would otherwise take its whole
     /// past with it (one that began and ended inside the window is missed).
     fn cpu_since(&self, before: &std::collections::HashMap<String, u64>) -> f64 {
@@ -520,30 +480,6 @@ impl Service {
             .and_then(|v| v.split_whitespace().next()?.parse().ok())
             .unwrap_or(0);
         (ticks as f64 / hz, rss)
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::env::var_os("ROOM_BENCH_KEEP").is_none() {
-            let _ = std::fs::remove_dir_all(&self.root);
-            if let Some(dir) = &self.elsewhere {
-                let _ = std::fs::remove_dir_all(dir);
-            }
-        } else {
-            eprintln!("kept {}", self.root.display());
-        }
     }
 }
 
@@ -590,18 +526,11 @@ fn tmpfs_state(tag: &str) -> Value {
 
 /// Merges JSON objects.
 fn with(mut a: Value, b: Value) -> Value {
-    for (k, v) in b.as_object().unwrap() {
-        a[k] = v.clone();
-    }
+    merge(&mut a, b);
     a
 }
 
-/// `<folder>.cloudroom-files`.
-fn status_path(folder: &Path) -> PathBuf {
-    PathBuf::from(format!("{}.cloudroom-files", folder.display()))
-}
-
-impl Service {
+impl Core {
     /// Starts a promised copy into `folder` (its harness stamps as `name`,
     /// the folder's own name) and returns its ID once it waits.
     fn start_promised(&self, name: &str, folder: &Path) -> String {
@@ -641,10 +570,10 @@ fn pause(watch: bool, n: usize) -> u64 {
 /// folder, then the mark is rewritten in place to ready), `pause` ms after
 /// the files land. Returns the lag from the writer's close of `ready` to
 /// the harness's stamp, and how long the write itself took (ms).
-fn wake_once(svc: &Service, name: &str, pause: u64) -> (f64, f64) {
+fn wake_once(svc: &Core, name: &str, pause: u64) -> (f64, f64) {
     let folder = svc.folder(name);
     let id = svc.start_promised(name, &folder);
-    let status = status_path(&folder);
+    let status = status_file(&folder);
     std::fs::write(&status, "copying\n").unwrap();
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("AGENTS.md"), "landed\n").unwrap();
@@ -663,17 +592,17 @@ fn wake_once(svc: &Service, name: &str, pause: u64) -> (f64, f64) {
 /// `<g>/sandbox/<name>` says copying; a copy of it that says ready is
 /// renamed over `<g>` after `<g>` is renamed away. Returns the lag from
 /// the second rename to the harness's stamp (ms).
-fn grandparent_once(svc: &Service, name: &str, pause: u64) -> f64 {
+fn grandparent_once(svc: &Core, name: &str, pause: u64) -> f64 {
     let g = svc.folder(&format!("{name}-g"));
     let folder = g.join("sandbox").join(name);
     std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(status_path(&folder), "copying\n").unwrap();
+    std::fs::write(status_file(&folder), "copying\n").unwrap();
     let id = svc.start_promised(name, &folder);
     let staged = svc.folder(&format!("{name}-g.new"));
     let staged_folder = staged.join("sandbox").join(name);
     std::fs::create_dir_all(&staged_folder).unwrap();
     std::fs::write(staged_folder.join("AGENTS.md"), "landed\n").unwrap();
-    std::fs::write(status_path(&staged_folder), "ready\n").unwrap();
+    std::fs::write(status_file(&staged_folder), "ready\n").unwrap();
     std::thread::sleep(Duration::from_millis(pause));
     std::fs::rename(&g, svc.folder(&format!("{name}-g.old"))).unwrap();
     std::fs::rename(&staged, &g).unwrap();
@@ -740,7 +669,7 @@ fn lag(table: &mut Table) {
         }
     };
     for &watch in modes {
-        let svc = Service::start(with(
+        let svc = Core::start(with(
             json!({"watch": watch, "copy_wait_ms": 3_600_000}),
             tmpfs_state("lag"),
         ));
@@ -830,7 +759,7 @@ fn waiting(table: &mut Table) {
         WAITING
     );
     for watch in [true, false] {
-        let svc = Service::start(with(
+        let svc = Core::start(with(
             json!({"watch": watch, "copy_wait_ms": 3_600_000}),
             tmpfs_state("waiting"),
         ));
@@ -924,8 +853,8 @@ fn classification(table: &mut Table) {
         "301 samples, each the mean of 1000 calls; target < 5 µs".into(),
     );
 
-    let web = fake_website::FakeWebsite::start();
-    let svc = Service::start(json!({"website_url": web.url}));
+    let web = FakeWebsite::start();
+    let svc = Core::start(json!({"website_url": web.url}));
     // A chain of shells under this process, the client at its bottom, so
     // that the client's ancestry (itself to pid 1) is DEPTH long.
     let own = Procfs::default()
@@ -944,7 +873,7 @@ fn classification(table: &mut Table) {
         } else {
             format!("{script}; :")
         })
-        .env(CLIENT_ENV, &svc.socket)
+        .env(CLIENT_ENV, svc.socket())
         .env(CLIENT_RUNS_ENV, CLASSIFY_RUNS.to_string())
         .env("CLOUDROOM_LOOP", LOOP_ID)
         .env_remove(STAMP_ENV)
@@ -992,10 +921,6 @@ fn classification(table: &mut Table) {
     );
 }
 
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 // ---------------------------------------------------- 4. throughput ----
 
 const CLIENTS: usize = 8;
@@ -1021,7 +946,7 @@ fn throughput(table: &mut Table) {
             Some(dir) => json!({"state_dir": dir}),
             None => json!({}),
         };
-        let svc = Arc::new(Service::start(extra));
+        let svc = Arc::new(Core::start(extra));
         let t0 = Instant::now();
         let workers: Vec<_> = (0..CLIENTS)
             .map(|c| {
@@ -1046,7 +971,7 @@ fn throughput(table: &mut Table) {
                         }
                         let t = Instant::now();
                         let (status, v) =
-                            Service::call(&agent, &svc.base, "POST", "/v1/sessions", Some(&body));
+                            Core::call(&agent, &svc.base, "POST", "/v1/sessions", Some(&body));
                         lat.push(t.elapsed().as_secs_f64() * 1000.0);
                         assert_eq!(status, 201, "{v}");
                         i += 1;
@@ -1119,7 +1044,7 @@ fn startup(table: &mut Table) {
     println!("\n5. harness startup: spawn -> first event (native ID) -> exit");
     let root = std::env::temp_dir().join(format!("room-core-bench-startup-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    let model = fake_model::Model::start(&root);
+    let model = Model::start(&root);
     let cli_env = model.cli_env(&root);
     let on_path = |name: &str| {
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
@@ -1459,7 +1384,7 @@ fn hostile(table: &mut Table) {
     println!(
         "\n7. GET /v1/sessions/{{id}} latency, alone and beside {HOSTILE} hostile connections"
     );
-    let svc = Service::start(json!({}));
+    let svc = Core::start(json!({}));
     let v = svc.start_session(&json!({
         "workspace": "ws-latency",
         "folder": svc.folder("latency"),
@@ -1481,7 +1406,7 @@ fn hostile(table: &mut Table) {
         let mut lat = Vec::new();
         while began.elapsed() < LATENCY_WINDOW {
             let t = Instant::now();
-            let (status, _) = Service::call(&agent, &svc.base, "GET", &path, None);
+            let (status, _) = Core::call(&agent, &svc.base, "GET", &path, None);
             lat.push(t.elapsed().as_secs_f64() * 1000.0);
             assert_eq!(status, 200);
             std::thread::sleep(LATENCY_GAP);
@@ -1576,7 +1501,7 @@ fn stamp_reader(
 
 fn follow(table: &mut Table) {
     println!("\n8. following a session: harness prints -> SSE client reads; journal appends");
-    let svc = Service::start(json!({}));
+    let svc = Core::start(json!({}));
     let v = svc.start_session(&json!({
         "workspace": "ws-follow",
         "folder": svc.folder("follow"),
@@ -1588,7 +1513,7 @@ fn follow(table: &mut Table) {
     let mut medians = Vec::new();
     for readers in [1usize, 50] {
         // Each reader starts at the journal's end: the stamps come after.
-        let (_, page) = Service::call(
+        let (_, page) = Core::call(
             &svc.agent,
             &svc.base,
             "GET",
@@ -1600,7 +1525,7 @@ fn follow(table: &mut Table) {
             .map(|_| stamp_reader(&svc.base, &id, after, FOLLOW_STAMPS as usize))
             .collect();
         std::thread::sleep(Duration::from_millis(200));
-        let (status, _) = Service::call(
+        let (status, _) = Core::call(
             &svc.agent,
             &svc.base,
             "POST",

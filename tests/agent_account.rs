@@ -2,14 +2,16 @@
 //! read, and where Core runs as its own account (uid 65534 here) it cannot
 //! read the callers' environments and gives the protected-machine refusal.
 
-mod agent_support;
-
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use agent_support::{is_root, FakeWebsite, Options, Service, ID};
+use room_kit::{is_root, temp_root, FakeWebsite, Service, LOOP_ID};
+use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 const NOBODY: u32 = 65534;
 
@@ -20,12 +22,17 @@ fn a_peer_of_another_account_is_refused_before_anything_is_read() {
     // Another account than ours: as root, nobody's (the socket is handed to
     // it); otherwise our uid + 1 (the socket is widened, the uid check stays).
     let agent = if me == 0 { NOBODY } else { me + 1 };
-    let core = Service::start_with(Options {
-        website_url: Some(web.url.clone()),
-        agent_uid: Some(agent),
-        ..Options::default()
-    });
-    let meta = std::fs::metadata(&core.socket).unwrap();
+    // The socket outside the state folder (0700), where the agent reaches it.
+    let root = temp_root();
+    let core = Service::builder(ROOM_CORE)
+        .root(&root)
+        .config(json!({
+            "website_url": web.url,
+            "agent_uid": agent,
+            "agent_socket": root.join("agent.sock"),
+        }))
+        .start();
+    let meta = std::fs::metadata(core.socket()).unwrap();
     if me == 0 {
         assert_eq!(
             meta.uid(),
@@ -36,7 +43,7 @@ fn a_peer_of_another_account_is_refused_before_anything_is_read() {
     }
 
     // Connect and send nothing: the refusal comes without a request.
-    let mut s = std::os::unix::net::UnixStream::connect(&core.socket).unwrap();
+    let mut s = std::os::unix::net::UnixStream::connect(core.socket()).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .unwrap();
     let mut text = String::new();
@@ -44,11 +51,11 @@ fn a_peer_of_another_account_is_refused_before_anything_is_read() {
     let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         answer,
-        serde_json::json!({"exit": 1, "stdout": "", "stderr": "room-cli: this socket serves the agent account only.\n"})
+        json!({"exit": 1, "stdout": "", "stderr": "room-cli: this socket serves the agent account only.\n"})
     );
 
     // Through room-cli, with a valid marker: refused all the same.
-    let out = core.script(Some(ID), &["loop", "list"]);
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(
         out.stderr,
@@ -99,16 +106,20 @@ fn an_unreadable_environment_gets_the_protected_machine_refusal() {
     let web = FakeWebsite::start();
     // As uid 65534 the service gets no cgroup: process groups, which it
     // refuses with another agent account unless told to accept them.
-    let mut extra = serde_json::Map::new();
-    extra.insert("allow_process_group_with_agent_uid".into(), true.into());
-    let core = Service::start_with(Options {
-        website_url: Some(web.url.clone()),
-        agent_uid: Some(0),
-        run_as: Some(NOBODY),
-        extra,
-        ..Options::default()
-    });
-    let service_uid = std::fs::metadata(format!("/proc/{}", core.pid()))
+    // The socket outside the state folder, in the service's own folder
+    // (which it is handed).
+    let root = temp_root();
+    let core = Service::builder(ROOM_CORE)
+        .root(&root)
+        .config(json!({
+            "website_url": web.url,
+            "agent_uid": 0,
+            "agent_socket": root.join("agent.sock"),
+            "allow_process_group_with_agent_uid": true,
+        }))
+        .run_as(NOBODY)
+        .start();
+    let service_uid = std::fs::metadata(format!("/proc/{}", core.pid().unwrap()))
         .unwrap()
         .uid();
     assert_eq!(service_uid, NOBODY, "the service runs as its own account");
@@ -116,12 +127,12 @@ fn an_unreadable_environment_gets_the_protected_machine_refusal() {
     let hidden = |x: &str| {
         format!("This machine's Core runs as its own account and can't read this command's environment, so it can't see a loop script's CLOUDROOM_LOOP. Run cloudroom {x} from a Cloudroom cloud thread here.\n")
     };
-    let out = core.script(Some(ID), &["loop", "list"]);
-    assert_eq!(out.code, 1, "{out:?}\n{}", core.log_text());
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
+    assert_eq!(out.code, 1, "{out:?}\n{}", core.log());
     assert_eq!(out.stderr, hidden("loop"));
     assert_eq!(out.stdout, "");
     // loop report is no script's to run, seen or not: its own refusal.
-    let out = core.script(Some(ID), &["loop", "report", "x"]);
+    let out = core.script(Some(LOOP_ID), &["loop", "report", "x"]);
     assert_eq!(
         (out.code, out.stderr.as_str()),
         (
@@ -129,13 +140,13 @@ fn an_unreadable_environment_gets_the_protected_machine_refusal() {
             "Run cloudroom loop report from a Cloudroom cloud thread: it reports for the run's own thread, so a loop's check script can't run it.\n"
         )
     );
-    let out = core.script(Some(ID), &["thread", "spawn", "--top-level", "go"]);
+    let out = core.script(Some(LOOP_ID), &["thread", "spawn", "--top-level", "go"]);
     assert_eq!(
         (out.code, out.stderr),
         (1, hidden("thread spawn --top-level"))
     );
     // Not a command a script could run anyway: the usual refusal.
-    let out = core.script(Some(ID), &["thread", "list"]);
+    let out = core.script(Some(LOOP_ID), &["thread", "list"]);
     assert_eq!(
         (out.code, out.stderr.as_str()),
         (
@@ -147,5 +158,5 @@ fn an_unreadable_environment_gets_the_protected_machine_refusal() {
     let out = core.script(None, &["loop", "list"]);
     assert_eq!((out.code, out.stderr), (1, hidden("loop")));
     assert_eq!(web.calls(), vec![], "nothing reaches the website");
-    assert!(core.log_text().contains("Hidden"), "{}", core.log_text());
+    assert!(core.log().contains("Hidden"), "{}", core.log());
 }

@@ -4,8 +4,6 @@
 //! gets its answer. The socket runs in-process (the test is its agent
 //! account); sessions are processes registered in `HarnessPids`.
 
-mod agent_support;
-
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -13,13 +11,16 @@ use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_support::{quote, room_cli, FakeWebsite, Out, TempDir};
 use nix::libc;
 use room_core::agent::{Caps, MAX_PER_PROCESS, MAX_PER_SESSION};
 use room_core::config::Config;
 use room_core::procfs::Procfs;
 use room_core::service::Shared;
+use room_kit::{quote, FakeWebsite, Out, TempDir};
 use serde_json::json;
+
+/// room-cli, built beside the service.
+const ROOM_CLI: &str = env!("CARGO_BIN_EXE_room-cli");
 
 /// How many connections the crowd opens.
 const CROWD: usize = 300;
@@ -67,7 +68,7 @@ impl InProcess {
     /// Runs `tool` under a `sh` registered as `session`'s harness; what it
     /// printed and how long it took.
     fn harness_runs(&self, session: &str, tool: &str) -> (Out, Duration) {
-        let cli_dir = std::path::Path::new(room_cli()).parent().unwrap();
+        let cli_dir = std::path::Path::new(ROOM_CLI).parent().unwrap();
         let script = format!(
             "read go; export ROOM_CORE_SOCKET={}; export PATH={}:$PATH; {tool}",
             quote(&self.socket.to_string_lossy()),

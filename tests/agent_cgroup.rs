@@ -8,53 +8,37 @@
 //! In process-group mode there is no such cgroup and the double fork still
 //! escapes its harness (docs/agent-socket.md says so).
 
-mod agent_support;
+use std::path::Path;
+use std::time::Duration;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
-use agent_support::{quote, room_cli, FakeWebsite, Options, Service, TempDir, ID};
+use room_kit::{is_root, quote, skip, wait_until, FakeWebsite, Service, TempDir, LOOP_ID};
 use serde_json::json;
 
-/// Something the test needs is missing: skip with the reason, but fail in
-/// CI (`ROOM_CORE_CI=1`), which must not skip.
-fn skip(why: &str) {
-    if std::env::var("ROOM_CORE_CI").as_deref() == Ok("1") {
-        panic!("cannot run in CI: {why}");
-    }
-    eprintln!("skipped: {why}");
-}
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
+
+/// room-cli, built beside the service.
+const ROOM_CLI: &str = env!("CARGO_BIN_EXE_room-cli");
 
 #[test]
 fn a_double_forked_tool_with_a_loop_marker_is_still_its_sessions_harness_in_cgroup_mode() {
-    if !nix::unistd::geteuid().is_root() {
-        return skip("cgroup supervision needs root here");
+    const TEST: &str =
+        "a_double_forked_tool_with_a_loop_marker_is_still_its_sessions_harness_in_cgroup_mode";
+    if !is_root() {
+        return skip(TEST, "cgroup supervision needs root here");
     }
     let web = FakeWebsite::start();
-    let records = TempDir::new("cgroup-records");
     let folder = TempDir::new("cgroup-folder");
-    let fake_codex = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-codex");
-    let cli_dir = PathBuf::from(room_cli()).parent().unwrap().to_path_buf();
+    let cli_dir = Path::new(ROOM_CLI).parent().unwrap();
     let path = format!(
         "{}:{}",
         cli_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut extra = serde_json::Map::new();
-    extra.insert("codex_program".into(), json!(fake_codex));
-    extra.insert("supervision".into(), json!("cgroup"));
-    let core = Service::start_with(Options {
-        website_url: Some(web.url.clone()),
-        extra,
-        env: vec![
-            ("PATH".into(), path),
-            (
-                "FAKE_HARNESS_RECORD".into(),
-                records.path().display().to_string(),
-            ),
-        ],
-        ..Options::default()
-    });
+    let core = Service::builder(ROOM_CORE)
+        .config(json!({"website_url": web.url, "supervision": "cgroup"}))
+        .harness_envs([("PATH".into(), path)])
+        .start();
 
     // The tool leaves a grandchild whose parent has exited (a double fork),
     // marked as a loop's script, and waits on a FIFO for its room-cli exit
@@ -62,7 +46,7 @@ fn a_double_forked_tool_with_a_loop_marker_is_still_its_sessions_harness_in_cgro
     let done = folder.path().join("done");
     let out = folder.path().join("out");
     let tool = format!(
-        "mkfifo {done}; (CLOUDROOM_LOOP={ID} sh -c 'room-cli loop list > {out} 2>&1; echo $? > {done}' </dev/null >/dev/null 2>&1 &); cat {done}",
+        "mkfifo {done}; (CLOUDROOM_LOOP={LOOP_ID} sh -c 'room-cli loop list > {out} 2>&1; echo $? > {done}' </dev/null >/dev/null 2>&1 &); cat {done}",
         done = quote(&done.to_string_lossy()),
         out = quote(&out.to_string_lossy()),
     );
@@ -73,52 +57,26 @@ fn a_double_forked_tool_with_a_loop_marker_is_still_its_sessions_harness_in_cgro
         "kind": "thread",
         "prompt": format!("run: {tool}"),
     });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let answer: serde_json::Value = loop {
-        match ureq::post(&format!("http://{}/v1/sessions", core.listen))
-            .set("Authorization", &format!("Bearer {}", core.token))
-            .send_json(start.clone())
-        {
-            Ok(resp) => break resp.into_json().unwrap(),
-            Err(ureq::Error::Transport(_)) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => panic!("start a session: {e}\n{}", core.log_text()),
-        }
-    };
+    let answer = core.start_session(start);
     let session = answer["id"]
         .as_str()
         .unwrap_or_else(|| panic!("{answer}"))
         .to_string();
-    let log = core.log_text();
+    let log = core.log();
     if !log.contains("cgroup v2 at ") {
-        return skip(&format!("the service did not run in cgroup mode: {log}"));
+        return skip(
+            TEST,
+            &format!("the service did not run in cgroup mode: {log}"),
+        );
     }
 
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let tool = loop {
-        let found = std::fs::read_dir(records.path())
-            .unwrap()
-            .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-            .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .find_map(|v| v.get("tool").cloned());
-        if let Some(t) = found {
-            break t;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no tool record: {}",
-            core.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let tool = wait_until("the tool command's record", Duration::from_secs(60), || {
+        core.records()
+            .into_iter()
+            .find_map(|v| v.get("tool").cloned())
+    });
     let printed = std::fs::read_to_string(&out).unwrap_or_default();
-    assert_eq!(
-        tool["stdout"],
-        "0\n",
-        "{tool}\n{printed}\n{}",
-        core.log_text()
-    );
+    assert_eq!(tool["stdout"], "0\n", "{tool}\n{printed}\n{}", core.log());
     assert_eq!(
         web.calls(),
         vec![(
@@ -126,6 +84,6 @@ fn a_double_forked_tool_with_a_loop_marker_is_still_its_sessions_harness_in_cgro
             json!({"action": "list", "session": session})
         )],
         "{}",
-        core.log_text()
+        core.log()
     );
 }

@@ -2,32 +2,29 @@
 //! creates for a blank start (and each folder above it that it creates) is
 //! that account's, so the agent can write in it.
 
-mod common;
-
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
-use common::*;
+use room_kit::*;
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 #[test]
 fn a_folder_core_creates_belongs_to_the_agent_account() {
-    let test = "a_folder_core_creates_belongs_to_the_agent_account";
-    if !nix::unistd::geteuid().is_root() {
-        return skip(test, "switching to the agent account needs root");
-    }
-    let Ok(Some(agent)) = nix::unistd::User::from_name("room-agent") else {
-        return skip(
-            test,
-            "no room-agent account (useradd --create-home --shell /bin/bash room-agent)",
-        );
+    let Some(agent) = agent_account("a_folder_core_creates_belongs_to_the_agent_account") else {
+        return;
     };
     let root = temp_root();
-    let svc = Service::start(json!({
-        "agent_uid": agent.uid.as_raw(),
-        // The state dir is the service's and 0700: the socket lives elsewhere.
-        "agent_socket": root.join("agent.sock"),
-    }));
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({
+            "agent_uid": agent.uid.as_raw(),
+            // The state dir is the service's and 0700: the socket lives elsewhere.
+            "agent_socket": root.join("agent.sock"),
+        }),
+    );
     std::fs::create_dir_all(svc.folder("")).unwrap();
     let parent = svc.folder("blank");
     let folder = parent.join("code");

@@ -3,16 +3,17 @@
 //! `HarnessPids` as a session's harness, and its tool command run through the
 //! real room-cli. A harness above the caller always wins over a marker.
 
-mod agent_support;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use agent_support::{quote, room_cli, FakeWebsite, Out, TempDir, ID};
 use room_core::config::Config;
 use room_core::procfs::{ProcKey, Procfs};
 use room_core::service::Shared;
+use room_kit::{quote, FakeWebsite, Out, TempDir, LOOP_ID};
 use serde_json::json;
+
+/// room-cli, built beside the service.
+const ROOM_CLI: &str = env!("CARGO_BIN_EXE_room-cli");
 
 struct InProcess {
     shared: Shared,
@@ -58,7 +59,7 @@ impl InProcess {
             "read go; export ROOM_CORE_SOCKET={}; export PATH={}:$PATH; {tool}",
             quote(&self.socket.to_string_lossy()),
             quote(
-                &std::path::Path::new(room_cli())
+                &std::path::Path::new(ROOM_CLI)
                     .parent()
                     .unwrap()
                     .to_string_lossy()
@@ -105,7 +106,7 @@ fn a_harness_session_wins_over_a_loop_marker() {
     // The harness's tool command carries a marker: the session still wins.
     let out = core.harness_runs(
         Some("cr_seed"),
-        &format!("CLOUDROOM_LOOP={ID} room-cli loop list"),
+        &format!("CLOUDROOM_LOOP={LOOP_ID} room-cli loop list"),
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.stdout, "{\"ok\":true}\n");
@@ -120,7 +121,7 @@ fn a_harness_session_wins_over_a_loop_marker() {
     // Even commands a script may not run go through as the session.
     let out = core.harness_runs(
         Some("cr_seed"),
-        &format!("env CLOUDROOM_LOOP={ID} room-cli loop report done"),
+        &format!("env CLOUDROOM_LOOP={LOOP_ID} room-cli loop report done"),
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
@@ -135,11 +136,14 @@ fn a_harness_session_wins_over_a_loop_marker() {
     assert!(body.get("automation").is_none(), "{body}");
 
     // The same shell, not registered as a harness: the marker decides.
-    let out = core.harness_runs(None, &format!("CLOUDROOM_LOOP={ID} room-cli loop list"));
+    let out = core.harness_runs(
+        None,
+        &format!("CLOUDROOM_LOOP={LOOP_ID} room-cli loop list"),
+    );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
         web.calls().pop().unwrap().1,
-        json!({"action": "list", "automation": ID})
+        json!({"action": "list", "automation": LOOP_ID})
     );
     assert_eq!(web.calls().len(), 4);
 }

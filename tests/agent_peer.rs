@@ -7,8 +7,6 @@
 //! show the victim's harness and the command would go out with the victim's
 //! session. The agent socket runs in-process (the test is its agent account).
 
-mod agent_support;
-
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -16,21 +14,12 @@ use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use agent_support::{FakeWebsite, TempDir};
 use nix::libc;
 use room_core::config::Config;
 use room_core::procfs::{ProcKey, Procfs};
 use room_core::service::Shared;
+use room_kit::{skip, FakeWebsite, TempDir};
 use serde_json::{json, Value};
-
-/// Something the test needs is missing: skip with the reason, but fail in
-/// CI (`ROOM_CORE_CI=1`), which must not skip.
-fn skip(why: &str) {
-    if std::env::var("ROOM_CORE_CI").as_deref() == Ok("1") {
-        panic!("cannot run in CI: {why}");
-    }
-    eprintln!("skipped: {why}");
-}
 
 /// `struct clone_args` (linux/sched.h), up to `cgroup`.
 #[repr(C)]
@@ -138,8 +127,10 @@ fn answer_of(stream: &mut UnixStream, argv: &[&str]) -> Value {
 
 #[test]
 fn a_caller_whose_pid_went_to_another_sessions_harness_is_refused_and_nothing_is_forwarded() {
+    const TEST: &str =
+        "a_caller_whose_pid_went_to_another_sessions_harness_is_refused_and_nothing_is_forwarded";
     if !nix::unistd::geteuid().is_root() {
-        return skip("clone3 with set_tid (a chosen pid) needs root");
+        return skip(TEST, "clone3 with set_tid (a chosen pid) needs root");
     }
     let web = FakeWebsite::start();
     let dir = TempDir::new("agent-peer");
@@ -173,7 +164,7 @@ fn a_caller_whose_pid_went_to_another_sessions_harness_is_refused_and_nothing_is
     let helper = connect_from_a_child_that_exits(&fd, &addr);
     let victim = match child_with_pid(helper) {
         Ok(v) => v,
-        Err(e) => return skip(&format!("clone3 with set_tid {helper}: {e}")),
+        Err(e) => return skip(TEST, &format!("clone3 with set_tid {helper}: {e}")),
     };
     assert_eq!(victim, helper, "the victim has the helper's pid");
     let key = Procfs::default().key(victim as u32).unwrap();
@@ -202,8 +193,10 @@ fn a_caller_whose_pid_went_to_another_sessions_harness_is_refused_and_nothing_is
 
 #[test]
 fn a_peer_whose_pid_a_harness_took_before_its_ancestry_was_read_is_not_identified() {
+    const TEST: &str =
+        "a_peer_whose_pid_a_harness_took_before_its_ancestry_was_read_is_not_identified";
     if !nix::unistd::geteuid().is_root() {
-        return skip("clone3 with set_tid (a chosen pid) needs root");
+        return skip(TEST, "clone3 with set_tid (a chosen pid) needs root");
     }
     let dir = TempDir::new("agent-peer-identify");
     let shared = Shared::new(Config {
@@ -226,7 +219,7 @@ fn a_peer_whose_pid_a_harness_took_before_its_ancestry_was_read_is_not_identifie
     peer.wait().unwrap();
     let victim = match child_with_pid(pid as i32) {
         Ok(v) => v,
-        Err(e) => return skip(&format!("clone3 with set_tid {pid}: {e}")),
+        Err(e) => return skip(TEST, &format!("clone3 with set_tid {pid}: {e}")),
     };
     let key = Procfs::default().key(victim as u32).unwrap();
     shared.harness_pids.insert(key, "cr_victim");

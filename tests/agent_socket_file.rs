@@ -5,90 +5,39 @@
 //! the agent account could not reach it (the default, in the 0700 state
 //! folder, among them).
 
-mod agent_support;
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use agent_support::{room_cli, room_core, Options, Service, TempDir};
 use nix::unistd::User;
+use room_kit::{agent_account, Service, TempDir};
 use serde_json::json;
 
-/// Something the test needs is missing: skip with the reason, but fail in
-/// CI (`ROOM_CORE_CI=1`), which must not skip.
-fn skip(why: &str) {
-    if std::env::var("ROOM_CORE_CI").as_deref() == Ok("1") {
-        panic!("cannot run in CI: {why}");
-    }
-    eprintln!("skipped: {why}");
-}
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
-/// The room-agent account, as root; `None` (skipped) otherwise.
-fn agent() -> Option<User> {
-    if !nix::unistd::geteuid().is_root() {
-        skip("handing the socket to another account needs root");
-        return None;
-    }
-    match User::from_name("room-agent") {
-        Ok(Some(u)) => Some(u),
-        _ => {
-            skip("no room-agent account (useradd --create-home --shell /bin/bash room-agent)");
-            None
-        }
-    }
-}
+/// room-cli, built beside the service.
+const ROOM_CLI: &str = env!("CARGO_BIN_EXE_room-cli");
 
-/// Starts the service with `config` and expects it to refuse: its exit
-/// status and log, within 20 s.
-fn refused_start(dir: &Path, config: serde_json::Value) -> String {
-    let path = dir.join("config.json");
-    std::fs::write(&path, config.to_string()).unwrap();
-    let log = dir.join("refused.log");
-    let mut child = Command::new(room_core())
-        .arg("--config")
-        .arg(&path)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "the service started: {}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(!status.success(), "{text}");
-    text
-}
-
-fn base_config(dir: &Path, agent: &User, socket: &Path) -> serde_json::Value {
-    json!({
-        "listen": "127.0.0.1:0",
-        "token": "test-token-not-a-secret",
-        "state_dir": dir.join("state"),
-        "agent_uid": agent.uid.as_raw(),
-        "agent_socket": socket,
-    })
+/// Starts a service whose agent account is `agent` with `config` on top,
+/// and expects it to refuse: its log.
+fn refused_start(agent: &User, config: serde_json::Value) -> String {
+    let mut svc = Service::builder(ROOM_CORE)
+        .config(json!({ "agent_uid": agent.uid.as_raw() }))
+        .config(config)
+        .prepare();
+    let (status, log) = svc.start_refused();
+    assert!(!status.success(), "{log}");
+    log
 }
 
 #[test]
 fn a_socket_folder_another_account_can_write_is_refused_at_start() {
-    let Some(agent) = agent() else { return };
+    let Some(agent) =
+        agent_account("a_socket_folder_another_account_can_write_is_refused_at_start")
+    else {
+        return;
+    };
     let dir = TempDir::new("socket-refused");
     // World-writable, owned by the agent, and a symlink the agent planted
     // in a folder of its own that points at a folder only root may write.
@@ -119,7 +68,7 @@ fn a_socket_folder_another_account_can_write_is_refused_at_start() {
         ),
     ];
     for (socket, why) in cases {
-        let log = refused_start(dir.path(), base_config(dir.path(), &agent, &socket));
+        let log = refused_start(&agent, json!({ "agent_socket": socket }));
         let want = format!(
             "agent socket {}: {why}; Core binds it only where no other account can write a folder on its path",
             socket.display()
@@ -137,16 +86,19 @@ fn a_socket_folder_another_account_can_write_is_refused_at_start() {
 #[test]
 fn the_socket_belongs_to_the_agent_account_with_mode_0600_and_room_cli_reaches_it_as_that_account()
 {
-    let Some(agent) = agent() else { return };
+    let Some(agent) = agent_account(
+        "the_socket_belongs_to_the_agent_account_with_mode_0600_and_room_cli_reaches_it_as_that_account",
+    ) else {
+        return;
+    };
     let run = TempDir::new("socket-run");
     let socket = run.path().join("agent.sock");
     // A stale socket from an earlier run is replaced.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
-    let core = Service::start_with(Options {
-        agent_uid: Some(agent.uid.as_raw()),
-        agent_socket: Some(socket.clone()),
-        ..Options::default()
-    });
+    let core = Service::start(
+        ROOM_CORE,
+        json!({"agent_uid": agent.uid.as_raw(), "agent_socket": socket}),
+    );
     let meta = std::fs::symlink_metadata(&socket).unwrap();
     assert_eq!(meta.uid(), agent.uid.as_raw());
     assert_eq!(meta.mode() & 0o7777, 0o600);
@@ -159,7 +111,7 @@ fn the_socket_belongs_to_the_agent_account_with_mode_0600_and_room_cli_reaches_i
     // room-cli as room-agent reaches Core (a copy: the build folder may sit
     // where the agent cannot enter).
     let cli = run.path().join("room-cli");
-    std::fs::copy(room_cli(), &cli).unwrap();
+    std::fs::copy(ROOM_CLI, &cli).unwrap();
     let (uid, gid) = (agent.uid, agent.gid);
     let mut cmd = Command::new(&cli);
     cmd.args(["thread", "list"])
@@ -186,7 +138,7 @@ fn the_socket_belongs_to_the_agent_account_with_mode_0600_and_room_cli_reaches_i
             "Run cloudroom thread list from a Cloudroom cloud thread\n".to_string()
         ),
         "{}",
-        core.log_text()
+        core.log()
     );
     drop(core);
     assert!(!socket.exists(), "the socket goes away on stop");
@@ -194,27 +146,32 @@ fn the_socket_belongs_to_the_agent_account_with_mode_0600_and_room_cli_reaches_i
 
 #[test]
 fn a_socket_the_agent_account_could_not_reach_is_refused_at_start_with_the_reason() {
-    let Some(agent) = agent() else { return };
-    let dir = TempDir::new("socket-unreachable");
+    let Some(agent) = agent_account(
+        "a_socket_the_agent_account_could_not_reach_is_refused_at_start_with_the_reason",
+    ) else {
+        return;
+    };
     // The default: <state_dir>/agent.sock, in the service's own folder.
-    let mut config = base_config(dir.path(), &agent, Path::new("/unused"));
-    config.as_object_mut().unwrap().remove("agent_socket");
-    let state = dir.path().join("state");
-    let log = refused_start(dir.path(), config);
+    let mut svc = Service::builder(ROOM_CORE)
+        .config(json!({"agent_uid": agent.uid.as_raw(), "agent_socket": null}))
+        .prepare();
+    let (status, log) = svc.start_refused();
+    assert!(!status.success(), "{log}");
     let want = format!(
         "agent socket {}: agent_uid is {}, another account, and the socket is in the state folder {}, which is the service's own (0700), so the agent account could never reach it; set agent_socket to a path outside it",
-        state.join("agent.sock").display(),
+        svc.state.join("agent.sock").display(),
         agent.uid,
-        state.display()
+        svc.state.display()
     );
     assert!(log.contains(&want), "want {want:?} in:\n{log}");
 
     // A folder of root's the agent may not enter.
+    let dir = TempDir::new("socket-unreachable");
     let closed = dir.path().join("closed");
     std::fs::create_dir(&closed).unwrap();
     std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
     let socket = closed.join("agent.sock");
-    let log = refused_start(dir.path(), base_config(dir.path(), &agent, &socket));
+    let log = refused_start(&agent, json!({ "agent_socket": socket }));
     let want = format!(
         "agent socket {}: the agent account (uid {}) cannot reach it: it may not enter {} (mode 700, uid 0)",
         socket.display(),

@@ -1,16 +1,17 @@
 //! The HTTP API's answers to bad and repeated input: status codes and the
 //! exact sentences the app shows.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use room_kit::*;
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 #[test]
 fn a_missing_or_wrong_token_is_unauthorized() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     for token in [None, Some("wrong")] {
         let (status, v) = svc.call_with("GET", "/v1/capabilities", None, token);
         assert_eq!(status, 401);
@@ -20,7 +21,7 @@ fn a_missing_or_wrong_token_is_unauthorized() {
 
 #[test]
 fn capabilities_list_project_copy() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let (status, v) = svc.get("/v1/capabilities");
     assert_eq!(status, 200);
     assert!(v["capabilities"]
@@ -31,7 +32,7 @@ fn capabilities_list_project_copy() {
 
 #[test]
 fn bad_start_requests_are_refused_with_a_sentence() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let parent = "cr_00000000000000000000000000000001";
     let cases = [
@@ -104,7 +105,7 @@ fn bad_start_requests_are_refused_with_a_sentence() {
 
 #[test]
 fn bad_json_is_400_and_a_large_body_is_413() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let (status, v) = svc.call("POST", "/v1/sessions", Some("{\"workspace\": "));
     assert_eq!(status, 400);
     assert_eq!(v["code"], "bad_json");
@@ -123,7 +124,7 @@ fn bad_json_is_400_and_a_large_body_is_413() {
 
 #[test]
 fn a_retry_returns_the_same_session_and_a_different_one_conflicts() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let body = start_body(
         &folder,
@@ -156,7 +157,7 @@ fn a_retry_returns_the_same_session_and_a_different_one_conflicts() {
 
 #[test]
 fn workspaces_are_unknown_until_a_start_registers_them() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let (status, v) = svc.get("/v1/workspaces/ws-1");
     assert_eq!(status, 404);
     assert_eq!(
@@ -182,7 +183,7 @@ fn workspaces_are_unknown_until_a_start_registers_them() {
 
 #[test]
 fn session_actions_refuse_what_does_not_apply() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let (status, v) = svc.get("/v1/sessions/cr_0123");
     assert_eq!(
         (status, v["error"].as_str()),
@@ -252,7 +253,7 @@ fn session_actions_refuse_what_does_not_apply() {
 
 #[test]
 fn prompts_run_in_order_one_turn_at_a_time_resuming_the_native_session() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(
         &folder,
@@ -290,7 +291,7 @@ fn prompts_run_in_order_one_turn_at_a_time_resuming_the_native_session() {
 
 #[test]
 fn stop_kills_the_running_turn_and_pauses_the_queue() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(
         &folder,
@@ -315,7 +316,7 @@ fn stop_kills_the_running_turn_and_pauses_the_queue() {
 
 #[test]
 fn metrics_show_the_histograms_and_sessions_by_state() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     mark(&folder, "failed: no space\n");
     let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
@@ -338,7 +339,7 @@ fn metrics_show_the_histograms_and_sessions_by_state() {
 
 #[test]
 fn a_start_that_cannot_be_recorded_is_refused_and_never_runs() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     // The sessions folder becomes a file: every record write fails.
     let sessions = svc.state.join("sessions");
     std::fs::remove_dir_all(&sessions).unwrap();
@@ -367,7 +368,7 @@ fn a_start_that_cannot_be_recorded_is_refused_and_never_runs() {
 
 #[test]
 fn agent_start_measures_only_a_harness_that_started() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     // No prompt: the launch completes without a harness process.
     let mut body = start_body(&svc.folder("blank"), "codex", json!({}));
     body.as_object_mut().unwrap().remove("prompt");
@@ -391,7 +392,7 @@ fn agent_start_measures_only_a_harness_that_started() {
 
 #[test]
 fn a_command_with_a_body_it_does_not_take_is_refused_and_changes_nothing() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
     let id = s["id"].as_str().unwrap();
@@ -424,7 +425,7 @@ fn a_command_with_a_body_it_does_not_take_is_refused_and_changes_nothing() {
 
 #[test]
 fn a_method_a_path_does_not_take_is_405_with_allow() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     for (method, path, allow) in [
         ("DELETE", "/v1/sessions", "GET, POST"),
         ("GET", "/v1/sessions/cr_1/stop", "POST"),
@@ -443,7 +444,7 @@ fn a_method_a_path_does_not_take_is_405_with_allow() {
 
 #[test]
 fn the_list_takes_an_empty_after_as_none_and_an_unknown_one_is_not_found() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
     let id = s["id"].as_str().unwrap();
@@ -462,7 +463,7 @@ fn the_list_takes_an_empty_after_as_none_and_an_unknown_one_is_not_found() {
 
 #[test]
 fn a_seq_is_digits_only_in_the_query_and_in_last_event_id() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(&folder, "claude", json!({"project_copy": true})));
     let id = s["id"].as_str().unwrap();

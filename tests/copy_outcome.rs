@@ -2,12 +2,13 @@
 //! session view (`copy`) and as the log says it: a failed
 //! copy's reason, a bare `failed`, and a `copying` mark dated in the future.
 
-mod common;
-
 use std::time::{Duration, SystemTime};
 
-use common::*;
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// A first turn must come well inside the 10 s grace of `room-cli files wait`.
 const AT_ONCE: Duration = Duration::from_secs(4);
@@ -36,7 +37,7 @@ fn start_at_once(svc: &Service, folder: &std::path::Path, extra: Value) -> Value
 
 #[test]
 fn a_failed_copys_reason_shows_in_the_session_view() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     // Failed before the start: the first read ends the check.
     let early = svc.folder("early");
     mark(&early, "failed: disk full\n");
@@ -79,7 +80,7 @@ fn a_failed_copys_reason_shows_in_the_session_view() {
 
 #[test]
 fn a_bare_failed_mark_starts_the_harness_at_once_with_no_reason() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     mark(&folder, "failed\n");
     let v = start_at_once(&svc, &folder, json!({"project_copy": true}));
@@ -92,7 +93,7 @@ fn a_bare_failed_mark_starts_the_harness_at_once_with_no_reason() {
 #[test]
 fn a_copying_mark_dated_over_a_minute_ahead_holds_no_unpromised_start() {
     // Polled, not watched, and often: the warning must still come once.
-    let svc = Service::start(json!({"watch": false, "poll_ms": 20}));
+    let svc = Service::start(ROOM_CORE, json!({"watch": false, "poll_ms": 20}));
     let future = svc.folder("future");
     mark(&future, "copying\n");
     date_ahead(&future, Duration::from_secs(10 * 60));

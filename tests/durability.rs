@@ -4,16 +4,17 @@
 //! is private (0700, records, journals and the token 0600), repaired at
 //! start, and crash leftovers are removed.
 
-mod common;
-
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// A small tmpfs mounted over a folder; lazily unmounted on drop.
 struct Tmpfs(PathBuf);
@@ -61,7 +62,7 @@ impl Drop for Tmpfs {
 /// A service whose state dir is a 2 MiB tmpfs (mounted over the folder of a
 /// first run, then started again on it); `None` after a skip.
 fn on_a_small_disk(test: &str) -> Option<(Service, Tmpfs)> {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     svc.stop();
     let mount = match Tmpfs::mount(&svc.state, "2m") {
         Ok(m) => m,
@@ -217,7 +218,7 @@ fn set(path: &Path, mode: u32) {
 #[test]
 fn the_state_dir_is_private_repaired_at_start_and_rid_of_crash_leftovers() {
     // No token in the config: the service makes one in the state dir.
-    let mut svc = Service::start(json!({"token": null}));
+    let mut svc = Service::start(ROOM_CORE, json!({"token": null}));
     let token = std::fs::read_to_string(svc.state.join("token")).unwrap();
     let folder = svc.folder("code");
     let (status, s) = {

@@ -1,16 +1,17 @@
 //! `room-cli files wait`: runs in room-cli itself (no Core), reads
 //! `<folder>.cloudroom-files` of the nearest ancestor of its cwd that has one.
 
-mod agent_support;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agent_support::{room_cli, Out, TempDir};
+use room_kit::{status_file, Out, TempDir};
+
+/// room-cli, built beside the service.
+const ROOM_CLI: &str = env!("CARGO_BIN_EXE_room-cli");
 
 fn wait_in(cwd: &Path, grace_ms: u64, limit_ms: u64) -> Out {
-    Command::new(room_cli())
+    Command::new(ROOM_CLI)
         .args(["files", "wait"])
         .current_dir(cwd)
         .env("ROOM_CORE_SOCKET", "/nonexistent/no-core-needed.sock")
@@ -40,12 +41,6 @@ fn assert_ready_in(out: &Out, folder: &Path) {
         out.stdout,
         format!("Project files are ready in {}.\n", folder.display())
     );
-}
-
-fn status_file(folder: &Path) -> std::path::PathBuf {
-    let mut s = folder.as_os_str().to_owned();
-    s.push(".cloudroom-files");
-    s.into()
 }
 
 #[test]

@@ -1,14 +1,14 @@
 //! A session's journal through `GET /v1/sessions/{id}/events`, the session
 //! list and interrupt, against the real binary with the fake harnesses.
 
-mod common;
-mod follow_support;
-
 use std::time::Duration;
 
-use common::*;
-use follow_support::*;
+use room_kit::events::{all_events, await_event, turn_ended};
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// Index of the first event of `kind` (panics naming the journal if none).
 fn first(events: &[Value], kind: &str) -> usize {
@@ -20,7 +20,7 @@ fn first(events: &[Value], kind: &str) -> usize {
 
 #[test]
 fn a_started_sessions_events_come_in_order() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(
         &folder,
@@ -112,7 +112,7 @@ fn a_started_sessions_events_come_in_order() {
 
 #[test]
 fn bad_event_queries_are_refused_with_a_sentence() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let s = svc.start_session(start_body(&svc.folder("q"), "codex", json!({})));
     let id = s["id"].as_str().unwrap();
     for (query, status, code, message) in [
@@ -161,7 +161,7 @@ fn bad_event_queries_are_refused_with_a_sentence() {
 
 #[test]
 fn a_torn_journal_line_after_kill_9_is_dropped() {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("torn");
     let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
     let id = s["id"].as_str().unwrap().to_string();
@@ -206,7 +206,7 @@ fn a_torn_journal_line_after_kill_9_is_dropped() {
 
 #[test]
 fn the_list_filters_by_workspace_and_state_and_pages_in_a_stable_order() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let mut ids = Vec::new();
     for (n, ws) in ["a", "b", "a", "b", "a"].iter().enumerate() {
         let folder = svc.folder(&format!("list-{n}"));
@@ -318,8 +318,8 @@ fn the_list_filters_by_workspace_and_state_and_pages_in_a_stable_order() {
 
 #[test]
 fn interrupt_ends_the_turn_and_the_next_queued_prompt_runs() {
-    let svc = Service::start(json!({}));
-    let (id, folder, first_turn) = running_session(&svc, "interrupt");
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let (id, folder, first_turn) = svc.running_session("interrupt");
     let id = id.as_str();
     let (status, v) = svc.post(
         &format!("/v1/sessions/{id}/messages"),

@@ -9,14 +9,15 @@
 //! fails on any other keyword or pattern, so the spec cannot outgrow it
 //! unnoticed. CI also runs schemathesis against it (tests/schemathesis).
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::*;
 use room_core::api::routes::ROUTES;
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 fn spec() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.json");
@@ -408,7 +409,7 @@ fn the_json_examples_in_api_md_are_valid_against_the_spec() {
 #[test]
 fn every_route_in_the_spec_is_served_and_answers_as_it_says() {
     let spec = spec();
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("spec");
     let mut start = spec["paths"]["/v1/sessions"]["post"]["requestBody"]["content"]
         ["application/json"]["example"]
@@ -528,7 +529,7 @@ fn sse_events(text: &str) -> Vec<Value> {
 #[test]
 fn the_request_schemas_allow_exactly_what_the_server_takes() {
     let spec = spec();
-    let svc = Service::start(json!({"copy_wait_ms": 600_000}));
+    let svc = Service::start(ROOM_CORE, json!({"copy_wait_ms": 600_000}));
     let folder = svc.folder("schema");
     let folder = folder.to_str().unwrap();
     let parent = "cr_00000000000000000000000000000001";

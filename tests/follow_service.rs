@@ -2,21 +2,20 @@
 //! the stop, `/v1/health`, the new `/metrics` counters and gauges, and
 //! `--help` / `--version` of both binaries.
 
-mod common;
-mod follow_support;
-mod hostile_support;
-
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
-use follow_support::*;
+use room_kit::events::{all_events, await_event, turn_ended};
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// What one probe of `/v1/ready` saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,15 +51,6 @@ fn probe(addr: SocketAddr, path: &str) -> (Probe, String) {
     (Probe::Status(status), body)
 }
 
-/// A free loopback port (bound and let go).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn recv(socket: &UnixDatagram) -> String {
     let mut buf = [0u8; 256];
     let n = socket.recv(&mut buf).expect("a notification in time");
@@ -70,7 +60,7 @@ fn recv(socket: &UnixDatagram) -> String {
 #[test]
 fn ready_and_sd_notify_around_the_restore_and_the_stop() {
     // A service with sessions to restore, stopped.
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let mut ids = Vec::new();
     for n in 0..20 {
         let folder = svc.folder(&format!("r{n}"));
@@ -92,10 +82,9 @@ fn ready_and_sd_notify_around_the_restore_and_the_stop() {
     notify
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_room-core"))
-        .args(["--config", svc.root.join("config.json").to_str().unwrap()])
+    let mut child = svc
+        .command()
         .env("NOTIFY_SOCKET", &notify_path)
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -121,10 +110,10 @@ fn ready_and_sd_notify_around_the_restore_and_the_stop() {
     );
     // Once ready, every session is there, and systemd was told.
     let base = format!("http://{addr}");
-    let (_, list) = call(&base, "/v1/sessions");
+    let (_, list) = get(&base, "/v1/sessions");
     assert_eq!(list["sessions"].as_array().unwrap().len(), ids.len());
     assert_eq!(recv(&notify), "READY=1");
-    let (_, health) = call(&base, "/v1/health");
+    let (_, health) = get(&base, "/v1/health");
     assert_eq!(health["ready"], true);
     assert_eq!(health["sessions"]["pending"], 10, "{health}");
     assert_eq!(health["sessions"]["idle"], 10, "{health}");
@@ -137,27 +126,15 @@ fn ready_and_sd_notify_around_the_restore_and_the_stop() {
     svc.set_config("listen", json!("127.0.0.1:0"));
 }
 
-fn call(base: &str, path: &str) -> (u16, Value) {
-    let resp = ureq::get(&format!("{base}{path}"))
-        .set("Authorization", &format!("Bearer {TOKEN}"))
-        .timeout(Duration::from_secs(10))
-        .call();
-    let resp = match resp {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{path}: {e}"),
-    };
-    let status = resp.status();
-    (
-        status,
-        serde_json::from_str(&resp.into_string().unwrap()).unwrap(),
-    )
+/// A GET with the token against `base`.
+fn get(base: &str, path: &str) -> (u16, Value) {
+    call(base, "GET", path, None, Some(TOKEN))
 }
 
 /// A harness that takes `secs` before it starts (so its launch holds its
 /// startup permit that long).
 fn slow_harness(dir: &Path, secs: u32) -> std::path::PathBuf {
-    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-claude");
+    let fake = fixtures_dir().join("fake-claude");
     let path = dir.join("slow-claude");
     std::fs::write(
         &path,
@@ -172,7 +149,10 @@ fn slow_harness(dir: &Path, secs: u32) -> std::path::PathBuf {
 fn health_and_metrics_show_sessions_permits_turns_calls_and_events() {
     let root = temp_root();
     let slow = slow_harness(&root, 3);
-    let svc = Service::start(json!({"startup_permits": 1, "claude_program": slow}));
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"startup_permits": 1, "claude_program": slow}),
+    );
     let (status, h) = svc.get("/v1/health");
     assert_eq!(status, 200);
     assert_eq!(h["version"], env!("CARGO_PKG_VERSION"));
@@ -265,7 +245,7 @@ fn run(bin: &str, args: &[&str]) -> (Option<i32>, String, String) {
 
 #[test]
 fn room_core_says_where_the_demo_is() {
-    let core = env!("CARGO_BIN_EXE_room-core");
+    let core = ROOM_CORE;
     let (code, out, err) = run(core, &["--demo"]);
     assert_eq!(code, Some(2));
     assert_eq!(out, "");
@@ -277,7 +257,7 @@ fn room_core_says_where_the_demo_is() {
 
 #[test]
 fn help_and_version_for_both_binaries() {
-    let core = env!("CARGO_BIN_EXE_room-core");
+    let core = ROOM_CORE;
     let cli = env!("CARGO_BIN_EXE_room-cli");
     let version = env!("CARGO_PKG_VERSION");
 

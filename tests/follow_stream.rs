@@ -3,16 +3,17 @@
 //! many readers, the end of a closed session's stream, keep-alives, the
 //! stream cap and a service stop with streams open.
 
-mod common;
-mod follow_support;
-mod hostile_support;
-
 use std::time::{Duration, Instant};
 
-use common::*;
-use follow_support::*;
-use hostile_support::*;
+use room_kit::events::{all_events, await_event, turn_ended};
+use room_kit::procs::stops_within_2_s;
+use room_kit::sse::{Item, SseEvent, Stream};
+use room_kit::wire::{addr, send};
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// A session whose first turn is over, and its id.
 fn idle_session(svc: &Service, name: &str) -> String {
@@ -54,7 +55,7 @@ fn as_pages(events: &[SseEvent]) -> Vec<Value> {
 
 #[test]
 fn the_stream_delivers_a_harness_event_within_50_ms_of_its_printing() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let id = idle_session(&svc, "lag");
     let mut stream = Stream::open(&svc, &id, None, "");
     assert_eq!(stream.status, 200);
@@ -81,7 +82,7 @@ fn the_stream_delivers_a_harness_event_within_50_ms_of_its_printing() {
 
 #[test]
 fn last_event_id_resumes_across_a_restart_without_gap_or_duplicate() {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let id = idle_session(&svc, "resume");
     // A reader reads part of the journal, then the service restarts.
     let mut stream = Stream::open(&svc, &id, None, "");
@@ -121,7 +122,7 @@ fn last_event_id_resumes_across_a_restart_without_gap_or_duplicate() {
 
 #[test]
 fn fifty_readers_each_get_every_event() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let id = idle_session(&svc, "fifty");
     let streams: Vec<Stream> = (0..50).map(|_| Stream::open(&svc, &id, None, "")).collect();
     let readers: Vec<_> = streams
@@ -144,8 +145,8 @@ fn fifty_readers_each_get_every_event() {
 
 #[test]
 fn a_stream_ends_when_its_session_closes_after_its_last_event() {
-    let svc = Service::start(json!({}));
-    let (id, _, _) = running_session(&svc, "closing");
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let (id, _, _) = svc.running_session("closing");
     let id = id.as_str();
     let mut stream = Stream::open(&svc, id, None, "");
     stream.until(|e| e.data["kind"] == "harness");
@@ -170,7 +171,7 @@ fn a_stream_ends_when_its_session_closes_after_its_last_event() {
 
 #[test]
 fn an_idle_stream_gets_a_keep_alive_and_outlives_the_request_deadlines() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let id = idle_session(&svc, "quiet");
     let mut stream = Stream::open(&svc, &id, None, "");
     let replayed = all_events(&svc, &id, 1024).len();
@@ -193,7 +194,7 @@ fn an_idle_stream_gets_a_keep_alive_and_outlives_the_request_deadlines() {
 
 #[test]
 fn streams_have_a_cap_of_their_own_and_requests_are_served_beside_them() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let id = idle_session(&svc, "cap");
     let addr = addr(&svc.base);
     let open = |addr| {
@@ -259,9 +260,9 @@ fn read_some(s: &mut std::net::TcpStream) -> String {
 
 #[test]
 fn a_service_stop_with_open_streams_stays_under_2_s() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let id = idle_session(&svc, "stop");
-    let (busy, _, _) = running_session(&svc, "busy");
+    let (busy, _, _) = svc.running_session("busy");
     let readers: Vec<_> = (0..20)
         .map(|n| {
             let id = if n % 2 == 0 { id.clone() } else { busy.clone() };
@@ -292,7 +293,7 @@ fn a_service_stop_with_open_streams_stays_under_2_s() {
 
 #[test]
 fn a_stream_of_an_unknown_session_or_with_a_bad_last_event_id_is_refused() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let s = Stream::open(&svc, "cr_nope", None, "");
     assert_eq!(s.status, 404);
     let id = idle_session(&svc, "bad");

@@ -4,12 +4,13 @@
 //! that holds one of the service's tokens; under the agent account, that
 //! account's HOME, USER and LOGNAME.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// What the service's environment holds that no harness may see.
 const FORBIDDEN: [(&str, &str); 5] = [
@@ -124,7 +125,10 @@ fn config(extra: Value) -> Value {
 
 #[test]
 fn a_harness_gets_only_the_allowlist_and_the_operators_names() {
-    let svc = Service::start_with_env(config(json!({})), service_env());
+    let svc = Service::builder(ROOM_CORE)
+        .config(config(json!({})))
+        .envs(service_env())
+        .start();
     let env = harness_env(&svc, "own");
     check(&env);
     assert_eq!(
@@ -135,24 +139,18 @@ fn a_harness_gets_only_the_allowlist_and_the_operators_names() {
 
 #[test]
 fn under_the_agent_account_the_harness_gets_its_home_and_names() {
-    let test = "under_the_agent_account_the_harness_gets_its_home_and_names";
-    if !nix::unistd::geteuid().is_root() {
-        return skip(test, "switching to the agent account needs root");
-    }
-    let Ok(Some(agent)) = nix::unistd::User::from_name("room-agent") else {
-        return skip(
-            test,
-            "no room-agent account (useradd --create-home --shell /bin/bash room-agent)",
-        );
+    let Some(agent) = agent_account("under_the_agent_account_the_harness_gets_its_home_and_names")
+    else {
+        return;
     };
     let root = temp_root();
-    let svc = Service::start_with_env(
-        config(json!({
+    let svc = Service::builder(ROOM_CORE)
+        .config(config(json!({
             "agent_uid": agent.uid.as_raw(),
             "agent_socket": root.join("agent.sock"),
-        })),
-        service_env(),
-    );
+        })))
+        .envs(service_env())
+        .start();
     let env = harness_env(&svc, "agent");
     check(&env);
     assert_eq!(env.get("HOME"), Some(&json!(agent.dir)));

@@ -5,12 +5,15 @@
 //! shows in the error; a stdout line that is not UTF-8, or one over the
 //! cap, is skipped and reading goes on. Every event lands in the journal.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use room_kit::events::journal;
+use room_kit::procs::{alive, turn_processes};
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 fn id_of(v: &Value) -> String {
     v["id"].as_str().unwrap().to_string()
@@ -18,7 +21,10 @@ fn id_of(v: &Value) -> String {
 
 #[test]
 fn a_silent_harness_times_out_gives_its_permit_back_and_the_next_start_runs() {
-    let svc = Service::start(json!({"startup_permits": 1, "startup_timeout_ms": 1000}));
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"startup_permits": 1, "startup_timeout_ms": 1000}),
+    );
     let silent = svc.folder("silent");
     let next = svc.folder("next");
     let t0 = Instant::now();
@@ -63,7 +69,7 @@ fn a_silent_harness_times_out_gives_its_permit_back_and_the_next_start_runs() {
 
 #[test]
 fn a_200_kib_prompt_runs_and_a_nul_byte_is_refused() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let big = format!("{}end", "p".repeat(200 << 10));
     // As the first prompt.
@@ -104,7 +110,7 @@ fn a_200_kib_prompt_runs_and_a_nul_byte_is_refused() {
 
 #[test]
 fn four_mib_of_stderr_ends_the_turn_normally_and_its_tail_is_the_error() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(
         &folder,
@@ -132,7 +138,7 @@ fn four_mib_of_stderr_ends_the_turn_normally_and_its_tail_is_the_error() {
 
 #[test]
 fn a_line_that_is_not_utf8_or_too_long_is_skipped_and_reading_goes_on() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     for (name, prompt) in [("bad", "bad-utf8"), ("long", "long-line: 2000000")] {
         let folder = svc.folder(name);
         let s = svc.start_session(start_body(&folder, "codex", json!({"prompt": prompt})));
@@ -160,7 +166,7 @@ fn a_line_that_is_not_utf8_or_too_long_is_skipped_and_reading_goes_on() {
 
 #[test]
 fn every_event_is_journalled_in_order_with_the_harness_events_inside_its_turn() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "hi"})));
     let id = id_of(&s);
@@ -212,7 +218,7 @@ fn a_harness_that_exits_at_once_fails_its_launch_with_its_exit_and_stderr() {
     )
     .unwrap();
     for run in 0..3 {
-        let svc = Service::start(json!({"claude_program": program}));
+        let svc = Service::start(ROOM_CORE, json!({"claude_program": program}));
         let folder = svc.folder(&format!("code{run}"));
         let s = svc.start_session(start_body(&folder, "claude", json!({})));
         let id = id_of(&s);

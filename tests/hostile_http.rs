@@ -3,16 +3,17 @@
 //! holds open crashes, stalls or slows the service for the others. Raw TCP
 //! to 127.0.0.1 only; every wait is bounded.
 
-mod common;
-mod hostile_support;
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::*;
-use hostile_support::*;
+use room_kit::procs::{exited, open_fds, set_nofile};
+use room_kit::wire::{addr, answered_within, closed_within, read_answer, send, timed_request};
+use room_kit::*;
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 const TOO_LARGE: &str = r#"{"code":"too_large","error":"The body is larger than 1 MiB."}"#;
 
@@ -39,7 +40,7 @@ fn still_answers(svc: &Service) {
 
 #[test]
 fn a_huge_declared_body_is_refused_unread_with_or_without_the_token() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let addr = addr(&svc.base);
     let huge = "Content-Length: 1000000000000\r\n";
     // Without the token: 401, and the connection closes without reading.
@@ -66,7 +67,7 @@ fn a_huge_declared_body_is_refused_unread_with_or_without_the_token() {
 
 #[test]
 fn the_largest_content_length_four_times_leaves_the_service_answering() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let addr = addr(&svc.base);
     for token in [None, Some(TOKEN), None, Some(TOKEN)] {
         let mut s = post_head(addr, token, "Content-Length: 18446744073709551615\r\n");
@@ -81,7 +82,7 @@ fn the_largest_content_length_four_times_leaves_the_service_answering() {
 
 #[test]
 fn a_hundred_connections_that_declare_a_body_and_send_none_hold_nothing_up() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let addr = addr(&svc.base);
     let declared = "Content-Type: application/json\r\nContent-Length: 100\r\n";
     let mut stalled: Vec<TcpStream> = (0..100)
@@ -108,7 +109,7 @@ fn a_hundred_connections_that_declare_a_body_and_send_none_hold_nothing_up() {
 
 #[test]
 fn a_body_sent_a_byte_at_a_time_is_cut_off_at_its_deadline() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let addr = addr(&svc.base);
     let mut s = post_head(addr, Some(TOKEN), "Content-Length: 1000\r\n");
     let t = Instant::now();
@@ -126,7 +127,7 @@ fn a_body_sent_a_byte_at_a_time_is_cut_off_at_its_deadline() {
 
 #[test]
 fn five_hundred_idle_connections_leave_room_for_a_request() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let addr = addr(&svc.base);
     let mut idle: Vec<TcpStream> = (0..500)
         .map(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect"))
@@ -156,7 +157,7 @@ fn five_hundred_idle_connections_leave_room_for_a_request() {
 
 #[test]
 fn an_idle_keep_alive_connection_is_closed_after_the_head_deadline() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let mut s = send(
         addr(&svc.base),
         head("GET", "/v1/capabilities", Some(TOKEN), "").as_bytes(),
@@ -175,7 +176,7 @@ fn an_idle_keep_alive_connection_is_closed_after_the_head_deadline() {
 
 #[test]
 fn running_out_of_descriptors_stops_accepting_only_until_connections_close() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let addr = addr(&svc.base);
     let pid = svc.pid().unwrap();
     // Leave the service a few descriptors, then open more connections than that.
@@ -207,7 +208,7 @@ fn the_service_raises_its_descriptor_limit_to_the_hard_limit() {
     // The service inherits a low soft limit from this process (the other
     // tests here need far fewer than 1024 descriptors).
     setrlimit(Resource::RLIMIT_NOFILE, hard.min(1024), hard).unwrap();
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     setrlimit(Resource::RLIMIT_NOFILE, soft, hard).unwrap();
     let pid = svc.pid().unwrap();
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
@@ -227,7 +228,7 @@ fn the_service_raises_its_descriptor_limit_to_the_hard_limit() {
 
 #[test]
 fn a_one_mebibyte_header_gets_431() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let addr = addr(&svc.base);
     let mut s = send(
         addr,
@@ -251,7 +252,7 @@ fn a_one_mebibyte_header_gets_431() {
 
 #[test]
 fn a_chunked_body_is_counted_as_it_arrives_and_refused_past_one_mebibyte() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let addr = addr(&svc.base);
     // One chunk that declares 256 TiB, or well-formed 64 KiB chunks: either
     // way 413 once 1 MiB has arrived.

@@ -4,15 +4,15 @@
 //! request answers within 1 s, SIGTERM stops the service and a restart with
 //! the same thing in place serves.
 
-mod common;
-mod hostile_support;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::*;
-use hostile_support::*;
+use room_kit::procs::stops_within_2_s;
+use room_kit::*;
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// What the test leaves at a status path.
 #[derive(Clone, Copy)]
@@ -62,7 +62,7 @@ fn quick(svc: &Service, path: &str) -> serde_json::Value {
 }
 
 fn holds_nothing_up(odd: Odd) {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let promised = svc.folder("promised");
     let unpromised = svc.folder("unpromised");
     leave(odd, &promised);

@@ -4,17 +4,21 @@
 //! (`unshare --pid --fork --mount-proc`, root only), whose pid 1 is a shell
 //! that carries the marker and starts the real service and room-cli.
 
-mod agent_support;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_support::{free_port, quote, room_cli, room_core, FakeWebsite, TempDir, ID};
+use room_kit::{is_root, quote, skip, FakeWebsite, Service, TempDir, LOOP_ID};
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
+
+/// room-cli, built beside the service.
+const ROOM_CLI: &str = env!("CARGO_BIN_EXE_room-cli");
 
 /// Whether this machine can make a pid namespace; the reason when not.
 fn pid_namespaces() -> Result<(), String> {
-    if !agent_support::is_root() {
+    if !is_root() {
         return Err("needs root for unshare --pid".into());
     }
     match Command::new("unshare")
@@ -41,39 +45,27 @@ fn read_out(dir: &std::path::Path, name: &str) -> (i32, String, String) {
 #[test]
 fn pid_1s_environment_does_not_mark_its_orphans() {
     if let Err(why) = pid_namespaces() {
-        assert!(
-            std::env::var_os("ROOM_CORE_CI").is_none(),
-            "CI must run this test: {why}"
-        );
-        eprintln!("skipped: {why}");
-        return;
+        return skip("pid_1s_environment_does_not_mark_its_orphans", &why);
     }
     let web = FakeWebsite::start();
     web.answer(200, r#"{"loops":[]}"#);
     let dir = TempDir::new("init-marker");
-    let state = dir.path().join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let socket = state.join("agent.sock");
-    let config = dir.path().join("config.json");
-    let config_json = json!({
-        "listen": format!("127.0.0.1:{}", free_port()),
-        "token": "test-token-not-a-secret",
-        "state_dir": state,
-        "agent_socket": socket,
-        "website_url": web.url,
-    });
-    std::fs::write(&config, config_json.to_string()).unwrap();
+    let svc = Service::builder(ROOM_CORE)
+        .config(json!({ "website_url": web.url }))
+        .log_filter("info")
+        .prepare();
+    let socket = svc.socket();
     let d = quote(&dir.path().to_string_lossy());
     let cli = format!(
         "env -u CLOUDROOM_LOOP ROOM_CORE_SOCKET={} {}",
         quote(&socket.to_string_lossy()),
-        quote(room_cli())
+        quote(ROOM_CLI)
     );
     // pid 1 of the namespace is this shell (`env` execs it), marked with a
     // valid loop ID. The service and room-cli run without the marker.
     let script = format!(
         r#"
-env -u CLOUDROOM_LOOP RUST_LOG=info {core} --config {config} 2>{d}/service.log &
+{core} >>{log} 2>&1 &
 i=0
 while [ ! -S {socket} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
 # A child of pid 1, as every orphan is.
@@ -81,16 +73,16 @@ while [ ! -S {socket} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
 # The control: the same call under a marked process that is not pid 1.
 env CLOUDROOM_LOOP={id} sh -c '{nested} loop list' >{d}/marked.out 2>{d}/marked.err; echo $? >{d}/marked.code
 "#,
-        core = quote(room_core()),
-        config = quote(&config.to_string_lossy()),
+        core = svc.shell_command(),
+        log = quote(&svc.log_path().to_string_lossy()),
         socket = quote(&socket.to_string_lossy()),
         nested = cli.replace('\'', r"'\''"),
         cli = cli,
-        id = ID,
+        id = LOOP_ID,
     );
     let mut child = Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc", "env"])
-        .arg(format!("CLOUDROOM_LOOP={ID}"))
+        .arg(format!("CLOUDROOM_LOOP={LOOP_ID}"))
         .args(["sh", "-c", &script])
         .stdin(Stdio::null())
         .spawn()
@@ -107,7 +99,7 @@ env CLOUDROOM_LOOP={id} sh -c '{nested} loop list' >{d}/marked.out 2>{d}/marked.
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let log = std::fs::read_to_string(dir.path().join("service.log")).unwrap_or_default();
+    let log = svc.log();
     assert!(status.success(), "{status}: {log}");
 
     let (code, out, err) = read_out(dir.path(), "orphan");
@@ -125,7 +117,7 @@ env CLOUDROOM_LOOP={id} sh -c '{nested} loop list' >{d}/marked.out 2>{d}/marked.
         web.calls(),
         vec![(
             "/api/core/automation".to_string(),
-            json!({"action": "list", "automation": ID})
+            json!({"action": "list", "automation": LOOP_ID})
         )],
         "only the marked call reaches the website"
     );

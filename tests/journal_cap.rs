@@ -5,14 +5,15 @@
 //! still served by pages and the stream. A later turn of the full session
 //! ends at its first output.
 
-mod common;
-mod follow_support;
-
 use std::time::Duration;
 
-use common::*;
-use follow_support::*;
+use room_kit::events::{all_events, journal, turn_ended};
+use room_kit::sse::Stream;
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// The cap the flood tests set: a few hundred KiB.
 const CAP: u64 = 384 << 10;
@@ -62,12 +63,15 @@ fn await_turn_end(svc: &Service, id: &str, seq: u64) -> Vec<Value> {
 
 #[test]
 fn a_flood_fills_the_journal_to_its_cap_ends_the_turn_and_memory_stays_bounded() {
-    let svc = Service::start(json!({
-        "journal_max_bytes": CAP,
-        // The flooder ignores SIGTERM: it must finish its flood and exit by
-        // itself, which it can only do if its output is read to the end.
-        "kill_grace_ms": 60_000,
-    }));
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({
+            "journal_max_bytes": CAP,
+            // The flooder ignores SIGTERM: it must finish its flood and exit by
+            // itself, which it can only do if its output is read to the end.
+            "kill_grace_ms": 60_000,
+        }),
+    );
     let pid = svc.pid().unwrap();
     let before = rss_kib(pid);
     let folder = svc.folder("flood");
@@ -161,10 +165,13 @@ fn a_flood_fills_the_journal_to_its_cap_ends_the_turn_and_memory_stays_bounded()
 
 #[test]
 fn the_event_cap_ends_a_turn_of_many_small_events() {
-    let svc = Service::start(json!({
-        "journal_max_events": 2000,
-        "kill_grace_ms": 60_000,
-    }));
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({
+            "journal_max_events": 2000,
+            "kill_grace_ms": 60_000,
+        }),
+    );
     let folder = svc.folder("events");
     let s = svc.start_session(start_body(
         &folder,

@@ -4,15 +4,16 @@
 //! `journal_repaired` event, and nothing is cut; an unfinished last line is
 //! copied aside before it is cut.
 
-mod common;
-mod follow_support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use common::*;
-use follow_support::*;
+use room_kit::events::{all_events, await_event, turn_ended};
+use room_kit::sse::Stream;
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// A session whose first turn printed 30 events and is over: its id and
 /// its journal's events.
@@ -37,7 +38,7 @@ fn journal_file(svc: &Service, id: &str) -> PathBuf {
 
 #[test]
 fn a_flipped_byte_mid_journal_costs_that_event_only_and_is_reported() {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let (id, before) = session_with_events(&svc, "flip");
     let n = before.len();
     assert!(n >= 35, "{n} events");
@@ -128,7 +129,7 @@ fn a_flipped_byte_mid_journal_costs_that_event_only_and_is_reported() {
 
 #[test]
 fn an_unfinished_last_line_is_copied_aside_before_it_is_cut() {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let (id, before) = session_with_events(&svc, "torn");
     svc.kill9();
     let path = journal_file(&svc, &id);

@@ -1,16 +1,19 @@
 //! Launch and turn lifecycle beyond seed 000's scenarios: the copy limit,
 //! service stop, startup permits and a harness that cannot run.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use room_kit::events::journal;
+use room_kit::procs::alive;
+use room_kit::*;
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 #[test]
 fn a_stuck_copy_starts_the_harness_at_its_limit() {
-    let svc = Service::start(json!({"copy_wait_ms": 2500}));
+    let svc = Service::start(ROOM_CORE, json!({"copy_wait_ms": 2500}));
     let folder = svc.folder("stuck");
     mark(&folder, "copying\n");
     let t0 = Instant::now();
@@ -33,7 +36,7 @@ fn a_stuck_copy_starts_the_harness_at_its_limit() {
 
 #[test]
 fn service_stop_ends_the_wait_and_the_start_waits_again() {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("copy");
     let s = svc.start_session(start_body(&folder, "codex", json!({"project_copy": true})));
     let id = s["id"].as_str().unwrap().to_string();
@@ -57,7 +60,7 @@ fn service_stop_ends_the_wait_and_the_start_waits_again() {
 
 #[test]
 fn a_single_startup_permit_is_handed_from_start_to_start() {
-    let svc = Service::start(json!({"startup_permits": 1}));
+    let svc = Service::start(ROOM_CORE, json!({"startup_permits": 1}));
     let folders: Vec<_> = (0..3).map(|n| svc.folder(&format!("blank-{n}"))).collect();
     for f in &folders {
         svc.start_session(start_body(f, "claude", json!({})));
@@ -69,7 +72,7 @@ fn a_single_startup_permit_is_handed_from_start_to_start() {
 
 #[test]
 fn a_harness_that_cannot_run_fails_the_session() {
-    let svc = Service::start(json!({"codex_program": "/nonexistent/codex"}));
+    let svc = Service::start(ROOM_CORE, json!({"codex_program": "/nonexistent/codex"}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(&folder, "codex", json!({})));
     let v = svc.await_session(s["id"].as_str().unwrap(), "failure", |v| {
@@ -88,7 +91,7 @@ fn a_harness_that_cannot_run_fails_the_session() {
 
 #[test]
 fn relaunch_restart_kills_the_turn_and_resumes_the_native_session() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(
         &folder,
@@ -121,7 +124,7 @@ fn relaunch_restart_kills_the_turn_and_resumes_the_native_session() {
 #[test]
 fn the_watch_wakes_a_waiting_start_without_waiting_for_a_poll() {
     // Polls a minute apart: only the inotify watch can start it in time.
-    let svc = Service::start(json!({"poll_ms": 60_000}));
+    let svc = Service::start(ROOM_CORE, json!({"poll_ms": 60_000}));
     let folder = svc.folder("copy");
     std::fs::create_dir_all(svc.folder("")).unwrap();
     let s = svc.start_session(start_body(&folder, "codex", json!({"project_copy": true})));
@@ -144,7 +147,7 @@ fn a_first_turn_cut_off_before_its_harness_reported_in_keeps_its_prompt() {
     // A claude that, while `hold` exists, hangs before its first event.
     let root = temp_root();
     let fake = root.join("slow-claude");
-    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-claude");
+    let real = fixtures_dir().join("fake-claude");
     std::fs::write(
         &fake,
         format!(
@@ -156,7 +159,7 @@ fn a_first_turn_cut_off_before_its_harness_reported_in_keeps_its_prompt() {
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(root.join("hold"), "").unwrap();
 
-    let mut svc = Service::start(json!({"claude_program": fake}));
+    let mut svc = Service::start(ROOM_CORE, json!({"claude_program": fake}));
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
     let id = s["id"].as_str().unwrap().to_string();

@@ -3,10 +3,11 @@
 //! its loop; everything else it may not run is refused with the seed's text,
 //! and nothing refused reaches the website.
 
-mod agent_support;
-
-use agent_support::{FakeWebsite, Service, ID};
+use room_kit::{FakeWebsite, Out, Service, LOOP_ID};
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 fn no_thread_or_loop(x: &str) -> String {
     format!("Run cloudroom {x} from a Cloudroom cloud thread or from a loop's check script (marked by CLOUDROOM_LOOP)\n")
@@ -17,7 +18,7 @@ fn script_other(x: &str) -> String {
 }
 
 /// The call was refused with exit `code` and `want` on stderr, nothing on stdout.
-fn assert_refused(out: &agent_support::Out, code: i32, want: &str, what: impl std::fmt::Debug) {
+fn assert_refused(out: &Out, code: i32, want: &str, what: impl std::fmt::Debug) {
     assert_eq!(out.code, code, "{what:?}: {out:?}");
     assert_eq!(out.stderr, want, "{what:?}");
     assert_eq!(out.stdout, "", "{what:?}");
@@ -31,10 +32,10 @@ const SECRET: &str = "Run cloudroom secret from a Cloudroom cloud thread\n";
 fn a_loop_script_runs_loop_commands_and_top_level_spawns_as_its_loop() {
     let web = FakeWebsite::start();
     web.answer(200, r#"{"loops": [{"id": "x", "last_error": null}]}"#);
-    let core = Service::start(&web);
+    let core = Service::start(ROOM_CORE, json!({"website_url": web.url}));
 
-    let out = core.script(Some(ID), &["loop", "list"]);
-    assert_eq!(out.code, 0, "{out:?}\n{}", core.log_text());
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
+    assert_eq!(out.code, 0, "{out:?}\n{}", core.log());
     // The website's JSON, verbatim.
     assert_eq!(
         out.stdout,
@@ -45,13 +46,13 @@ fn a_loop_script_runs_loop_commands_and_top_level_spawns_as_its_loop() {
         web.calls(),
         vec![(
             "/api/core/automation".to_string(),
-            json!({"action": "list", "automation": ID})
+            json!({"action": "list", "automation": LOOP_ID})
         )]
     );
 
     web.answer(200, r#"{"thread":"t1"}"#);
     let out = core.script(
-        Some(ID),
+        Some(LOOP_ID),
         &["thread", "spawn", "--top-level", "check the build"],
     );
     assert_eq!(out.code, 0, "{out:?}");
@@ -63,7 +64,7 @@ fn a_loop_script_runs_loop_commands_and_top_level_spawns_as_its_loop() {
         .collect();
     assert_eq!(launches.len(), 1, "{:?}", web.calls());
     let body = launches[0].body.as_object().unwrap();
-    assert_eq!(body["automation"], ID);
+    assert_eq!(body["automation"], LOOP_ID);
     assert!(!body.contains_key("session"), "{body:?}");
     assert!(!body.contains_key("top_level"), "{body:?}");
     assert_eq!(body["args"], json!(["check the build"]));
@@ -73,7 +74,7 @@ fn a_loop_script_runs_loop_commands_and_top_level_spawns_as_its_loop() {
 
     // A stable --request-id is passed through, so a retried script starts one thread.
     let out = core.script(
-        Some(ID),
+        Some(LOOP_ID),
         &[
             "thread",
             "spawn",
@@ -89,23 +90,23 @@ fn a_loop_script_runs_loop_commands_and_top_level_spawns_as_its_loop() {
         last,
         (
             "/api/core/launch".to_string(),
-            json!({"action": "spawn", "automation": ID, "request_id": "run-42", "args": ["go"]})
+            json!({"action": "spawn", "automation": LOOP_ID, "request_id": "run-42", "args": ["go"]})
         )
     );
 
     // Other loop commands go through too; the website decides (contract point 3).
-    let out = core.script(Some(ID), &["loop", "pause", ID]);
+    let out = core.script(Some(LOOP_ID), &["loop", "pause", LOOP_ID]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
         web.calls().pop().unwrap().1,
-        json!({"action": "pause", "automation": ID, "args": [ID]})
+        json!({"action": "pause", "automation": LOOP_ID, "args": [LOOP_ID]})
     );
 }
 
 #[test]
 fn a_process_without_a_loop_marker_is_still_refused() {
     let web = FakeWebsite::start();
-    let core = Service::start(&web);
+    let core = Service::start(ROOM_CORE, json!({"website_url": web.url}));
     let out = core.script(None, &["loop", "list"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(out.stderr, no_thread_or_loop("loop"));
@@ -125,7 +126,7 @@ fn a_process_without_a_loop_marker_is_still_refused() {
 #[test]
 fn unknown_callers_are_told_what_a_loop_script_may_run() {
     let web = FakeWebsite::start();
-    let core = Service::start(&web);
+    let core = Service::start(ROOM_CORE, json!({"website_url": web.url}));
     let child = "Run cloudroom thread spawn from a Cloudroom cloud thread. A loop's check script (marked by CLOUDROOM_LOOP) can only start a top-level thread, with --top-level.\n";
     let cases: [(&[&str], &str); 3] = [
         (&["thread", "spawn", "go"], child),
@@ -145,10 +146,10 @@ fn unknown_callers_are_told_what_a_loop_script_may_run() {
 #[test]
 fn secret_keeps_its_own_session_check_and_message() {
     let web = FakeWebsite::start();
-    let core = Service::start(&web);
+    let core = Service::start(ROOM_CORE, json!({"website_url": web.url}));
     // No marker, a loop's marker, a malformed marker: secret's own check
     // and message, never the marker's.
-    for marker in [None, Some(ID), Some("nope")] {
+    for marker in [None, Some(LOOP_ID), Some("nope")] {
         let out = core.script(marker, &["secret", "API_KEY"]);
         assert_refused(&out, 1, SECRET, marker);
     }
@@ -158,7 +159,7 @@ fn secret_keeps_its_own_session_check_and_message() {
 #[test]
 fn a_malformed_loop_marker_is_refused() {
     let web = FakeWebsite::start();
-    let core = Service::start(&web);
+    let core = Service::start(ROOM_CORE, json!({"website_url": web.url}));
     let markers = [
         "",                                      // empty
         "0f8e2c1a",                              // short
@@ -191,7 +192,7 @@ fn a_malformed_loop_marker_is_refused() {
 #[test]
 fn session_only_commands_refuse_a_loop_script_clearly() {
     let web = FakeWebsite::start();
-    let core = Service::start(&web);
+    let core = Service::start(ROOM_CORE, json!({"website_url": web.url}));
     let cases: Vec<(&[&str], String)> = vec![
         (&["thread", "list"], script_other("thread list")),
         (
@@ -219,7 +220,7 @@ fn session_only_commands_refuse_a_loop_script_clearly() {
         (&["secret", "API_KEY"], SECRET.to_string()),
     ];
     for (args, want) in cases {
-        let out = core.script(Some(ID), args);
+        let out = core.script(Some(LOOP_ID), args);
         assert_refused(&out, 1, &want, args);
     }
     assert_eq!(web.calls(), vec![], "nothing reaches the website");
@@ -228,8 +229,8 @@ fn session_only_commands_refuse_a_loop_script_clearly() {
 #[test]
 fn unknown_commands_exit_2_with_the_list_of_commands_in_a_script_too() {
     let web = FakeWebsite::start();
-    let core = Service::start(&web);
-    for marker in [Some(ID), None] {
+    let core = Service::start(ROOM_CORE, json!({"website_url": web.url}));
+    for marker in [Some(LOOP_ID), None] {
         let out = core.script(marker, &["status"]);
         assert_eq!(out.code, 2, "{out:?}");
         assert_eq!(
@@ -238,7 +239,7 @@ fn unknown_commands_exit_2_with_the_list_of_commands_in_a_script_too() {
         );
     }
     // A caller cannot name the scope itself.
-    let out = core.script(Some(ID), &["loop", "list", "--session", "cr_other"]);
+    let out = core.script(Some(LOOP_ID), &["loop", "list", "--session", "cr_other"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(web.calls(), vec![]);
 }
@@ -260,7 +261,7 @@ fn ask_core_directly(socket: &std::path::Path, argv: &[&str]) -> serde_json::Val
 fn a_valued_or_contradictory_top_level_is_a_usage_error() {
     let web = FakeWebsite::start();
     web.answer(200, r#"{"thread":"t1"}"#);
-    let core = Service::start(&web);
+    let core = Service::start(ROOM_CORE, json!({"website_url": web.url}));
     let cases: [(&[&str], &str); 3] = [
         (
             &["thread", "spawn", "--top-level=false", "go"],
@@ -276,13 +277,13 @@ fn a_valued_or_contradictory_top_level_is_a_usage_error() {
         ),
     ];
     for (args, want) in cases {
-        for marker in [Some(ID), None] {
+        for marker in [Some(LOOP_ID), None] {
             let out = core.script(marker, args);
             assert_refused(&out, 2, want, args);
         }
         // Core's own grammar refuses it too, whoever sends it.
         assert_eq!(
-            ask_core_directly(&core.socket, args),
+            ask_core_directly(&core.socket(), args),
             json!({"exit": 2, "stdout": "", "stderr": want}),
             "{args:?}"
         );

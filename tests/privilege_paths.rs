@@ -2,32 +2,15 @@
 //! session's folder path, or at its status path, never turns into root's
 //! write, chown or read through it.
 
-mod common;
-
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::Duration;
 
-use common::*;
+use room_kit::*;
 use serde_json::json;
 
-/// The agent account, or `None` after a skip (a failure in CI).
-fn agent(test: &str) -> Option<nix::unistd::User> {
-    if !nix::unistd::geteuid().is_root() {
-        skip(test, "acting beside the agent account needs root");
-        return None;
-    }
-    match nix::unistd::User::from_name("room-agent") {
-        Ok(Some(user)) => Some(user),
-        _ => {
-            skip(
-                test,
-                "no room-agent account (useradd --create-home --shell /bin/bash room-agent)",
-            );
-            None
-        }
-    }
-}
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// `owned` (the agent's) holding `proj -> rootonly` (root's, 0700): the
 /// stand-in for `/etc/systemd/system` behind an agent-owned path.
@@ -43,11 +26,14 @@ fn plant(root: &Path, agent: &nix::unistd::User) {
 /// A service whose harnesses run as the agent account, and its work folder
 /// with the planted link in it; `None` after a skip.
 fn beside_the_agent(test: &str) -> Option<(Service, std::path::PathBuf)> {
-    let agent = agent(test)?;
-    let svc = Service::start(json!({
-        "agent_uid": agent.uid.as_raw(),
-        "agent_socket": temp_root().join("agent.sock"),
-    }));
+    let agent = agent_account(test)?;
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({
+            "agent_uid": agent.uid.as_raw(),
+            "agent_socket": temp_root().join("agent.sock"),
+        }),
+    );
     let work = svc.folder("w");
     plant(&work, &agent);
     Some((svc, work))

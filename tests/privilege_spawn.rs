@@ -8,15 +8,15 @@
 //! Each case runs the real room-core with the fake harnesses; a turn's
 //! tool (`run: …`) reports what it sees. Every wait has a deadline.
 
-mod common;
-
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// The longest a turn's tool output is awaited.
 const TURN: Duration = Duration::from_secs(20);
@@ -43,77 +43,32 @@ fn tool_of(svc_records: impl Fn() -> Vec<Value>) -> Value {
     })
 }
 
-/// The root test account, or why this test cannot run.
-fn agent_account(test: &str) -> Option<nix::unistd::User> {
-    if !nix::unistd::geteuid().is_root() {
-        skip(test, "switching to the agent account needs root");
-        return None;
-    }
-    match nix::unistd::User::from_name("room-agent") {
-        Ok(Some(agent)) => Some(agent),
-        _ => {
-            skip(
-                test,
-                "no room-agent account (useradd --create-home --shell /bin/bash room-agent)",
-            );
-            None
-        }
-    }
-}
-
 /// room-core run by `script` on a pseudo-terminal, which it gets as its
 /// controlling terminal (`script` makes the pty's slave the controlling
 /// terminal of the session it starts).
 struct OnPty {
     script: Child,
-    root: PathBuf,
-    records: PathBuf,
-    base: String,
+    svc: Service,
 }
 
 impl OnPty {
     fn start() -> OnPty {
-        let root = temp_root();
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-        let config = json!({
-            "listen": "127.0.0.1:0",
-            "token": TOKEN,
-            "state_dir": root.join("state"),
-            "claude_program": fixtures.join("fake-claude"),
-            "codex_program": fixtures.join("fake-codex"),
-            "harness_env": ["FAKE_HARNESS_RECORD"],
-        });
-        let config_path = root.join("config.json");
-        std::fs::write(&config_path, config.to_string()).unwrap();
-        let records = root.join("records");
-        std::fs::create_dir_all(&records).unwrap();
+        let mut svc = Service::builder(ROOM_CORE).prepare();
         // `exec`: room-core is the process `script` starts on the pty.
         let command = format!(
-            "exec {} --config {} >>{} 2>&1",
-            env!("CARGO_BIN_EXE_room-core"),
-            config_path.display(),
-            root.join("service.log").display()
+            "exec {} >>{} 2>&1",
+            svc.shell_command(),
+            quote(&svc.log_path().to_string_lossy())
         );
         let script = Command::new("script")
             .args(["-qec", &command, "/dev/null"])
-            .env("FAKE_HARNESS_RECORD", &records)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("run script");
-        let listen = root.join("state").join("listen");
-        let addr = wait_until("the service listens", Duration::from_secs(20), || {
-            std::fs::read_to_string(&listen)
-                .ok()
-                .filter(|s| s.ends_with('\n'))
-        });
-        OnPty {
-            script,
-            records,
-            base: format!("http://{}", addr.trim()),
-            root,
-        }
+        svc.await_listen();
+        OnPty { script, svc }
     }
 
     /// room-core's pid: the one child of `script`.
@@ -121,14 +76,6 @@ impl OnPty {
         let pid = self.script.id();
         let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
         children.split_whitespace().next().unwrap().parse().unwrap()
-    }
-
-    fn records(&self) -> Vec<Value> {
-        std::fs::read_dir(&self.records)
-            .unwrap()
-            .flatten()
-            .filter_map(|e| serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok())
-            .collect()
     }
 }
 
@@ -142,9 +89,6 @@ impl Drop for OnPty {
         }
         let _ = self.script.kill();
         let _ = self.script.wait();
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.root);
-        }
     }
 }
 
@@ -154,12 +98,13 @@ fn a_turn_has_no_controlling_terminal_even_when_room_core_has_one() {
     if Command::new("script").arg("--version").output().is_err() {
         return skip(test, "no script (util-linux) to make a pty with");
     }
-    let svc = OnPty::start();
-    let service = std::fs::read_to_string(format!("/proc/{}/stat", svc.service_pid())).unwrap();
+    let pty = OnPty::start();
+    let service = std::fs::read_to_string(format!("/proc/{}/stat", pty.service_pid())).unwrap();
     let (_, service_tty) = session_and_tty(&service);
     assert_ne!(service_tty, 0, "room-core runs on the pty: {service}");
 
-    let folder = svc.root.join("work").join("tty");
+    let svc = &pty.svc;
+    let folder = svc.folder("tty");
     std::fs::create_dir_all(&folder).unwrap();
     // The tool's parent is the harness (the turn's process).
     let body = start_body(
@@ -167,12 +112,7 @@ fn a_turn_has_no_controlling_terminal_even_when_room_core_has_one() {
         "claude",
         json!({"prompt": "run: cat /proc/$PPID/stat; head -c0 /dev/tty && echo opened"}),
     );
-    let resp = ureq::post(&format!("{}/v1/sessions", svc.base))
-        .set("Authorization", &format!("Bearer {TOKEN}"))
-        .timeout(Duration::from_secs(10))
-        .send_string(&body.to_string())
-        .unwrap();
-    assert_eq!(resp.status(), 201);
+    svc.start_session(body);
     let tool = tool_of(|| svc.records());
     let stdout = tool["stdout"].as_str().unwrap();
     assert!(!stdout.contains("opened"), "{tool}");
@@ -204,7 +144,7 @@ fn no_descriptor_of_room_core_but_stdio_reaches_a_turn() {
         nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
     )
     .unwrap();
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     drop(held);
     let pid = svc.pid().unwrap();
     assert_eq!(
@@ -258,7 +198,7 @@ fn a_turn_as_the_agent_account_has_no_new_privs_and_no_capability() {
             "agent_may_escalate": escalate,
         })
     };
-    let svc = Service::start(config(false, 0));
+    let svc = Service::start(ROOM_CORE, config(false, 0));
     std::fs::create_dir_all(svc.folder("")).unwrap();
     let status = privileges(&svc, "held");
     for line in [
@@ -273,7 +213,7 @@ fn a_turn_as_the_agent_account_has_no_new_privs_and_no_capability() {
     }
     drop(svc);
 
-    let svc = Service::start(config(true, 1));
+    let svc = Service::start(ROOM_CORE, config(true, 1));
     std::fs::create_dir_all(svc.folder("")).unwrap();
     let status = privileges(&svc, "sudo");
     assert!(status.contains("NoNewPrivs:\t0\n"), "{status}");
@@ -284,7 +224,7 @@ fn a_turn_as_the_agent_account_has_no_new_privs_and_no_capability() {
 
 #[test]
 fn a_turn_as_the_service_keeps_its_capabilities_but_gains_no_privilege() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     std::fs::create_dir_all(svc.folder("")).unwrap();
     let status = privileges(&svc, "own");
     assert!(status.contains("NoNewPrivs:\t1\n"), "{status}");
@@ -310,51 +250,34 @@ fn process_groups_with_another_agent_account_are_refused_at_start() {
     } else {
         65534
     };
-    let config = root.join("config.json");
-    let write = |extra: Value| {
-        let mut c = json!({
-            "listen": "127.0.0.1:0",
-            "token": TOKEN,
-            "state_dir": root.join("state"),
+    let mut refused = Service::builder(ROOM_CORE)
+        .config(json!({
             "agent_uid": other,
             "agent_socket": root.join("agent.sock"),
             "supervision": "process_group",
-        });
-        for (k, v) in extra.as_object().unwrap() {
-            c[k] = v.clone();
-        }
-        std::fs::write(&config, c.to_string()).unwrap();
-    };
-    write(json!({}));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_room-core"))
-        .args(["--config", config.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = wait_until("room-core to exit", Duration::from_secs(10), || {
-        child.try_wait().unwrap()
-    });
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(2), "{stderr}");
+        }))
+        .prepare();
+    let (status, log) = refused.start_refused();
+    assert_eq!(status.code(), Some(2), "{log}");
     assert!(
-        stderr.contains(&format!(
+        log.contains(&format!(
             "agent_uid {other} is another account than the service's, but turns would be \
              supervised by process groups (supervision is \"process_group\" in the config)"
-        )) && stderr.contains("allow_process_group_with_agent_uid"),
-        "{stderr}"
+        )) && log.contains("allow_process_group_with_agent_uid"),
+        "{log}"
     );
-    assert!(!root.join("state").join("listen").exists());
+    assert!(!refused.state.join("listen").exists());
 
     // The operator accepts it: the service starts.
-    let svc = Service::start(json!({
-        "agent_uid": other,
-        "agent_socket": root.join("agent.sock"),
-        "supervision": "process_group",
-        "allow_process_group_with_agent_uid": true,
-    }));
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({
+            "agent_uid": other,
+            "agent_socket": root.join("agent.sock"),
+            "supervision": "process_group",
+            "allow_process_group_with_agent_uid": true,
+        }),
+    );
     assert_eq!(svc.get("/v1/ready").0, 200);
     drop(svc);
     let _ = std::fs::remove_dir_all(&root);
@@ -385,7 +308,7 @@ fn orphans_of_a_turn_cannot_join_room_cores_group_and_are_reaped() {
         return skip(test, "no perl to call setpgid with");
     }
     const ORPHANS: usize = 200;
-    let svc = Service::start(json!({"supervision": "process_group"}));
+    let svc = Service::start(ROOM_CORE, json!({"supervision": "process_group"}));
     let pid = svc.pid().unwrap();
     let folder = svc.folder("orphans");
     std::fs::create_dir_all(&folder).unwrap();

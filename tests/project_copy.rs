@@ -2,19 +2,20 @@
 //! have landed. Each test starts the real room-core with the fake harnesses,
 //! which record the names they see in their folder as they start.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use room_kit::*;
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// A first turn must come well inside the 10 s grace of `room-cli files wait`.
 const AT_ONCE: Duration = Duration::from_secs(4);
 
 #[test]
 fn harness_starts_once_a_running_project_copy_lands() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     mark(&folder, "copying\n");
     let s = svc.start_session(start_body(&folder, "codex", json!({})));
@@ -40,7 +41,7 @@ fn harness_starts_once_a_running_project_copy_lands() {
 
 #[test]
 fn a_mark_left_by_a_dead_copy_holds_no_start() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     mark(&folder, "copying\n");
     let six_minutes_ago = std::time::SystemTime::now() - Duration::from_secs(6 * 60);
@@ -63,7 +64,7 @@ fn a_mark_left_by_a_dead_copy_holds_no_start() {
 
 #[test]
 fn a_promised_copy_holds_the_harness_until_its_status_file_says_it_landed() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     // A child in a Personal project: its code goes into <sandbox>/code, and
     // the status file sits next to it, in the sandbox root.
     let folder = svc.folder("sandbox-child-1").join("code");
@@ -115,7 +116,7 @@ fn a_promised_copy_holds_the_harness_until_its_status_file_says_it_landed() {
 
 #[test]
 fn no_copy_or_a_failed_one_starts_the_harness_at_once() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     // A blank Personal thread: its folder does not exist yet.
     let personal = svc.folder("personal-thread");
     // A blank project thread: an empty folder.
@@ -146,7 +147,7 @@ fn no_copy_or_a_failed_one_starts_the_harness_at_once() {
 
 #[test]
 fn a_waiting_start_holds_up_no_other_start() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut waiting = Vec::new();
     for n in 0..cpus + 1 {
@@ -175,7 +176,7 @@ fn a_waiting_start_holds_up_no_other_start() {
 
 #[test]
 fn stop_and_close_during_the_wait() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let stopped = svc.folder("stopped");
     let closed = svc.folder("closed");
     let a = svc.start_session(start_body(
@@ -234,7 +235,7 @@ fn stop_and_close_during_the_wait() {
 
 #[test]
 fn restart_during_the_wait_and_resume_after_the_copy() {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     // A session that starts before the restart.
     let started = svc.folder("started");
     std::fs::create_dir_all(&started).unwrap();

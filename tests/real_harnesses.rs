@@ -9,10 +9,6 @@
 //! `ROOM_CORE_CI=1` it runs and fails. The last two need no real CLI and
 //! always run.
 
-mod common;
-#[path = "common/fake_website.rs"]
-#[allow(dead_code)]
-mod fake_website;
 mod real_support;
 
 use std::os::unix::fs::PermissionsExt;
@@ -21,10 +17,16 @@ use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Trial};
 
-use common::{land_project, mark, start_body, wait_until, Service, TOKEN};
-use fake_website::FakeWebsite;
-use real_support::{agent_account, asked, seen, tool_result, Real, TURN};
+use real_support::{asked, seen, tool_result, Real};
+use room_kit::fake_model::TURN;
+use room_kit::{
+    agent_account, in_ci, land_project, mark, start_body, wait_until, FakeWebsite, Service, AGENT,
+    TOKEN,
+};
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// What the seed-000 project puts in front of each CLI's model: its
 /// instructions marker and the skills it lists.
@@ -353,7 +355,7 @@ fn a_tool_reaches_core_as_its_session(test: &str, harness: &str) {
     };
     let web = FakeWebsite::start();
     // The agent socket outside the state dir, where the agent can reach it.
-    let sock_dir = common::temp_root();
+    let sock_dir = room_kit::temp_root();
     std::fs::set_permissions(&sock_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let socket = sock_dir.join("agent.sock");
     let config = json!({
@@ -415,7 +417,7 @@ fn a_tool_reaches_core_as_its_session(test: &str, harness: &str) {
             )
         })
     };
-    assert_eq!(read("id.txt"), format!("{}\n", real_support::AGENT));
+    assert_eq!(read("id.txt"), format!("{}\n", AGENT));
     let groups: Vec<u32> = read("groups.txt")
         .split_whitespace()
         .map(|g| g.parse().unwrap())
@@ -431,8 +433,8 @@ fn a_tool_reaches_core_as_its_session(test: &str, harness: &str) {
         "{env}"
     );
     assert!(has(format!("HOME={}", agent.dir.display())), "{env}");
-    assert!(has(format!("USER={}", real_support::AGENT)), "{env}");
-    assert!(has(format!("LOGNAME={}", real_support::AGENT)), "{env}");
+    assert!(has(format!("USER={}", AGENT)), "{env}");
+    assert!(has(format!("LOGNAME={}", AGENT)), "{env}");
     assert!(!env.contains(TOKEN), "the API token reached the harness");
     assert!(
         !env.contains(WEBSITE_TOKEN),
@@ -469,7 +471,7 @@ fn codex_tool_runs_room_cli_as_its_session_under_the_agent_account() {
 // ------------------------------------------- with the fakes: always run
 
 fn blank_prompts_are_refused_at_the_api() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");
     let refusal = json!({
         "error": "The prompt must not be empty or only whitespace.",
@@ -491,7 +493,7 @@ fn blank_prompts_are_refused_at_the_api() {
 }
 
 fn awkward_prompts_reach_the_fake_harnesses_on_stdin() {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     for harness in ["claude", "codex"] {
         let prompts = awkward_prompts();
         let folder = svc.folder(harness);
@@ -529,7 +531,7 @@ fn trial(name: &str, cli: Option<&str>, as_agent: bool, check: fn()) -> Trial {
         Ok(())
     });
     match missing {
-        Some(why) if !real_support::in_ci() => trial.with_kind(why).with_ignored_flag(true),
+        Some(why) if !in_ci() => trial.with_kind(why).with_ignored_flag(true),
         _ => trial,
     }
 }

@@ -6,19 +6,20 @@
 //! to the machine: an effect the driver missed, or an input fed outside it,
 //! would make the replay differ.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use room_kit::*;
 use room_machines::launch::{WaitEnd, WaitOn};
 use room_machines::session::{Effect, Event, LaunchEffect, Stage};
 use room_machines::timeline::{Begin, SessionRun, Timeline};
 use serde_json::json;
 
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
+
 /// Starts a service that records timelines; returns it and the folder.
 fn recording_service() -> (Service, std::path::PathBuf) {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let dir = svc.root.join("timelines");
     svc.set_config("record_timelines", json!(dir));
     svc.restart();

@@ -4,19 +4,21 @@
 //! again, and what was queued runs at once as its next turn, resuming the
 //! native session.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{start_body, Service};
+use room_kit::procs::{alive, pid_in, turn_processes};
+use room_kit::{start_body, Service};
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// Far more than a turn of the fake harness needs, far less than a copy wait.
 const AT_ONCE: Duration = Duration::from_secs(4);
 
 #[test]
 fn a_started_session_is_restored_idle_and_runs_its_queue_without_a_relaunch() {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("restored");
     std::fs::create_dir_all(&folder).unwrap();
     let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
@@ -65,8 +67,7 @@ fn after_a_kill_9_mid_turn_the_survivor_is_killed_before_the_next_turn_and_its_p
 }
 
 fn survivor_is_killed_first(mode: &str) {
-    use common::{alive, pid_in, turn_processes};
-    let mut svc = Service::start(json!({ "supervision": mode }));
+    let mut svc = Service::start(ROOM_CORE, json!({ "supervision": mode }));
     let folder = svc.folder("code");
     std::fs::create_dir_all(&folder).unwrap();
     let s = svc.start_session(start_body(
@@ -106,7 +107,7 @@ fn survivor_is_killed_first(mode: &str) {
     );
     assert_eq!(status, 200, "{v}");
     svc.await_record(&folder, 2, AT_ONCE);
-    let second = common::wait_until("the check's output", AT_ONCE, || {
+    let second = room_kit::wait_until("the check's output", AT_ONCE, || {
         svc.records_in(&folder)
             .get(1)
             .filter(|r| !r["tool"].is_null())
@@ -116,7 +117,7 @@ fn survivor_is_killed_first(mode: &str) {
     assert_eq!(second["native_id"], svc.records_in(&folder)[0]["native_id"]);
     // The cut prompt was not run again.
     assert_eq!(svc.records_in(&folder).len(), 2);
-    let ended: Vec<serde_json::Value> = common::journal(&svc.state, &id)
+    let ended: Vec<serde_json::Value> = room_kit::events::journal(&svc.state, &id)
         .into_iter()
         .filter(|e| e["kind"] == "turn_ended")
         .map(|e| e["data"].clone())
@@ -129,7 +130,7 @@ fn survivor_is_killed_first(mode: &str) {
 
 #[test]
 fn a_record_in_the_format_before_the_session_machine_is_restored_and_rewritten() {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     svc.stop();
     let folder = svc.folder("old");
     std::fs::create_dir_all(&folder).unwrap();
@@ -203,7 +204,7 @@ fn assert_killed_before_the_prompt_ran(
     folder: &std::path::Path,
     mut survivor: std::process::Child,
 ) {
-    let ran = common::wait_until("the prompt's turn", AT_ONCE, || {
+    let ran = room_kit::wait_until("the prompt's turn", AT_ONCE, || {
         svc.records_in(folder)
             .first()
             .filter(|r| !r["tool"].is_null())
@@ -227,7 +228,7 @@ fn assert_killed_before_the_prompt_ran(
 fn a_spawn_whose_record_names_only_its_key_is_killed_before_its_session_runs_again() {
     // A kill -9 between the record that names a turn's key and the one
     // that names its process: the process was never acknowledged.
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     svc.stop();
     let folder = svc.folder("planned");
     std::fs::create_dir_all(&folder).unwrap();
@@ -257,7 +258,7 @@ fn a_first_turn_known_only_from_its_spawn_note_is_killed_before_its_session_runs
     // A kill -9 between a launch's first spawn (noted, not yet on record)
     // and the record that acknowledges it; the record still says the start
     // has not started.
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     svc.stop();
     let folder = svc.folder("noted");
     std::fs::create_dir_all(&folder).unwrap();
@@ -282,7 +283,7 @@ fn a_first_turn_known_only_from_its_spawn_note_is_killed_before_its_session_runs
 
 #[test]
 fn a_second_record_of_a_session_under_another_name_is_skipped_and_said() {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("once");
     let s = svc.start_session(start_body(&folder, "claude", json!({})));
     let id = s["id"].as_str().unwrap().to_string();

@@ -1,14 +1,15 @@
 //! room-cli on its own: help for every command, unknown commands, and a Core
 //! that is not there.
 
-mod agent_support;
-
 use std::process::Command;
 
-use agent_support::{room_cli, Out};
+use room_kit::Out;
+
+/// room-cli, built beside the service.
+const ROOM_CLI: &str = env!("CARGO_BIN_EXE_room-cli");
 
 fn cli(args: &[&str], socket: &str) -> Out {
-    Command::new(room_cli())
+    Command::new(ROOM_CLI)
         .args(args)
         .env("ROOM_CORE_SOCKET", socket)
         .output()

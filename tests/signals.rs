@@ -3,19 +3,20 @@
 //! sent, an agent-socket caller that sends nothing): its running turn is
 //! ended and its agent socket file removed.
 
-mod common;
-mod hostile_support;
-
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use common::*;
-use hostile_support::*;
 use nix::sys::signal::Signal;
+use room_kit::procs::{exited_within, stops_within_2_s};
+use room_kit::wire::{addr, send};
+use room_kit::*;
 use serde_json::json;
 
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
+
 fn stops_within_2_s_with_stalled_clients(signal: Signal) {
-    let svc = Service::start(json!({}));
+    let svc = Service::start(ROOM_CORE, json!({}));
     let addr = addr(&svc.base);
     let folder = svc.folder("code");
     let s = svc.start_session(start_body(

@@ -2,19 +2,21 @@
 //! session it does not change, so SIGTERM is answered in one pass of locks
 //! instead of 10,000 journal syncs.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use room_kit::events::journal;
+use room_kit::*;
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// The sessions the test restores.
 const SESSIONS: usize = 10_000;
 
 #[test]
 fn a_stop_with_ten_thousand_idle_sessions_journals_none_of_them_and_ends_quickly() {
-    let mut svc = Service::start(json!({}));
+    let mut svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("idle");
     let s = svc.start_session(start_body(&folder, "claude", json!({})));
     let id = s["id"].as_str().unwrap().to_string();

@@ -23,6 +23,7 @@ use room_core::supervise::{
     Account, Ended, Mode, SpawnSpec, Supervision, Supervisor, Turn, TurnKey, TurnRecord,
     TURN_MARKER,
 };
+use room_kit::{absent, skip};
 
 /// The grace in these tests (the service's default is 4 s).
 const GRACE: Duration = Duration::from_millis(300);
@@ -36,21 +37,13 @@ enum Kind {
     Group,
 }
 
-/// Something the test needs is missing: skip with the reason, but fail in
-/// CI (`ROOM_CORE_CI=1`), which must not skip.
-fn skip<T>(why: &str) -> Option<T> {
-    if std::env::var("ROOM_CORE_CI").as_deref() == Ok("1") {
-        panic!("cannot run in CI: {why}");
-    }
-    eprintln!("skipped: {why}");
-    None
-}
-
-fn supervisor(kind: Kind, grace: Duration) -> Option<Supervisor> {
+/// The supervisor of `kind`; `None` when `test` cannot have it here
+/// ([`skip`]).
+fn supervisor(test: &str, kind: Kind, grace: Duration) -> Option<Supervisor> {
     match kind {
         Kind::Cgroup => match Supervisor::new(Supervision::Cgroup, grace) {
             Ok(s) => Some(s),
-            Err(why) => skip(&why),
+            Err(why) => absent(test, &why),
         },
         Kind::Group => {
             let s = Supervisor::new(Supervision::ProcessGroup, grace).unwrap();
@@ -134,15 +127,15 @@ fn assert_nothing_left(sup: &Supervisor, key: &TurnKey, pids: &[u32]) {
     }
 }
 
-fn both(test: fn(Kind)) {
-    test(Kind::Group);
-    test(Kind::Cgroup);
+fn both(test: &str, run: fn(&str, Kind)) {
+    run(test, Kind::Group);
+    run(test, Kind::Cgroup);
 }
 
 // ------------------------------------------------------------ terminate ----
 
-fn term_ignored(kind: Kind) {
-    let Some(sup) = supervisor(kind, GRACE) else {
+fn term_ignored(test: &str, kind: Kind) {
+    let Some(sup) = supervisor(test, kind, GRACE) else {
         return;
     };
     let (k, mut turn, rx) = start(&sup, "trap", "trap '' TERM; sleep 600 & echo $!; wait");
@@ -169,11 +162,14 @@ fn term_ignored(kind: Kind) {
 
 #[test]
 fn a_tool_that_ignores_sigterm_is_killed_after_the_grace() {
-    both(term_ignored);
+    both(
+        "a_tool_that_ignores_sigterm_is_killed_after_the_grace",
+        term_ignored,
+    );
 }
 
-fn signal_at_once(kind: Kind) {
-    let Some(sup) = supervisor(kind, GRACE) else {
+fn signal_at_once(test: &str, kind: Kind) {
+    let Some(sup) = supervisor(test, kind, GRACE) else {
         return;
     };
     // A setsid daemon that ignores SIGTERM, and a tool that obeys it.
@@ -215,11 +211,14 @@ fn wait_for(done: impl Fn() -> bool) {
 
 #[test]
 fn signal_reaches_the_whole_tree_at_once_and_leaves_the_grace_to_the_caller() {
-    both(signal_at_once);
+    both(
+        "signal_reaches_the_whole_tree_at_once_and_leaves_the_grace_to_the_caller",
+        signal_at_once,
+    );
 }
 
-fn setsid_tree(kind: Kind) {
-    let Some(sup) = supervisor(kind, GRACE) else {
+fn setsid_tree(test: &str, kind: Kind) {
+    let Some(sup) = supervisor(test, kind, GRACE) else {
         return;
     };
     // A `setsid` child (a session of its own, its parent alive) and a
@@ -247,11 +246,14 @@ fn setsid_tree(kind: Kind) {
 
 #[test]
 fn setsid_descendants_and_a_double_forked_daemon_are_ended() {
-    both(setsid_tree);
+    both(
+        "setsid_descendants_and_a_double_forked_daemon_are_ended",
+        setsid_tree,
+    );
 }
 
-fn left_behind(kind: Kind) {
-    let Some(sup) = supervisor(kind, GRACE) else {
+fn left_behind(test: &str, kind: Kind) {
+    let Some(sup) = supervisor(test, kind, GRACE) else {
         return;
     };
     // The harness exits at once and leaves a daemon behind.
@@ -275,13 +277,13 @@ fn left_behind(kind: Kind) {
 
 #[test]
 fn what_a_finished_turn_left_behind_is_ended_too() {
-    both(left_behind);
+    both("what_a_finished_turn_left_behind_is_ended_too", left_behind);
 }
 
 #[test]
 fn many_turns_end_within_one_grace() {
     let grace = Duration::from_secs(1);
-    let Some(sup) = supervisor(Kind::Group, grace) else {
+    let Some(sup) = supervisor("many_turns_end_within_one_grace", Kind::Group, grace) else {
         return;
     };
     let mut turns: Vec<(TurnKey, Turn)> = (0..3)
@@ -372,7 +374,7 @@ fn helper_previous_run() {
     } else {
         Kind::Group
     };
-    let sup = supervisor(kind, GRACE).unwrap();
+    let sup = supervisor("helper_previous_run", kind, GRACE).unwrap();
     let k = TurnKey::new(std::env::var("ROOM_SUP_KEY").unwrap()).unwrap();
     let script = "trap '' TERM; setsid sh -c 'exec sleep 600' & \
                   setsid -f sh -c 'exec sleep 600'; echo ready; sleep 600";
@@ -383,8 +385,8 @@ fn helper_previous_run() {
     std::thread::sleep(WAIT * 3);
 }
 
-fn survivor(kind: Kind) {
-    let Some(sup) = supervisor(kind, GRACE) else {
+fn survivor(test: &str, kind: Kind) {
+    let Some(sup) = supervisor(test, kind, GRACE) else {
         return;
     };
     let k = key("survivor");
@@ -418,11 +420,11 @@ fn survivor(kind: Kind) {
 
 #[test]
 fn kill_survivor_ends_what_a_killed_service_left() {
-    both(survivor);
+    both("kill_survivor_ends_what_a_killed_service_left", survivor);
 }
 
-fn recycled(kind: Kind) {
-    let Some(sup) = supervisor(kind, GRACE) else {
+fn recycled(test: &str, kind: Kind) {
+    let Some(sup) = supervisor(test, kind, GRACE) else {
         return;
     };
     // A process that now holds the persisted pid, but started at another
@@ -446,12 +448,16 @@ fn recycled(kind: Kind) {
 
 #[test]
 fn a_recycled_pid_is_not_killed() {
-    both(recycled);
+    both("a_recycled_pid_is_not_killed", recycled);
 }
 
 #[test]
 fn a_record_from_another_boot_kills_nothing() {
-    let Some(sup) = supervisor(Kind::Group, GRACE) else {
+    let Some(sup) = supervisor(
+        "a_record_from_another_boot_kills_nothing",
+        Kind::Group,
+        GRACE,
+    ) else {
         return;
     };
     let mut other = Command::new("sleep").arg("600").spawn().unwrap();
@@ -471,8 +477,8 @@ fn a_record_from_another_boot_kills_nothing() {
 
 // ---------------------------------------------------------------- spawn ----
 
-fn spawn_errors(kind: Kind) {
-    let Some(sup) = supervisor(kind, GRACE) else {
+fn spawn_errors(test: &str, kind: Kind) {
+    let Some(sup) = supervisor(test, kind, GRACE) else {
         return;
     };
     let k = key("missing");
@@ -504,17 +510,17 @@ fn spawn_errors(kind: Kind) {
 
 #[test]
 fn spawn_errors_say_what_could_not_run_and_why() {
-    both(spawn_errors);
+    both("spawn_errors_say_what_could_not_run_and_why", spawn_errors);
 }
 
-fn as_nobody(kind: Kind) {
+fn as_nobody(test: &str, kind: Kind) {
     if !nix::unistd::Uid::effective().is_root() {
-        return skip("switching accounts needs root").unwrap_or(());
+        return skip(test, "switching accounts needs root");
     }
     let Some(nobody) = nix::unistd::User::from_name("nobody").unwrap() else {
-        return skip("there is no account named nobody").unwrap_or(());
+        return skip(test, "there is no account named nobody");
     };
-    let Some(sup) = supervisor(kind, GRACE) else {
+    let Some(sup) = supervisor(test, kind, GRACE) else {
         return;
     };
     let k = key("nobody");
@@ -551,7 +557,7 @@ fn as_nobody(kind: Kind) {
 
 #[test]
 fn a_turn_runs_as_the_account_it_is_given() {
-    both(as_nobody);
+    both("a_turn_runs_as_the_account_it_is_given", as_nobody);
 }
 
 /// The service as a non-root user: prints the mode it chose and whether a
@@ -584,10 +590,16 @@ fn helper_non_root() {
 #[test]
 fn a_service_without_root_falls_back_to_process_groups() {
     if !nix::unistd::Uid::effective().is_root() {
-        return skip("needs root to become another user").unwrap_or(());
+        return skip(
+            "a_service_without_root_falls_back_to_process_groups",
+            "needs root to become another user",
+        );
     }
     let Some(nobody) = nix::unistd::User::from_name("nobody").unwrap() else {
-        return skip("there is no account named nobody").unwrap_or(());
+        return skip(
+            "a_service_without_root_falls_back_to_process_groups",
+            "there is no account named nobody",
+        );
     };
     let exe = std::env::current_exe().unwrap();
     // The helper is this binary, run as nobody through the module itself.
@@ -652,7 +664,11 @@ fn a_service_without_root_falls_back_to_process_groups() {
 
 #[test]
 fn output_stays_bounded_and_reading_goes_on() {
-    let Some(sup) = supervisor(Kind::Group, GRACE) else {
+    let Some(sup) = supervisor(
+        "output_stays_bounded_and_reading_goes_on",
+        Kind::Group,
+        GRACE,
+    ) else {
         return;
     };
     let k = key("output");
@@ -690,7 +706,7 @@ fn output_stays_bounded_and_reading_goes_on() {
 
 #[test]
 fn the_log_line_names_the_mode() {
-    let Some(sup) = supervisor(Kind::Cgroup, GRACE) else {
+    let Some(sup) = supervisor("the_log_line_names_the_mode", Kind::Cgroup, GRACE) else {
         return;
     };
     let Mode::Cgroup(root) = sup.mode() else {

@@ -6,13 +6,16 @@
 //! blocking pool. Each case runs under the supervision this machine
 //! chooses (a cgroup where it can make one) and under process groups.
 
-mod common;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::*;
+use room_kit::events::journal;
+use room_kit::procs::{alive, pid_in, turn_processes};
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// The kill grace in these tests.
 const GRACE: Duration = Duration::from_millis(1000);
@@ -28,7 +31,7 @@ fn service(mode: &str, extra: Value) -> Service {
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();
     }
-    Service::start(config)
+    Service::start(ROOM_CORE, config)
 }
 
 /// Starts a session running [`STUBBORN`]: its ID, folder, and the pids of
@@ -183,7 +186,10 @@ fn waiting_answers_hold_no_worker_of_the_api() {
     // Two workers and four stops of turns that ignore SIGTERM: were the
     // waits on the workers, every other request would stall for the grace.
     let grace = Duration::from_millis(2500);
-    let svc = Service::start(json!({"kill_grace_ms": grace.as_millis() as u64, "http_workers": 2}));
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"kill_grace_ms": grace.as_millis() as u64, "http_workers": 2}),
+    );
     let sessions: Vec<(String, PathBuf, Vec<u32>)> = (0..4)
         .map(|n| stubborn_turn(&svc, &format!("s{n}")))
         .collect();

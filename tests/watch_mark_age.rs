@@ -2,18 +2,22 @@
 //! turns `mark_max_age_ms` old: the launch reads the file again at
 //! that moment, with no poll (polls are a minute apart here).
 
-mod common;
-
 use std::time::{Duration, UNIX_EPOCH};
 
-use common::*;
+use room_kit::*;
 use serde_json::json;
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 const MAX_AGE_MS: u64 = 1_500;
 
 #[test]
 fn an_unpromised_start_is_released_when_its_mark_ages_past_mark_max_age() {
-    let svc = Service::start(json!({"poll_ms": 60_000, "mark_max_age_ms": MAX_AGE_MS}));
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"poll_ms": 60_000, "mark_max_age_ms": MAX_AGE_MS}),
+    );
     let folder = svc.folder("code");
     mark(&folder, "copying\n");
     let marked_ms = std::fs::metadata(status_file(&folder))

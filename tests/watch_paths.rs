@@ -4,17 +4,18 @@
 //! apart here, so only the watch can start a harness within a second of
 //! `ready`.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::*;
+use room_kit::*;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// Polls a minute apart: a start within a second is the watch's doing.
 fn service() -> Service {
-    Service::start(json!({"poll_ms": 60_000}))
+    Service::start(ROOM_CORE, json!({"poll_ms": 60_000}))
 }
 
 /// Starts a promised copy into `folder` and waits until it holds on `mark`.

@@ -2,19 +2,21 @@
 //! top-level "error" field as a failure, and clear sentences when the website
 //! is unreachable, answers non-JSON or is not configured.
 
-mod agent_support;
+use room_kit::{free_port, FakeWebsite, Out, Service, LOOP_ID};
+use serde_json::json;
 
-use agent_support::{FakeWebsite, Options, Service, ID};
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 #[test]
 fn a_top_level_error_field_is_a_failure_with_the_error_on_stderr() {
     let web = FakeWebsite::start();
-    let core = Service::start(&web);
+    let core = Service::start(ROOM_CORE, json!({"website_url": web.url}));
     web.answer(
         403,
         r#"{"error":"This loop's script does not run in this sandbox."}"#,
     );
-    let out = core.script(Some(ID), &["loop", "list"]);
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -23,14 +25,14 @@ fn a_top_level_error_field_is_a_failure_with_the_error_on_stderr() {
     );
     // Even with a 200.
     web.answer(200, r#"{"error":"nope","loops":[]}"#);
-    let out = core.script(Some(ID), &["loop", "list"]);
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
     assert_eq!((out.code, out.stderr.as_str()), (1, "nope\n"), "{out:?}");
     // A nested error is not top-level: printed verbatim.
     web.answer(
         200,
         r#"{"loops":[{"last_error":"The script failed (exit 3)."}]}"#,
     );
-    let out = core.script(Some(ID), &["loop", "list"]);
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
         out.stdout,
@@ -38,7 +40,7 @@ fn a_top_level_error_field_is_a_failure_with_the_error_on_stderr() {
     );
     // Not JSON.
     web.answer(502, "<html>bad gateway</html>");
-    let out = core.script(Some(ID), &["loop", "list"]);
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(
         out.stderr,
@@ -50,12 +52,11 @@ fn a_top_level_error_field_is_a_failure_with_the_error_on_stderr() {
 #[test]
 fn the_website_token_is_sent_as_a_bearer() {
     let web = FakeWebsite::start();
-    let core = Service::start_with(Options {
-        website_url: Some(web.url.clone()),
-        website_token: Some("fake-website-token".into()),
-        ..Options::default()
-    });
-    let out = core.script(Some(ID), &["loop", "list"]);
+    let core = Service::start(
+        ROOM_CORE,
+        json!({"website_url": web.url, "website_token": "fake-website-token"}),
+    );
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
     assert_eq!(out.code, 0, "{out:?}");
     let r = &web.requests()[0];
     assert_eq!(r.method, "POST");
@@ -64,7 +65,7 @@ fn the_website_token_is_sent_as_a_bearer() {
         Some("Bearer fake-website-token")
     );
     assert!(
-        !core.log_text().contains("fake-website-token"),
+        !core.log().contains("fake-website-token"),
         "the token is never logged"
     );
 }
@@ -74,18 +75,18 @@ const NO_WEBSITE: &str = "Core has no website configured, so it cannot forward t
 #[test]
 fn only_the_services_environment_names_the_website() {
     let web = FakeWebsite::start();
-    let room_cli_with_url = |core: &Service| -> agent_support::Out {
-        std::process::Command::new(agent_support::room_cli())
+    let room_cli_with_url = |core: &Service| -> Out {
+        std::process::Command::new(core.room_cli())
             .args(["loop", "list"])
-            .env("ROOM_CORE_SOCKET", &core.socket)
-            .env("CLOUDROOM_LOOP", ID)
+            .env("ROOM_CORE_SOCKET", core.socket())
+            .env("CLOUDROOM_LOOP", LOOP_ID)
             .env("CLOUDROOM_API_URL", &web.url)
             .output()
             .unwrap()
             .into()
     };
     // room-cli's CLOUDROOM_API_URL changes nothing: Core has no website.
-    let core = Service::start_with(Options::default());
+    let core = Service::start(ROOM_CORE, json!({}));
     let out = room_cli_with_url(&core);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(out.stderr, NO_WEBSITE);
@@ -93,31 +94,27 @@ fn only_the_services_environment_names_the_website() {
     drop(core);
 
     // The service's own CLOUDROOM_API_URL is where Core forwards.
-    let core = Service::start_with(Options {
-        env: vec![("CLOUDROOM_API_URL".into(), web.url.clone())],
-        ..Options::default()
-    });
-    let out = core.script(Some(ID), &["loop", "list"]);
-    assert_eq!(out.code, 0, "{out:?}\n{}", core.log_text());
+    let core = Service::builder(ROOM_CORE)
+        .harness_envs([("CLOUDROOM_API_URL".into(), web.url.clone())])
+        .start();
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
+    assert_eq!(out.code, 0, "{out:?}\n{}", core.log());
     assert_eq!(web.calls().len(), 1, "{:?}", web.calls());
 }
 
 #[test]
 fn no_website_or_an_unreachable_one_is_a_clear_failure() {
-    let core = Service::start_with(Options::default());
-    let out = core.script(Some(ID), &["loop", "list"]);
+    let core = Service::start(ROOM_CORE, json!({}));
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(out.stderr, NO_WEBSITE);
     drop(core);
 
     // A port nothing listens on.
-    let port = agent_support::free_port();
+    let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let core = Service::start_with(Options {
-        website_url: Some(url.clone()),
-        ..Options::default()
-    });
-    let out = core.script(Some(ID), &["loop", "list"]);
+    let core = Service::start(ROOM_CORE, json!({"website_url": url}));
+    let out = core.script(Some(LOOP_ID), &["loop", "list"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert!(
         out.stderr
@@ -129,14 +126,14 @@ fn no_website_or_an_unreachable_one_is_a_clear_failure() {
 #[test]
 fn many_scripts_at_once_each_get_their_answer() {
     let web = FakeWebsite::start();
-    let core = std::sync::Arc::new(Service::start(&web));
+    let core = std::sync::Arc::new(Service::start(ROOM_CORE, json!({"website_url": web.url})));
     let threads: Vec<_> = (0..12)
         .map(|i| {
             let core = core.clone();
             std::thread::spawn(move || {
                 let args = ["loop", "run", &format!("x{i}")].map(String::from);
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                core.script(Some(ID), &args)
+                core.script(Some(LOOP_ID), &args)
             })
         })
         .collect();

@@ -3,8 +3,6 @@
 //! What Core received is read back from `GET /v1/sessions/{id}`
 //! (`project_copy`) or, for the stub, from the bodies it recorded.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
 mod reference_support;
 
 use std::path::Path;
@@ -12,8 +10,8 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{land_project, names, status_file, PROJECT_NAMES, TOKEN};
 use reference_support::start_service;
+use room_kit::{land_project, names, skip, status_file, temp_root, PROJECT_NAMES, TOKEN};
 use room_reference::http::{Handler, Limits, Request, Response, Server};
 use serde_json::{json, Value};
 
@@ -59,7 +57,7 @@ fn start(core: &str, ws: &str, folder: &Path, harness: &str, more: &[&str]) -> (
 /// reason printed; a failure in CI) when git is missing.
 fn repo(test: &str, at: &Path) -> Option<()> {
     if room_reference::account::on_path("git").is_none() {
-        reference_support::skip(test, "git is not installed");
+        skip(test, "git is not installed");
         return None;
     }
     land_project(at);
@@ -267,7 +265,7 @@ impl OldCore {
 #[test]
 fn a_core_without_the_capability_is_never_sent_project_copy() {
     let old = OldCore::start();
-    let root = common::temp_root();
+    let root = temp_root();
     let source = root.join("project");
     land_project(&source);
     let url = old.server.url();

@@ -9,16 +9,16 @@
 //! schedule unit tests in src/{cron,runner}.rs, which take the
 //! time as an argument.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
+mod loop_support;
 mod reference_support;
 
 use std::time::{Duration, Instant};
 
-use reference_support::{
-    agent_account, as_script, group_members, in_thread, sandbox, session_count, start_core, Shared,
-    Website,
+use loop_support::{
+    agent_account, as_script, in_thread, sandbox, session_count, start_core, Shared, Website,
 };
+use room_kit::procs::group_members;
+use room_kit::{free_port, unix_ms, wait_until};
 use serde_json::{json, Value};
 
 const SIGNIN_A: &str = "signin-token-of-core-a";
@@ -65,7 +65,7 @@ fn a_loop_script_lists_spawns_and_leaves_its_output_for_its_owner() {
         return;
     };
     let shared = Shared::new(&agent);
-    let port = reference_support::free_port();
+    let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let core_a = start_core(&shared, &agent, "a", &url, SIGNIN_A);
     let core_b = start_core(&shared, &agent, "b", &url, SIGNIN_B);
@@ -286,7 +286,7 @@ fn a_loop_script_lists_spawns_and_leaves_its_output_for_its_owner() {
     assert_eq!((status, v["error"].as_str()), (403, Some(LOOP_REPORT)));
 
     // The website's own ticker: a one-time loop due in a second runs unasked.
-    let at = common::unix_ms() + 1000;
+    let at = unix_ms() + 1000;
     let (status, v) = web.app(
         "POST",
         "/loops",
@@ -316,7 +316,7 @@ fn a_script_past_its_limit_is_killed_while_its_spawn_completes() {
         return;
     };
     let shared = Shared::new(&agent);
-    let port = reference_support::free_port();
+    let port = free_port();
     let core = start_core(
         &shared,
         &agent,
@@ -352,7 +352,7 @@ fn a_script_past_its_limit_is_killed_while_its_spawn_completes() {
     assert_eq!(status, 202);
 
     // The script is running, in a process group of its own, blocked on its spawn.
-    let pgid: i32 = common::wait_until("the script's pgid", Duration::from_secs(30), || {
+    let pgid: i32 = wait_until("the script's pgid", Duration::from_secs(30), || {
         std::fs::read_to_string(&pgid_file)
             .ok()?
             .trim()
@@ -370,7 +370,7 @@ fn a_script_past_its_limit_is_killed_while_its_spawn_completes() {
         run["last_output"], "",
         "killed before room-cli printed anything"
     );
-    let members = common::wait_until("the group to be gone", Duration::from_secs(10), || {
+    let members = wait_until("the group to be gone", Duration::from_secs(10), || {
         let m = group_members(pgid);
         m.is_empty().then_some(m)
     });
@@ -383,7 +383,7 @@ fn a_script_past_its_limit_is_killed_while_its_spawn_completes() {
     );
 
     // Core carries the forwarded call to its end: the thread starts anyway.
-    let thread = common::wait_until("the spawned thread", Duration::from_secs(30), || {
+    let thread = wait_until("the spawned thread", Duration::from_secs(30), || {
         web.threads("ana")
             .into_iter()
             .find(|t| t["request_id"] == "slow-1")

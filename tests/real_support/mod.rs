@@ -1,44 +1,18 @@
-//! Helpers for the real-CLI conformance suite: the loopback fake model
-//! server (fixtures/fake_model_server.py), the real `claude` and `codex`
-//! found on PATH, the environment that points them at the fake model, the
-//! agent account, and reads of what the model was asked.
+//! Helpers for the real-CLI conformance suite: the real `claude` and
+//! `codex` found on PATH, a service that runs them against the fake model
+//! (room-kit's), and reads of what the model was asked.
 //!
 //! A check that needs something absent (a CLI, root, the `room-agent`
 //! account) prints its reason and returns outside CI; with `ROOM_CORE_CI=1`
 //! it fails instead, so CI cannot skip it.
-#![allow(dead_code)]
-
-pub mod model;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
+use room_kit::fake_model::TURN;
+use room_kit::{absent, temp_root, wait_until, Model, Service, AGENT};
 use serde_json::{json, Value};
 
-use crate::common::{wait_until, Service};
-pub use model::Model;
-
-/// How long a real turn may take on a loaded 2-core machine (one takes
-/// about a second here).
-pub const TURN: Duration = model::TURN;
-
-/// The agent account's agreed name (COORDINATION.md).
-pub const AGENT: &str = "room-agent";
-
-/// Whether this run is CI's (`.ci/run` exports `ROOM_CORE_CI=1`).
-pub fn in_ci() -> bool {
-    std::env::var_os("ROOM_CORE_CI").is_some_and(|v| v == "1")
-}
-
-/// Outside CI: prints why `test` does not run and gives `None`. In CI: fails.
-pub fn absent<T>(test: &str, reason: &str) -> Option<T> {
-    assert!(
-        !in_ci(),
-        "{test}: {reason} (ROOM_CORE_CI=1: CI must run it)"
-    );
-    println!("SKIPPED {test}: {reason}");
-    None
-}
+use crate::ROOM_CORE;
 
 /// Why a check that needs the real CLI `cli` (and, with `as_agent`, root
 /// and the agent account) cannot run here, or `None` when it can: the test
@@ -82,24 +56,6 @@ pub fn cli(test: &str, name: &str) -> Option<PathBuf> {
     }
 }
 
-/// The agent account, when the tests run as root (needed to start
-/// harnesses as another account) and it exists.
-pub fn agent_account(test: &str) -> Option<nix::unistd::User> {
-    if !nix::unistd::geteuid().is_root() {
-        return absent(
-            test,
-            "it starts harnesses as another account and needs root",
-        );
-    }
-    match nix::unistd::User::from_name(AGENT) {
-        Ok(Some(u)) => Some(u),
-        _ => absent(
-            test,
-            &format!("no `{AGENT}` account (.ci/run creates it with useradd)"),
-        ),
-    }
-}
-
 /// A room-core whose harnesses are the real CLIs, pointed at a fake model.
 pub struct Real {
     /// The service (its temp root holds everything else).
@@ -131,15 +87,13 @@ impl Real {
         env: Vec<(String, String)>,
     ) -> Option<Real> {
         let program = cli(test, harness)?;
-        let dir = crate::common::temp_root();
+        let dir = temp_root();
         let model = Model::start(&dir);
         let mut all = model.cli_env(&dir);
         all.extend(env);
         let mut config = json!({ format!("{harness}_program"): program });
-        for (k, v) in extra.as_object().unwrap() {
-            config[k] = v.clone();
-        }
-        let svc = Service::start_with_env(config, all);
+        room_kit::merge(&mut config, extra);
+        let svc = Service::builder(ROOM_CORE).config(config).envs(all).start();
         Some(Real { svc, model, dir })
     }
 

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use room_kit::Service;
 use serde_json::{json, Value};
 
 use super::{wait_for, Error};
@@ -66,20 +67,15 @@ impl Agent {
 pub struct Context<'a> {
     /// The demo's temp folder (mode 0755, so the agent account reaches it).
     pub root: &'a Path,
-    /// Core's HTTP API.
-    pub base: &'a str,
-    /// Core's API token.
-    pub token: &'a str,
-    /// Where the fake harnesses record what they ran.
-    pub records: &'a Path,
+    /// Core: its API, its token, its agent socket, and the records of what
+    /// its fake harnesses ran.
+    pub core: &'a Service,
     /// The agent account.
     pub agent: &'a Agent,
     /// The port the website listens on (Core was told it).
     pub website_port: u16,
     /// The token Core signs in to the website with.
     pub signin: &'a str,
-    /// Core's agent socket.
-    pub socket: &'a Path,
     /// The room-cli binary (copied where the agent account reaches it).
     pub cli: &'a Path,
     /// The room-website binary.
@@ -122,16 +118,17 @@ pub fn run(cx: &Context) -> Result<(), Error> {
     }
 
     let state = cx.root.join("website");
+    let socket = cx.core.socket();
     let config = json!({
         "listen": format!("127.0.0.1:{}", cx.website_port),
         "state_dir": state,
         "admin_token": ADMIN,
         "sandboxes": [{
             "name": "demo",
-            "core_url": cx.base,
-            "core_token": cx.token,
+            "core_url": cx.core.base,
+            "core_token": cx.core.token(),
             "signin_token": cx.signin,
-            "agent_socket": cx.socket,
+            "agent_socket": socket,
             "agent_account": cx.agent.name,
             "script_path": format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
             "script_cwd": scratch,
@@ -195,7 +192,7 @@ pub fn run(cx: &Context) -> Result<(), Error> {
     println!("\n== what `room-cli loop list` shows in a thread of the project (its owner's):");
     let list = cx.agent.wrap(&format!(
         "env ROOM_CORE_SOCKET={} {} loop list",
-        cx.socket.display(),
+        socket.display(),
         cli.display()
     ));
     let prompt = format!("run: {list}");
@@ -208,8 +205,7 @@ pub fn run(cx: &Context) -> Result<(), Error> {
         ),
     )?;
     let tool = wait_for(Duration::from_secs(30), || {
-        std::fs::read_dir(cx.records).ok()?.flatten().find_map(|e| {
-            let r: Value = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+        cx.core.records().into_iter().find_map(|r| {
             (r["prompt"] == prompt.as_str() && r.get("tool").is_some()).then(|| r["tool"].clone())
         })
     })?;
@@ -239,14 +235,7 @@ pub fn run(cx: &Context) -> Result<(), Error> {
         .as_array()
         .and_then(|ts| ts.iter().find(|t| t["request_id"] == "demo-1"))
     {
-        let session: Value = ureq::get(&format!(
-            "{}/v1/sessions/{}",
-            cx.base,
-            t["id"].as_str().unwrap_or_default()
-        ))
-        .set("Authorization", &format!("Bearer {}", cx.token))
-        .call()?
-        .into_json()?;
+        let session = cx.core.session(t["id"].as_str().unwrap_or_default());
         println!(
             "\n== the thread the script spawned: session {} harness={} state={}",
             session["id"], session["harness"], session["state"]

@@ -1,31 +1,18 @@
 //! The loopback fake model server (fixtures/fake_model_server.py) as the
 //! real CLIs' model: start it, point the CLIs at it, read what it was asked.
-//! Standalone (std and serde_json only), so benches/service.rs includes it
-//! as well as the conformance suite.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
+
+use crate::project::fixtures_dir;
+use crate::time::wait_until;
 
 /// How long a real turn may take on a loaded 2-core machine (one takes
 /// about a second here).
 pub const TURN: Duration = Duration::from_secs(90);
-
-/// Polls `f` every 20 ms until it gives a value; panics naming `what` at
-/// the deadline.
-fn poll<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// The fake model server, stopped on drop.
 pub struct Model {
@@ -42,7 +29,7 @@ impl Model {
         std::fs::create_dir_all(dir).unwrap();
         let port_file = dir.join("model.port");
         let log = dir.join("model.jsonl");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake_model_server.py");
+        let script = fixtures_dir().join("fake_model_server.py");
         let child = Command::new("python3")
             .arg(script)
             .arg("--port-file")
@@ -52,7 +39,7 @@ impl Model {
             .stdin(Stdio::null())
             .spawn()
             .expect("start the fake model server");
-        let port = poll(
+        let port = wait_until(
             "the fake model server's port",
             Duration::from_secs(20),
             || {
@@ -95,7 +82,7 @@ impl Model {
     /// Waits until `harness`'s turns have had `n` final (text) answers:
     /// `n` turns are done as far as the model is concerned.
     pub fn await_answers(&self, harness: &str, n: usize) -> Vec<Value> {
-        poll(&format!("{n} final answers to {harness}"), TURN, || {
+        wait_until(&format!("{n} final answers to {harness}"), TURN, || {
             let all = self.turn_requests(harness);
             let answers = all.iter().filter(|r| r["reply"] == "text").count();
             (answers >= n).then_some(all)

@@ -1,7 +1,6 @@
-//! Helpers for the hostile-client tests: raw TCP to the service's loopback
-//! address (to send what no HTTP client would), a raw reading of an answer,
-//! and bounded waits on a socket closing or a process exiting.
-#![allow(dead_code)]
+//! HTTP on the wire, for hostile clients: raw TCP to the service's
+//! loopback address (to send what no HTTP client would), a raw reading of
+//! an answer, and bounded waits on a socket closing or an answer coming.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -132,74 +131,4 @@ pub fn answered_within(
         std::thread::sleep(Duration::from_millis(20));
     }
     None
-}
-
-/// Whether process `pid` has exited (gone, or a zombie not reaped yet).
-pub fn exited(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .is_some_and(|state| state == "Z" || state == "X"),
-    }
-}
-
-/// How long process `pid` took to exit, if it did within `limit`.
-pub fn exited_within(pid: u32, limit: Duration) -> Option<Duration> {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if exited(pid) {
-            return Some(t.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    exited(pid).then(|| t.elapsed())
-}
-
-/// Sends `signal` to process `pid` and asserts it exits within 2 s (`log`
-/// is shown if not); how long it took.
-pub fn stops_within_2_s(
-    pid: u32,
-    signal: nix::sys::signal::Signal,
-    log: impl Fn() -> String,
-) -> Duration {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
-    let limit = Duration::from_secs(2);
-    let took = exited_within(pid, limit)
-        .unwrap_or_else(|| panic!("still running 2 s after {signal}\n{}", log()));
-    assert!(took < limit, "{signal}: {took:?}");
-    took
-}
-
-/// The number of descriptors process `pid` has open.
-pub fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
-}
-
-/// Sets process `pid`'s soft RLIMIT_NOFILE (prlimit(2)); returns the old
-/// (soft, hard).
-pub fn set_nofile(pid: u32, soft: u64) -> (u64, u64) {
-    use nix::libc;
-    let mut old = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: prlimit reads `new` and writes `old`, both valid for the call.
-    let rc = unsafe {
-        let mut now = old;
-        libc::prlimit(
-            pid as libc::pid_t,
-            libc::RLIMIT_NOFILE,
-            std::ptr::null(),
-            &mut now,
-        );
-        let new = libc::rlimit {
-            rlim_cur: soft,
-            rlim_max: now.rlim_max,
-        };
-        libc::prlimit(pid as libc::pid_t, libc::RLIMIT_NOFILE, &new, &mut old)
-    };
-    assert_eq!(rc, 0, "prlimit: {}", std::io::Error::last_os_error());
-    (old.rlim_cur, old.rlim_max)
 }

@@ -1,14 +1,13 @@
-//! Helpers for the follow tests: an SSE reader of a session's stream (each
-//! event stamped with the realtime clock as it is read), a session's whole
-//! journal through the events pages, and awaiting an event.
-#![allow(dead_code)]
+//! A session's event stream (`/v1/sessions/{id}/stream`) read as it
+//! arrives, each event stamped with the realtime clock as it is read.
 
 use std::io::{BufRead, BufReader, Read};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::common::{start_body, wait_until, Service, TOKEN};
+use crate::service::Service;
+use crate::time::now_ns;
 
 /// One SSE event as read.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,30 +42,17 @@ pub struct Stream {
     pub content_type: String,
 }
 
-/// The realtime clock in ns.
-pub fn now_ns() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos()
-}
-
 impl Stream {
     /// Opens `/v1/sessions/{id}/stream{query}` with an optional
     /// Last-Event-ID; each read waits at most 20 s.
     pub fn open(svc: &Service, id: &str, last_event_id: Option<u64>, query: &str) -> Stream {
-        Stream::open_at(&svc.base, id, last_event_id, query)
-    }
-
-    /// The same against a base URL.
-    pub fn open_at(base: &str, id: &str, last_event_id: Option<u64>, query: &str) -> Stream {
         let agent = ureq::AgentBuilder::new()
             .timeout_connect(Duration::from_secs(5))
             .timeout_read(Duration::from_secs(20))
             .build();
         let mut req = agent
-            .get(&format!("{base}/v1/sessions/{id}/stream{query}"))
-            .set("Authorization", &format!("Bearer {TOKEN}"));
+            .get(&format!("{}/v1/sessions/{id}/stream{query}", svc.base))
+            .set("Authorization", &format!("Bearer {}", svc.token()));
         if let Some(n) = last_event_id {
             req = req.set("Last-Event-ID", &n.to_string());
         }
@@ -158,63 +144,4 @@ impl Stream {
             }
         }
     }
-}
-
-/// A session's whole journal, read through pages of `limit`.
-pub fn all_events(svc: &Service, id: &str, limit: usize) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut after = 0;
-    loop {
-        let (status, page) = svc.get(&format!(
-            "/v1/sessions/{id}/events?after={after}&limit={limit}"
-        ));
-        assert_eq!(status, 200, "{page}");
-        let events = page["events"].as_array().unwrap().clone();
-        if events.is_empty() {
-            assert_eq!(page["next_after"], after);
-            return out;
-        }
-        after = page["next_after"].as_u64().unwrap();
-        assert_eq!(after, events.last().unwrap()["seq"].as_u64().unwrap());
-        out.extend(events);
-    }
-}
-
-/// Waits (10 s at most) until the session's journal has an event for which
-/// `f` holds; returns the journal so far.
-pub fn await_event(svc: &Service, id: &str, what: &str, f: impl Fn(&Value) -> bool) -> Vec<Value> {
-    wait_until(what, Duration::from_secs(10), || {
-        let events = all_events(svc, id, 1024);
-        events.iter().any(&f).then_some(events)
-    })
-}
-
-/// The kinds of `events`, state events left out.
-pub fn kinds(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap().to_string())
-        .filter(|k| k != "state")
-        .collect()
-}
-
-/// Whether `e` is a `turn_ended`.
-pub fn turn_ended(e: &Value) -> bool {
-    e["kind"] == "turn_ended"
-}
-
-/// A session in `name`'s folder whose first turn (claude) runs for 30 s:
-/// its id, folder and the harness's record, once its state is `running`.
-pub fn running_session(svc: &Service, name: &str) -> (String, std::path::PathBuf, Value) {
-    let folder = svc.folder(name);
-    let body = start_body(
-        &folder,
-        "claude",
-        serde_json::json!({"prompt": "sleep: 30"}),
-    );
-    let s = svc.start_session(body);
-    let id = s["id"].as_str().unwrap().to_string();
-    let record = svc.await_record(&folder, 1, Duration::from_secs(10));
-    svc.await_session(&id, "running", |v| v["state"] == "running");
-    (id, folder, record)
 }
