@@ -4,103 +4,25 @@
 //! gets its answer. The socket runs in-process (the test is its agent
 //! account); sessions are processes registered in `HarnessPids`.
 
-use std::io::{Read, Write};
+mod in_process;
+
+use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use in_process::InProcess;
 use nix::libc;
 use room_core::agent::{Caps, MAX_PER_PROCESS, MAX_PER_SESSION};
-use room_core::config::Config;
 use room_core::procfs::Procfs;
-use room_core::service::Shared;
-use room_kit::{quote, FakeWebsite, Out, TempDir};
+use room_kit::FakeWebsite;
 use serde_json::json;
-
-/// room-cli, built beside the service.
-const ROOM_CLI: &str = env!("CARGO_BIN_EXE_room-cli");
 
 /// How many connections the crowd opens.
 const CROWD: usize = 300;
 /// The most a room-cli call of another session may take meanwhile.
 const BOUND: Duration = Duration::from_secs(2);
-
-struct InProcess {
-    shared: Shared,
-    socket: std::path::PathBuf,
-    server: Option<room_core::agent::Server>,
-    _dir: TempDir,
-}
-
-impl InProcess {
-    fn start(web: &FakeWebsite) -> InProcess {
-        InProcess::start_with(web, None)
-    }
-
-    /// With `caps` instead of the service's.
-    fn start_with(web: &FakeWebsite, caps: Option<Caps>) -> InProcess {
-        let dir = TempDir::new("agent-caps");
-        let socket = dir.path().join("agent.sock");
-        let shared = Shared::new(Config {
-            state_dir: dir.path().join("state"),
-            agent_socket: Some(socket.clone()),
-            website_url: Some(web.url.clone()),
-            ..Config::default()
-        });
-        let server = match caps {
-            None => room_core::agent::start(&shared),
-            Some(caps) => room_core::agent::start_with(
-                socket.clone(),
-                room_core::agent::Context::with_caps(&shared, caps),
-            ),
-        }
-        .expect("agent socket");
-        InProcess {
-            shared,
-            socket,
-            server: Some(server),
-            _dir: dir,
-        }
-    }
-
-    /// Runs `tool` under a `sh` registered as `session`'s harness; what it
-    /// printed and how long it took.
-    fn harness_runs(&self, session: &str, tool: &str) -> (Out, Duration) {
-        let cli_dir = std::path::Path::new(ROOM_CLI).parent().unwrap();
-        let script = format!(
-            "read go; export ROOM_CORE_SOCKET={}; export PATH={}:$PATH; {tool}",
-            quote(&self.socket.to_string_lossy()),
-            quote(&cli_dir.to_string_lossy()),
-        );
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .env_remove("CLOUDROOM_LOOP")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let key = Procfs::default().key(child.id()).unwrap();
-        self.shared.harness_pids.insert(key, session);
-        let t = Instant::now();
-        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-        let out = child.wait_with_output().unwrap();
-        let took = t.elapsed();
-        self.shared.harness_pids.remove(key);
-        (out.into(), took)
-    }
-}
-
-impl Drop for InProcess {
-    fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            s.stop();
-        }
-    }
-}
 
 /// The busy answer for `what` at `cap`.
 fn busy(cap: usize, what: &str) -> String {
@@ -147,7 +69,7 @@ fn one_process_holding_300_connections_leaves_another_sessions_room_cli_its_answ
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 
     // Another session's call is answered as usual, within the bound.
-    let (out, took) = core.harness_runs("cr_other", "room-cli thread list");
+    let (out, took) = core.harness_runs(Some("cr_other"), "room-cli thread list");
     assert_eq!(
         (out.code, out.stdout.as_str()),
         (0, "{\"ok\":true}\n"),
@@ -266,7 +188,7 @@ fn one_sessions_processes_past_its_cap_leave_another_session_its_answer() {
             answers.push(a);
         }
     }
-    let (out, took) = core.harness_runs("cr_other", "room-cli thread list");
+    let (out, took) = core.harness_runs(Some("cr_other"), "room-cli thread list");
     // SAFETY: the group of the process this test forked.
     unsafe { libc::kill(-harness, libc::SIGKILL) };
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(harness), None);

@@ -3,100 +3,12 @@
 //! `HarnessPids` as a session's harness, and its tool command run through the
 //! real room-cli. A harness above the caller always wins over a marker.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod in_process;
 
-use room_core::config::Config;
-use room_core::procfs::{ProcKey, Procfs};
-use room_core::service::Shared;
-use room_kit::{quote, FakeWebsite, Out, TempDir, LOOP_ID};
+use in_process::InProcess;
+use room_core::procfs::ProcKey;
+use room_kit::{FakeWebsite, LOOP_ID};
 use serde_json::json;
-
-/// room-cli, built beside the service.
-const ROOM_CLI: &str = env!("CARGO_BIN_EXE_room-cli");
-
-struct InProcess {
-    shared: Shared,
-    socket: std::path::PathBuf,
-    server: Option<room_core::agent::Server>,
-    _dir: TempDir,
-}
-
-impl InProcess {
-    fn start(web: &FakeWebsite) -> InProcess {
-        let dir = TempDir::new("agent-harness");
-        let socket = dir.path().join("agent.sock");
-        let config = Config {
-            state_dir: dir.path().to_path_buf(),
-            agent_socket: Some(socket.clone()),
-            website_url: Some(web.url.clone()),
-            ..Config::default()
-        };
-        let shared = Shared::new(config);
-        let server = room_core::agent::start(&shared).expect("agent socket");
-        InProcess {
-            shared,
-            socket,
-            server: Some(server),
-            _dir: dir,
-        }
-    }
-
-    /// Runs `tool` under a `sh` that acts as `session`'s harness (registered
-    /// before it runs anything), the way a harness runs a tool command.
-    fn harness_runs(&self, session: Option<&str>, tool: &str) -> Out {
-        self.runs_under(tool, |key| session.map(|s| (key, s.to_string())))
-    }
-
-    /// Runs `tool` under a `sh`; `register` gets the shell's own key (pid and
-    /// start time) and says what to register in `HarnessPids` before it runs.
-    fn runs_under(
-        &self,
-        tool: &str,
-        register: impl FnOnce(ProcKey) -> Option<(ProcKey, String)>,
-    ) -> Out {
-        let script = format!(
-            "read go; export ROOM_CORE_SOCKET={}; export PATH={}:$PATH; {tool}",
-            quote(&self.socket.to_string_lossy()),
-            quote(
-                &std::path::Path::new(ROOM_CLI)
-                    .parent()
-                    .unwrap()
-                    .to_string_lossy()
-            ),
-        );
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .env_remove("CLOUDROOM_LOOP")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let key = Procfs::default()
-            .key(child.id())
-            .expect("the shell's start time");
-        let registered = register(key);
-        if let Some((k, s)) = &registered {
-            self.shared.harness_pids.insert(*k, s);
-        }
-        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-        let out = child.wait_with_output().unwrap();
-        if let Some((k, _)) = registered {
-            self.shared.harness_pids.remove(k);
-        }
-        out.into()
-    }
-}
-
-impl Drop for InProcess {
-    fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            s.stop();
-        }
-    }
-}
 
 #[test]
 fn a_harness_session_wins_over_a_loop_marker() {
@@ -104,7 +16,7 @@ fn a_harness_session_wins_over_a_loop_marker() {
     let core = InProcess::start(&web);
 
     // The harness's tool command carries a marker: the session still wins.
-    let out = core.harness_runs(
+    let (out, _) = core.harness_runs(
         Some("cr_seed"),
         &format!("CLOUDROOM_LOOP={LOOP_ID} room-cli loop list"),
     );
@@ -119,7 +31,7 @@ fn a_harness_session_wins_over_a_loop_marker() {
     );
 
     // Even commands a script may not run go through as the session.
-    let out = core.harness_runs(
+    let (out, _) = core.harness_runs(
         Some("cr_seed"),
         &format!("env CLOUDROOM_LOOP={LOOP_ID} room-cli loop report done"),
     );
@@ -128,7 +40,7 @@ fn a_harness_session_wins_over_a_loop_marker() {
         web.calls().pop().unwrap().1,
         json!({"action": "report", "session": "cr_seed", "args": ["done"]})
     );
-    let out = core.harness_runs(Some("cr_seed"), "room-cli thread spawn --top-level go");
+    let (out, _) = core.harness_runs(Some("cr_seed"), "room-cli thread spawn --top-level go");
     assert_eq!(out.code, 0, "{out:?}");
     let (path, body) = web.calls().pop().unwrap();
     assert_eq!(path, "/api/core/launch");
@@ -136,7 +48,7 @@ fn a_harness_session_wins_over_a_loop_marker() {
     assert!(body.get("automation").is_none(), "{body}");
 
     // The same shell, not registered as a harness: the marker decides.
-    let out = core.harness_runs(
+    let (out, _) = core.harness_runs(
         None,
         &format!("CLOUDROOM_LOOP={LOOP_ID} room-cli loop list"),
     );
@@ -155,7 +67,7 @@ fn a_recycled_pid_is_not_taken_for_a_harness() {
     // A harness that was reaped but whose entry is still there (a `setsid`
     // descendant holds its stderr open), and its pid now belongs to this
     // shell: same pid, another start time.
-    let out = core.runs_under("room-cli loop list", |shell| {
+    let (out, _) = core.runs_under("room-cli loop list", |shell| {
         let reaped = ProcKey {
             start_time: shell.start_time - 1,
             ..shell
@@ -169,7 +81,7 @@ fn a_recycled_pid_is_not_taken_for_a_harness() {
     );
     assert_eq!(web.calls(), vec![], "nothing reaches the website");
     // The shell registered under its own start time is the harness.
-    let out = core.harness_runs(Some("cr_live"), "room-cli loop list");
+    let (out, _) = core.harness_runs(Some("cr_live"), "room-cli loop list");
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
         web.calls(),

@@ -6,15 +6,16 @@
 //! website and shows what `room-cli loop list` says afterwards.
 
 mod loop_part;
+mod wait;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use room_kit::{land_project, poll_until, Service};
+use room_kit::{land_project, Service};
 use serde_json::{json, Value};
 
-type Error = Box<dyn std::error::Error>;
+use wait::{wait_for, Error};
 
 /// Runs the demo; the temp folder is removed at the end.
 pub fn run() -> Result<(), Error> {
@@ -122,9 +123,4 @@ fn show(v: &Value) {
         "   session {}: state={} waiting_for={} native_id={} agent_start_ms={}",
         v["id"], v["state"], v["waiting_for"], v["native_id"], v["agent_start_ms"]
     );
-}
-
-/// `f`'s first value within `limit`, or an error that says it timed out.
-fn wait_for<T>(limit: Duration, f: impl FnMut() -> Option<T>) -> Result<T, Error> {
-    poll_until(limit, f).ok_or_else(|| "timed out".into())
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use room_kit::Service;
 use serde_json::{json, Value};
 
-use super::{wait_for, Error};
+use super::wait::{wait_for, Error};
 
 /// The agent account: the scripts' and room-cli's.
 #[derive(Debug, Clone)]
