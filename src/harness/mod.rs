@@ -6,7 +6,9 @@
 
 pub mod account;
 pub mod claude;
+pub mod claude_protocol;
 pub mod codex;
+pub mod codex_protocol;
 pub mod command;
 pub mod modes;
 
