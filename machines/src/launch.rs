@@ -7,7 +7,7 @@
 //! session that already started) never waits.
 //!
 //! The machine decides every read of the status file. It asks the runtime to
-//! watch the file's path ([`Effect::Watch`]) and learns whether that worked
+//! watch the file's path ([`LaunchEffect::Watch`]) and learns whether that worked
 //! ([`Input::Watched`]). Unwatched, it reads every [`Config::poll`]; watched,
 //! it reads on each change the watch reports ([`Input::Changed`]) and on its
 //! own deadlines only: an unpromised wait on a `copying` mark reads again at
@@ -64,12 +64,12 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Input {
-    /// The status file was read (answer to [`Effect::Observe`]).
+    /// The status file was read (answer to [`LaunchEffect::Observe`]).
     Observed(Observation),
     /// The watch saw something change on the status file's path.
     Changed,
     /// Whether the status file's path is watched: `true` answers
-    /// [`Effect::Watch`]; `false` answers a watch that could not be made, or
+    /// [`LaunchEffect::Watch`]; `false` answers a watch that could not be made, or
     /// says that a watch was lost (events dropped, a folder on the path
     /// moved or deleted), after which a change may go unreported.
     Watched(bool),
@@ -81,7 +81,7 @@ pub enum Input {
     Close,
     /// The service is shutting down; the persisted start will wait again.
     ServiceStop,
-    /// A startup permit was granted (answer to [`Effect::AskPermit`]).
+    /// A startup permit was granted (answer to [`LaunchEffect::AskPermit`]).
     PermitGranted,
     /// The harness is up; `native_id` once its first event named it.
     HarnessStarted {
@@ -144,10 +144,41 @@ pub enum Reason {
     HarnessFailed,
 }
 
-/// What the launch wants the runtime to do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What the launch wants done: the session acts on its start, pause and
+/// end itself and passes its work for the runtime on.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
+    /// Start the harness and answer with `HarnessStarted` or `HarnessFailed`.
+    StartHarness,
+    /// Stop completed: pause the session's prompt queue.
+    PauseQueue,
+    /// The session is closed; its harness must never start.
+    Closed,
+    /// The launch ended without a harness.
+    Ended(Reason),
+    /// Work for the runtime (its serde form is the work's own).
+    #[serde(untagged)]
+    Runtime(LaunchEffect),
+}
+
+impl std::fmt::Debug for Effect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Effect::StartHarness => f.write_str("StartHarness"),
+            Effect::PauseQueue => f.write_str("PauseQueue"),
+            Effect::Closed => f.write_str("Closed"),
+            Effect::Ended(r) => f.debug_tuple("Ended").field(r).finish(),
+            Effect::Runtime(e) => e.fmt(f),
+        }
+    }
+}
+
+/// The launch's work for the runtime: the status file's watch and reads,
+/// the startup permit, and the copy wait's reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchEffect {
     /// Watch the status file's path for changes and answer with
     /// [`Input::Watched`] (no answer means no watch).
     Watch,
@@ -172,7 +203,7 @@ pub enum Effect {
     },
     /// The check for the copy is over after `waited` ms (0 or a few when
     /// the first read let the launch go): emitted once per fresh launch
-    /// that gets that far, whether or not a [`Effect::WaitFor`] came first.
+    /// that gets that far, whether or not a [`LaunchEffect::WaitFor`] came first.
     WaitEnded {
         /// Why it ended.
         why: WaitEnd,
@@ -184,16 +215,9 @@ pub enum Effect {
     /// Withdraw the queued ask: the launch is over before its permit came.
     /// A grant already on its way still arrives, and is given back.
     CancelPermitAsk,
-    /// Start the harness and answer with `HarnessStarted` or `HarnessFailed`.
-    StartHarness,
-    /// Give the startup permit back.
+    /// Give a startup permit back (the one held, or one granted when no
+    /// launch wanted it).
     ReleasePermit,
-    /// Stop completed: pause the session's prompt queue.
-    PauseQueue,
-    /// The session is closed; its harness must never start.
-    Closed,
-    /// The launch ended without a harness.
-    Ended(Reason),
 }
 
 /// Whether an input changed anything.
@@ -255,7 +279,7 @@ pub struct State {
     /// The status file's path is watched: changes are reported, so the
     /// machine does not poll.
     pub watched: bool,
-    /// A read was asked for ([`Effect::Observe`]) and not answered yet.
+    /// A read was asked for ([`LaunchEffect::Observe`]) and not answered yet.
     pub reading: bool,
     /// The next poll of the status file, while checking or waiting unwatched.
     pub next_poll: Option<Millis>,
@@ -303,8 +327,8 @@ pub fn holds(plan: Plan, observation: &Observation, config: &Config) -> Result<W
 
 impl Launch {
     /// Begins a launch at `now`. A fresh start asks for a watch on the
-    /// status file's path and for one read of it ([`Effect::Watch`],
-    /// [`Effect::Observe`]); a relaunch asks for a permit straight away.
+    /// status file's path and for one read of it ([`LaunchEffect::Watch`],
+    /// [`LaunchEffect::Observe`]); a relaunch asks for a permit straight away.
     pub fn new(config: Config, plan: Plan, now: Millis) -> Launch {
         let mut launch = Launch {
             config,
@@ -327,7 +351,9 @@ impl Launch {
         } else {
             // The watch first, so that the read comes after it: a change
             // between the two is then reported, never lost.
-            launch.effects.push_back(Effect::Watch);
+            launch
+                .effects
+                .push_back(Effect::Runtime(LaunchEffect::Watch));
             launch.observe(now);
         }
         launch
@@ -399,21 +425,24 @@ impl Launch {
         self.state.reading = false;
         if o.malformed != self.state.malformed {
             if let Some(e) = &o.malformed {
-                self.effects.push_back(Effect::MalformedMark(e.clone()));
+                self.effects
+                    .push_back(Effect::Runtime(LaunchEffect::MalformedMark(e.clone())));
             }
             self.state.malformed = o.malformed.clone();
         }
         if o.mark == Some(CopyMark::Copying) && far_ahead(&o) && !self.state.ahead_reported {
             self.state.ahead_reported = true;
             let ahead = o.ahead.unwrap_or(0);
-            self.effects.push_back(Effect::MarkInFuture { ahead });
+            self.effects
+                .push_back(Effect::Runtime(LaunchEffect::MarkInFuture { ahead }));
         }
         let limit = self.state.began.saturating_add(self.config.copy_wait);
         match holds(self.plan, &o, &self.config) {
             Ok(_) if now >= limit => self.end_wait(now, WaitEnd::Limit),
             Ok(on) => {
                 if self.state.phase == Phase::Checking {
-                    self.effects.push_back(Effect::WaitFor { on, until: limit });
+                    self.effects
+                        .push_back(Effect::Runtime(LaunchEffect::WaitFor { on, until: limit }));
                 }
                 self.state.phase = Phase::Waiting(on);
                 self.state.mark_ages_at = self.mark_ages_at(now, &o);
@@ -450,7 +479,7 @@ impl Launch {
         } else {
             // A change may have gone unreported: ask for a new watch, read
             // at once and poll until a watch is back.
-            self.effects.push_back(Effect::Watch);
+            self.effects.push_back(Effect::Runtime(LaunchEffect::Watch));
             self.observe(now);
         }
         Outcome::Applied
@@ -537,12 +566,14 @@ impl Launch {
     fn observe(&mut self, now: Millis) {
         self.state.reading = true;
         self.state.next_poll = (!self.state.watched).then(|| now.saturating_add(self.config.poll));
-        self.effects.push_back(Effect::Observe);
+        self.effects
+            .push_back(Effect::Runtime(LaunchEffect::Observe));
     }
 
     fn end_wait(&mut self, now: Millis, why: WaitEnd) {
         let waited = now.saturating_sub(self.state.began);
-        self.effects.push_back(Effect::WaitEnded { why, waited });
+        self.effects
+            .push_back(Effect::Runtime(LaunchEffect::WaitEnded { why, waited }));
         self.leave_wait();
         self.ask_permit();
     }
@@ -553,19 +584,22 @@ impl Launch {
         self.state.mark_ages_at = None;
         self.state.reading = false;
         self.state.watched = false;
-        self.effects.push_back(Effect::Unwatch);
+        self.effects
+            .push_back(Effect::Runtime(LaunchEffect::Unwatch));
     }
 
     fn ask_permit(&mut self) {
         self.state.phase = Phase::AwaitingPermit;
         self.state.permit = Permit::Asked;
-        self.effects.push_back(Effect::AskPermit);
+        self.effects
+            .push_back(Effect::Runtime(LaunchEffect::AskPermit));
     }
 
     fn release_permit(&mut self) {
         if self.state.permit == Permit::Held {
             self.state.permit = Permit::Released;
-            self.effects.push_back(Effect::ReleasePermit);
+            self.effects
+                .push_back(Effect::Runtime(LaunchEffect::ReleasePermit));
         }
     }
 
@@ -577,7 +611,8 @@ impl Launch {
             self.leave_wait();
         }
         if self.state.permit == Permit::Asked {
-            self.effects.push_back(Effect::CancelPermitAsk);
+            self.effects
+                .push_back(Effect::Runtime(LaunchEffect::CancelPermitAsk));
         }
         self.release_permit();
     }
@@ -611,10 +646,10 @@ mod tests {
         loop {
             while let Some(e) = l.poll_effect() {
                 match e {
-                    Effect::Observe => {
+                    Effect::Runtime(LaunchEffect::Observe) => {
                         l.handle(now, Input::Observed(obs.clone()));
                     }
-                    Effect::AskPermit => return now,
+                    Effect::Runtime(LaunchEffect::AskPermit) => return now,
                     _ => {}
                 }
             }
@@ -627,7 +662,13 @@ mod tests {
     /// A fresh launch at 0 whose watch is armed and whose first read gave `first`.
     fn watched(plan: Plan, first: Input) -> Launch {
         let mut l = Launch::new(Config::default(), plan, 0);
-        assert_eq!(drain(&mut l), [Effect::Watch, Effect::Observe]);
+        assert_eq!(
+            drain(&mut l),
+            [
+                Effect::Runtime(LaunchEffect::Watch),
+                Effect::Runtime(LaunchEffect::Observe)
+            ]
+        );
         assert_eq!(l.handle(0, Input::Watched(true)), Outcome::Applied);
         l.handle(0, first);
         drain(&mut l);
@@ -665,7 +706,10 @@ mod tests {
         l.handle(0, copying(0));
         drain(&mut l);
         assert_eq!(l.handle(10, Input::Close), Outcome::Applied);
-        assert_eq!(drain(&mut l), vec![Effect::Closed, Effect::Unwatch]);
+        assert_eq!(
+            drain(&mut l),
+            vec![Effect::Closed, Effect::Runtime(LaunchEffect::Unwatch)]
+        );
         assert_eq!(l.poll_timeout(), None);
         assert_eq!(
             l.handle(20, Input::Observed(Observation::marked(CopyMark::Ready, 0))),
@@ -681,18 +725,22 @@ mod tests {
         l.handle(0, copying(4 * MIN));
         assert!(matches!(
             drain(&mut l)[..],
-            [Effect::Watch, Effect::Observe, Effect::WaitFor { .. }]
+            [
+                Effect::Runtime(LaunchEffect::Watch),
+                Effect::Runtime(LaunchEffect::Observe),
+                Effect::Runtime(LaunchEffect::WaitFor { .. })
+            ]
         ));
         l.handle(MIN + 1, copying(5 * MIN + 1));
         assert_eq!(
             drain(&mut l),
             vec![
-                Effect::WaitEnded {
+                Effect::Runtime(LaunchEffect::WaitEnded {
                     why: WaitEnd::MarkTooOld,
                     waited: MIN + 1
-                },
-                Effect::Unwatch,
-                Effect::AskPermit
+                }),
+                Effect::Runtime(LaunchEffect::Unwatch),
+                Effect::Runtime(LaunchEffect::AskPermit)
             ]
         );
     }
@@ -704,7 +752,7 @@ mod tests {
         drain(&mut l);
         assert_eq!(l.handle(100, Input::Timeout), Outcome::Ignored);
         assert_eq!(l.handle(250, Input::Timeout), Outcome::Applied);
-        assert_eq!(drain(&mut l), vec![Effect::Observe]);
+        assert_eq!(drain(&mut l), vec![Effect::Runtime(LaunchEffect::Observe)]);
         assert_eq!(l.handle(250, Input::Timeout), Outcome::Ignored);
     }
 
@@ -714,7 +762,9 @@ mod tests {
         let bad = Observation::from_file(b"half", 0);
         l.handle(0, Input::Observed(bad.clone()));
         let first = drain(&mut l);
-        assert!(first.contains(&Effect::MalformedMark(crate::copy::MarkError::Unknown(4))));
+        assert!(first.contains(&Effect::Runtime(LaunchEffect::MalformedMark(
+            crate::copy::MarkError::Unknown(4)
+        ))));
         assert_eq!(l.state().phase, Phase::Waiting(WaitOn::MissingMark));
         l.handle(250, Input::Observed(bad));
         assert!(drain(&mut l).is_empty());
@@ -727,17 +777,17 @@ mod tests {
         // Also after a wait, with the empty reason.
         let mut l = watched(PROMISED, copying(0));
         l.handle(700, Input::Changed);
-        assert_eq!(drain(&mut l), [Effect::Observe]);
+        assert_eq!(drain(&mut l), [Effect::Runtime(LaunchEffect::Observe)]);
         l.handle(700, Input::Observed(bare));
         assert_eq!(
             drain(&mut l),
             [
-                Effect::WaitEnded {
+                Effect::Runtime(LaunchEffect::WaitEnded {
                     why: WaitEnd::CopyFailed(String::new()),
                     waited: 700
-                },
-                Effect::Unwatch,
-                Effect::AskPermit
+                }),
+                Effect::Runtime(LaunchEffect::Unwatch),
+                Effect::Runtime(LaunchEffect::AskPermit)
             ]
         );
     }
@@ -751,12 +801,12 @@ mod tests {
         assert_eq!(
             drain(&mut l),
             [
-                Effect::WaitEnded {
+                Effect::Runtime(LaunchEffect::WaitEnded {
                     why: WaitEnd::CopyFailed("disk full".into()),
                     waited: 2
-                },
-                Effect::Unwatch,
-                Effect::AskPermit
+                }),
+                Effect::Runtime(LaunchEffect::Unwatch),
+                Effect::Runtime(LaunchEffect::AskPermit)
             ]
         );
     }
@@ -776,13 +826,13 @@ mod tests {
         assert_eq!(
             drain(&mut l),
             [
-                Effect::MarkInFuture { ahead: MIN + 1 },
-                Effect::WaitEnded {
+                Effect::Runtime(LaunchEffect::MarkInFuture { ahead: MIN + 1 }),
+                Effect::Runtime(LaunchEffect::WaitEnded {
                     why: WaitEnd::MarkInFuture,
                     waited: 3
-                },
-                Effect::Unwatch,
-                Effect::AskPermit
+                }),
+                Effect::Runtime(LaunchEffect::Unwatch),
+                Effect::Runtime(LaunchEffect::AskPermit)
             ]
         );
     }
@@ -796,16 +846,16 @@ mod tests {
         assert_eq!(
             drain(&mut l),
             [
-                Effect::MarkInFuture { ahead: 10 * MIN },
-                Effect::WaitFor {
+                Effect::Runtime(LaunchEffect::MarkInFuture { ahead: 10 * MIN }),
+                Effect::Runtime(LaunchEffect::WaitFor {
                     on: WaitOn::Copying,
                     until: 5 * MIN
-                }
+                })
             ]
         );
         l.handle(250, Input::Timeout);
         l.handle(250, Input::Observed(far));
-        assert_eq!(drain(&mut l), [Effect::Observe]);
+        assert_eq!(drain(&mut l), [Effect::Runtime(LaunchEffect::Observe)]);
         assert_eq!(l.state().phase, Phase::Waiting(WaitOn::Copying));
     }
 
@@ -816,7 +866,7 @@ mod tests {
         assert_eq!(l.poll_timeout(), Some((5 * MIN, Timer::CopyLimit)));
         assert_eq!(l.handle(250, Input::Timeout), Outcome::Ignored);
         assert_eq!(l.handle(900, Input::Changed), Outcome::Applied);
-        assert_eq!(drain(&mut l), [Effect::Observe]);
+        assert_eq!(drain(&mut l), [Effect::Runtime(LaunchEffect::Observe)]);
         l.handle(900, copying(0));
         assert!(drain(&mut l).is_empty());
         assert_eq!(l.poll_timeout(), Some((5 * MIN, Timer::CopyLimit)));
@@ -829,18 +879,18 @@ mod tests {
         assert_eq!(l.poll_timeout(), Some((MIN + 1, Timer::MarkAge)));
         assert_eq!(l.handle(MIN, Input::Timeout), Outcome::Ignored);
         assert_eq!(l.handle(MIN + 10, Input::Timeout), Outcome::Applied);
-        assert_eq!(drain(&mut l), [Effect::Observe]);
+        assert_eq!(drain(&mut l), [Effect::Runtime(LaunchEffect::Observe)]);
         assert_eq!(l.handle(MIN + 10, Input::Timeout), Outcome::Ignored);
         l.handle(MIN + 10, copying(5 * MIN + 10));
         assert_eq!(
             drain(&mut l),
             [
-                Effect::WaitEnded {
+                Effect::Runtime(LaunchEffect::WaitEnded {
                     why: WaitEnd::MarkTooOld,
                     waited: MIN + 10
-                },
-                Effect::Unwatch,
-                Effect::AskPermit
+                }),
+                Effect::Runtime(LaunchEffect::Unwatch),
+                Effect::Runtime(LaunchEffect::AskPermit)
             ]
         );
         // A mark rewritten meanwhile (a copy restarting) moves the deadline.
@@ -854,17 +904,23 @@ mod tests {
     fn a_lost_watch_reads_at_once_and_polls_until_watched_again() {
         let mut l = watched(PROMISED, copying(0));
         assert_eq!(l.handle(1_000, Input::Watched(false)), Outcome::Applied);
-        assert_eq!(drain(&mut l), [Effect::Watch, Effect::Observe]);
+        assert_eq!(
+            drain(&mut l),
+            [
+                Effect::Runtime(LaunchEffect::Watch),
+                Effect::Runtime(LaunchEffect::Observe)
+            ]
+        );
         assert_eq!(l.poll_timeout(), Some((1_250, Timer::Poll)));
         // No watch to be had: polling it is.
         assert_eq!(l.handle(1_000, Input::Watched(false)), Outcome::Ignored);
         l.handle(1_001, copying(1));
         assert_eq!(l.handle(1_250, Input::Timeout), Outcome::Applied);
-        assert_eq!(drain(&mut l), [Effect::Observe]);
+        assert_eq!(drain(&mut l), [Effect::Runtime(LaunchEffect::Observe)]);
         l.handle(1_251, copying(1_251));
         // The watch is back: one read (none was under way), then no polls.
         assert_eq!(l.handle(1_300, Input::Watched(true)), Outcome::Applied);
-        assert_eq!(drain(&mut l), [Effect::Observe]);
+        assert_eq!(drain(&mut l), [Effect::Runtime(LaunchEffect::Observe)]);
         assert_eq!(l.poll_timeout(), Some((5 * MIN, Timer::CopyLimit)));
     }
 }

@@ -7,7 +7,8 @@ use room_machines::command::{Command, Group, ParseError, GROUPS};
 use room_machines::copy::{CopyMark, Observation};
 use room_machines::files_wait::{verdict, Verdict, FILES_WAIT_GRACE, FILES_WAIT_LIMIT};
 use room_machines::launch::{
-    holds, Config, Effect, Input, Launch, Outcome, Phase, Plan, Timer, WaitEnd, MARK_MAX_AHEAD,
+    holds, Config, Effect, Input, Launch, LaunchEffect, Outcome, Phase, Plan, Timer, WaitEnd,
+    MARK_MAX_AHEAD,
 };
 use room_machines::policy::{decide, Decision, Scope, SECRET};
 use room_machines::Millis;
@@ -121,9 +122,9 @@ proptest! {
         let mut all = vec![(0, Input::Observed(first))];
         all.extend(rest);
         let (_, steps) = run(Plan::default(), &all);
-        prop_assert!(steps[1].effects.contains(&Effect::AskPermit), "{:?}", steps[1]);
+        prop_assert!(steps[1].effects.contains(&Effect::Runtime(LaunchEffect::AskPermit)), "{:?}", steps[1]);
         prop_assert!(
-            !emitted(&steps).any(|e| matches!(e, Effect::WaitFor { .. })),
+            !emitted(&steps).any(|e| matches!(e, Effect::Runtime(LaunchEffect::WaitFor { .. }))),
             "waited: {:?}",
             steps
         );
@@ -147,7 +148,7 @@ proptest! {
     fn start_harness_is_emitted_at_most_once(plan in plan(), all in inputs()) {
         let (_, steps) = run(plan, &all);
         prop_assert!(emitted(&steps).filter(|e| **e == Effect::StartHarness).count() <= 1);
-        prop_assert!(emitted(&steps).filter(|e| **e == Effect::AskPermit).count() <= 1);
+        prop_assert!(emitted(&steps).filter(|e| **e == Effect::Runtime(LaunchEffect::AskPermit)).count() <= 1);
     }
 
     #[test]
@@ -155,7 +156,7 @@ proptest! {
         let (_, steps) = run(plan, &all);
         let config = Config::default();
         for s in &steps {
-            if !s.effects.contains(&Effect::AskPermit) || s.input.is_none() {
+            if !s.effects.contains(&Effect::Runtime(LaunchEffect::AskPermit)) || s.input.is_none() {
                 continue;
             }
             // Only a wait that is over may ask: the status file said so, or the limit passed.
@@ -168,7 +169,7 @@ proptest! {
             prop_assert!(over, "asked while the copy still holds: {s:?}");
         }
         if plan.relaunch {
-            prop_assert_eq!(&steps[0].effects, &vec![Effect::AskPermit]);
+            prop_assert_eq!(&steps[0].effects, &vec![Effect::Runtime(LaunchEffect::AskPermit)]);
         }
     }
 
@@ -177,8 +178,8 @@ proptest! {
         let (_, steps) = run(Plan { promised, relaunch: true }, &all);
         prop_assert!(!emitted(&steps).any(|e| matches!(
             e,
-            Effect::WaitFor { .. } | Effect::WaitEnded { .. } | Effect::Observe
-                | Effect::Watch | Effect::Unwatch
+            Effect::Runtime(LaunchEffect::WaitFor { .. }) | Effect::Runtime(LaunchEffect::WaitEnded { .. }) | Effect::Runtime(LaunchEffect::Observe)
+                | Effect::Runtime(LaunchEffect::Watch) | Effect::Runtime(LaunchEffect::Unwatch)
         )), "a relaunch waited: {:?}", steps);
     }
 
@@ -191,8 +192,8 @@ proptest! {
         }
         for s in &steps {
             for e in &s.effects {
-                if let Effect::WaitFor { until, .. } = e { prop_assert!(*until <= LIMIT); }
-                if let Effect::WaitEnded { waited, .. } = e { prop_assert!(*waited <= s.at.max(LIMIT)); }
+                if let Effect::Runtime(LaunchEffect::WaitFor { until, .. }) = e { prop_assert!(*until <= LIMIT); }
+                if let Effect::Runtime(LaunchEffect::WaitEnded { waited, .. }) = e { prop_assert!(*waited <= s.at.max(LIMIT)); }
             }
         }
         // ...and a timeout at the limit ends any wait, whatever the file says.
@@ -205,13 +206,13 @@ proptest! {
     fn every_granted_permit_is_given_back_once_the_launch_is_done(plan in plan(), all in inputs()) {
         let (l, steps) = run(plan, &all);
         let granted = steps.iter().filter(|s| s.input == Some(Input::PermitGranted) && s.outcome == Outcome::Applied).count();
-        let released = emitted(&steps).filter(|e| **e == Effect::ReleasePermit).count();
+        let released = emitted(&steps).filter(|e| **e == Effect::Runtime(LaunchEffect::ReleasePermit)).count();
         prop_assert!(released <= granted);
         let done = matches!(
             l.state().phase,
             Phase::Started { native_id: _ } | Phase::Closed | Phase::Ended(_)
         );
-        let asked_but_ungranted = emitted(&steps).any(|e| *e == Effect::AskPermit) && granted == 0;
+        let asked_but_ungranted = emitted(&steps).any(|e| *e == Effect::Runtime(LaunchEffect::AskPermit)) && granted == 0;
         if done && !asked_but_ungranted {
             prop_assert_eq!(released, granted);
         }
@@ -257,7 +258,7 @@ proptest! {
             if !(s.waiting_before && s.watched_before) {
                 continue;
             }
-            let read = s.effects.contains(&Effect::Observe);
+            let read = s.effects.contains(&Effect::Runtime(LaunchEffect::Observe));
             match input {
                 Input::Changed => prop_assert!(read, "a change was not read: {s:?}"),
                 // A lost watch reads at once (see below).
@@ -283,7 +284,7 @@ proptest! {
             if s.input != Some(Input::Watched(false)) || !(s.waiting_before && s.watched_before) {
                 continue;
             }
-            prop_assert_eq!(&s.effects[..], &[Effect::Watch, Effect::Observe], "{:?}", s);
+            prop_assert_eq!(&s.effects[..], &[Effect::Runtime(LaunchEffect::Watch), Effect::Runtime(LaunchEffect::Observe)], "{:?}", s);
             let (at, _) = s.deadline_after.expect("a waiting launch has a deadline");
             prop_assert!(at <= s.at + config.poll, "no poll after a lost watch: {s:?}");
         }
@@ -311,12 +312,12 @@ proptest! {
             let mut ended = None;
             while let Some(e) = l.poll_effect() {
                 match e {
-                    Effect::Watch => { l.handle(now, Input::Watched(true)); }
-                    Effect::Observe => {
+                    Effect::Runtime(LaunchEffect::Watch) => { l.handle(now, Input::Watched(true)); }
+                    Effect::Runtime(LaunchEffect::Observe) => {
                         reads += 1;
                         l.handle(now, Input::Observed(copying_born(born, now)));
                     }
-                    Effect::WaitEnded { why, .. } => ended = Some(why),
+                    Effect::Runtime(LaunchEffect::WaitEnded { why, .. }) => ended = Some(why),
                     _ => {}
                 }
             }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use room_machines::launch::Effect;
+use room_machines::launch::{Effect, LaunchEffect};
 use room_machines::policy::Decision;
 use room_machines::session;
 use room_machines::timeline::{Begin, Timeline};
@@ -107,7 +107,7 @@ fn the_replay_fails_at_the_first_differing_step() {
     };
     assert!(runs[0].steps.len() > 2);
     for step in &mut runs[0].steps[1..] {
-        step.effects.push(Effect::AskPermit);
+        step.effects.push(Effect::Runtime(LaunchEffect::AskPermit));
     }
     let e = t.replay().unwrap_err();
     assert!(e.starts_with("run 0 step 1 "), "{e}");

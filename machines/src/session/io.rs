@@ -4,10 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::event::Event;
-use super::launch_io::{LaunchEffect, LaunchInput};
+use super::launch_io::LaunchInput;
 use super::record::{Process, TurnSeq};
 use super::values::{Exit, JournalCap, RelaunchMode};
 use crate::launch;
+use crate::launch::LaunchEffect;
 use crate::time::Millis;
 
 /// `startup_timeout_ms`: how long a launch's first turn has to name its session.

@@ -5,10 +5,10 @@
 use super::event::Event;
 use super::failure::Failure;
 use super::io::{Effect, Outcome};
-use super::launch_io::{LaunchEffect, LaunchInput};
+use super::launch_io::LaunchInput;
 use super::record::Stage;
 use super::Session;
-use crate::launch::{self, Launch};
+use crate::launch::{self, Launch, LaunchEffect};
 use crate::time::Millis;
 
 impl Session {
@@ -63,24 +63,22 @@ impl Session {
                     }
                 }
                 launch::Effect::Closed | launch::Effect::Ended(_) => {}
-                effect => {
+                launch::Effect::Runtime(effect) => {
                     let event = match &effect {
-                        launch::Effect::WaitFor { on, until } => {
+                        LaunchEffect::WaitFor { on, until } => {
                             let began = self.launch.as_ref().map_or(now, |l| l.state().began);
                             Some(Event::CopyWaitBegan {
                                 on: *on,
                                 limit_ms: until.saturating_sub(began),
                             })
                         }
-                        launch::Effect::WaitEnded { why, waited } => Some(Event::CopyWaitEnded {
+                        LaunchEffect::WaitEnded { why, waited } => Some(Event::CopyWaitEnded {
                             why: why.clone(),
                             waited_ms: *waited,
                         }),
                         _ => None,
                     };
-                    if let Some(effect) = LaunchEffect::of(effect) {
-                        self.staged.push(Effect::Launch(effect));
-                    }
+                    self.staged.push(Effect::Launch(effect));
                     if let Some(e) = event {
                         self.emit(e);
                     }

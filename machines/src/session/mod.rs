@@ -87,13 +87,14 @@ use serde::{Deserialize, Serialize};
 use crate::launch::Launch;
 use crate::time::Millis;
 
+pub use crate::launch::LaunchEffect;
 pub use event::Event;
 pub use failure::{CutBy, Failure};
 pub use io::{
     Config, Effect, Input, Options, Outcome, Refusal, Signal, Timer, KILL_GRACE, PERSIST_RETRY,
     STARTUP_TIMEOUT,
 };
-pub use launch_io::{LaunchEffect, LaunchInput};
+pub use launch_io::LaunchInput;
 pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Turn, TurnSeq};
 pub use retry::{retry_difference, StartFields};
 pub use values::{Exit, JournalCap, RelaunchMode};
