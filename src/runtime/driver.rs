@@ -17,7 +17,6 @@ use room_machines::launch::Phase;
 use room_machines::session::{
     Effect, EndWhy, Event, Exit, Input, LaunchInput, Outcome, Refusal as Refused,
 };
-
 use serde_json::json;
 
 use super::Runtime;
