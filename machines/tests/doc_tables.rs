@@ -471,6 +471,7 @@ fn session_options(promised: bool) -> session::Options {
     session::Options {
         promised,
         plan_only: false,
+        approvals: session::ApprovalMode::App,
     }
 }
 
@@ -635,6 +636,20 @@ fn session_probes() -> Vec<SessionProbe> {
         ("persist failed", |_| I::PersistFailed {
             error: "ENOSPC".into(),
         }),
+        ("approval requested", |s| I::ApprovalRequested {
+            seq: current_turn(s),
+            request: session::ApprovalRequest {
+                harness_ref: "q1".into(),
+                tool: "Bash".into(),
+                input: "{}".into(),
+                reason: None,
+            },
+        }),
+        ("approval 1 allowed", |_| I::ApprovalDecided {
+            id: 1,
+            decision: session::Decision::Allow,
+            message: None,
+        }),
         ("turn ended, exit 0", |s| I::TurnEnded {
             seq: current_turn(s),
             exit: Exit::Code(0),
@@ -798,6 +813,8 @@ fn session_restore_table() -> String {
         paused: false,
         turn: t,
         error: None,
+        pending_approvals: Vec::new(),
+        next_approval: 1,
         next_prompt: 10,
         next_turn: 3,
     };

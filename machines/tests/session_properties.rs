@@ -16,9 +16,9 @@ use proptest::test_runner::TestCaseError;
 use room_machines::copy::{CopyMark, Observation};
 use room_machines::launch;
 use room_machines::session::{
-    retry_difference, Config, Effect, Event, Exit, Failure, Input, LaunchEffect, LaunchInput,
-    Options, Outcome, Process, PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields,
-    TurnSeq,
+    retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Config, DecidedBy, Decision,
+    Effect, Event, Exit, Failure, Input, LaunchEffect, LaunchInput, Options, Outcome, Process,
+    PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq, MAX_PENDING,
 };
 use room_machines::Millis;
 
@@ -33,6 +33,7 @@ fn config() -> Config {
         },
         startup_timeout: 2_000,
         kill_grace: 500,
+        approval_timeout: 1_500,
     }
 }
 
@@ -59,6 +60,10 @@ enum Act {
     SurvivorGone,
     /// kill -9 and a restart.
     Restart,
+    /// The current turn's harness asks before it runs a tool.
+    Ask,
+    /// The app answers approval request `n` (one that exists, or not).
+    Decide(ApprovalId, Decision),
     /// Any input at all, applicable or not.
     Raw(Input),
 }
@@ -69,6 +74,14 @@ fn observation() -> impl Strategy<Value = Observation> {
         (0..10_000u64).prop_map(|a| Observation::marked(CopyMark::Copying, a)),
         Just(Observation::marked(CopyMark::Ready, 0)),
         Just(Observation::marked(CopyMark::Failed("disk full".into()), 0)),
+    ]
+}
+
+fn decision() -> impl Strategy<Value = Decision> {
+    prop_oneof![
+        Just(Decision::Allow),
+        Just(Decision::Deny),
+        Just(Decision::AllowForSession),
     ]
 }
 
@@ -148,6 +161,8 @@ fn act() -> impl Strategy<Value = Act> {
         1 => Just(Act::Undeliver),
         2 => Just(Act::SurvivorGone),
         2 => Just(Act::Restart),
+        3 => Just(Act::Ask),
+        2 => (0..8u64, decision()).prop_map(|(id, d)| Act::Decide(id, d)),
         2 => raw().prop_map(Act::Raw),
         1 => (0..5u64).prop_map(|seq| Act::Raw(Input::OutputCapped {
             seq,
@@ -183,6 +198,10 @@ struct World {
     /// Which run of the service (a restart begins the next).
     run: u32,
     persisted: Record,
+    /// Approval requests asked so far (their harness refs are `r1`, `r2`, …)
+    /// and those answered.
+    asked_refs: u64,
+    answered: BTreeSet<String>,
     // This run's outstanding requests and permit count.
     asked: bool,
     granted: u32,
@@ -224,6 +243,7 @@ impl World {
         let opts = Options {
             promised,
             plan_only: false,
+            approvals: ApprovalMode::App,
         };
         let s = Session::new(config(), opts.clone(), first, 0);
         let mut w = World {
@@ -232,6 +252,8 @@ impl World {
             now: 0,
             run: 0,
             persisted: Record::new(),
+            asked_refs: 0,
+            answered: BTreeSet::new(),
             asked: false,
             granted: 0,
             released: 0,
@@ -305,6 +327,23 @@ impl World {
                     })?;
                 }
             }
+            Act::Ask => {
+                if let Some(seq) = self.current_proc().map(|p| p.seq) {
+                    self.asked_refs += 1;
+                    let request = ApprovalRequest {
+                        harness_ref: format!("r{}", self.asked_refs),
+                        tool: "Bash".into(),
+                        input: "{}".into(),
+                        reason: None,
+                    };
+                    self.feed(Input::ApprovalRequested { seq, request })?;
+                }
+            }
+            Act::Decide(id, decision) => self.feed(Input::ApprovalDecided {
+                id,
+                decision,
+                message: None,
+            })?,
             Act::Undeliver => {
                 if let Some(seq) = self.current_proc().filter(|p| p.delivered).map(|p| p.seq) {
                     self.feed(Input::PromptUndelivered {
@@ -513,6 +552,22 @@ impl World {
             match e {
                 Effect::Persist => {}
                 Effect::NoteSpawn { seq } => noted = Some(*seq),
+                Effect::AnswerApproval {
+                    harness_ref,
+                    decision,
+                    by,
+                    ..
+                } => {
+                    self.seen.insert(format!("answer by {}", name(by)));
+                    prop_assert!(
+                        self.answered.insert(harness_ref.clone()),
+                        "request {harness_ref} answered twice"
+                    );
+                    prop_assert!(
+                        *decision == Decision::Deny || *by == DecidedBy::App,
+                        "{harness_ref} allowed by {by:?}"
+                    );
+                }
                 Effect::Launch(le) => {
                     // A wait asks for its watch, then reads: the read is
                     // what shows it waits again. A permit given back (one
@@ -621,6 +676,12 @@ impl World {
                     }
                 }
                 Effect::KillSurvivor { seq, .. } => self.survivor = Some(*seq),
+                Effect::Emit(Event::ApprovalResolved {
+                    by: DecidedBy::TurnGone,
+                    ..
+                }) => {
+                    self.seen.insert("approval void".into());
+                }
                 Effect::Emit(Event::PromptQueued { prompt }) => {
                     prop_assert!(self.ledger.insert(*prompt, Ledger::default()).is_none());
                 }
@@ -656,6 +717,14 @@ impl World {
     /// What holds after every step.
     fn invariants(&mut self) -> Check {
         let r = self.s.record().clone();
+        // Nothing pending outlives its turn, and the pending are bounded.
+        let current = r.turn.as_ref().map(|t| t.seq);
+        prop_assert!(
+            r.pending_approvals.iter().all(|a| Some(a.turn) == current),
+            "a request pending past its turn: {:?}",
+            r.pending_approvals
+        );
+        prop_assert!(r.pending_approvals.len() <= MAX_PENDING);
         if r.stage == Stage::Closed {
             self.closed = true;
         }
@@ -880,6 +949,15 @@ fn the_random_lives_reach_every_situation() {
         "Signal Term",
         "Signal Kill",
         "KillSurvivor",
+        "applied ApprovalRequested",
+        "applied ApprovalDecided",
+        "AnswerApproval",
+        "Emit ApprovalRequested",
+        "Emit ApprovalResolved",
+        "answer by App",
+        "answer by Timeout",
+        "answer by TurnEnding",
+        "approval void",
         "Emit PromptRequeued",
         "Emit PromptFailed",
         "Emit TurnEnded",

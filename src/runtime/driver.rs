@@ -54,6 +54,16 @@ pub(super) fn refusal(id: &str, why: Refused) -> Refusal {
             "service_stopping",
             format!("room-core is stopping; session {id} takes commands again once it is back."),
         ),
+        Refused::NoApproval => Refusal::new(
+            404,
+            "approval_not_found",
+            format!("Session {id} has no approval request with that number."),
+        ),
+        Refused::ApprovalAnswered => Refusal::new(
+            409,
+            "approval_answered",
+            format!("That approval request of session {id} was answered already."),
+        ),
     }
 }
 
@@ -199,6 +209,12 @@ impl Runtime {
             Effect::DeliverPrompt { seq } => self.deliver(s, pass, seq),
             Effect::Signal { seq, signal } => self.signal_turn(s, seq, signal),
             Effect::KillSurvivor { seq, process } => self.kill_survivor(s, seq, process),
+            // No harness of today's one-shot turns asks (none is fed
+            // `ApprovalRequested`), so none waits for an answer.
+            Effect::AnswerApproval { seq, .. } => log::error!(
+                "{}: turn {seq}'s harness has no channel for an approval's answer",
+                s.id
+            ),
             Effect::Emit(event) => {
                 if let Event::TurnEnded { exit, by, .. } = &event {
                     self.metrics.turns.inc(turn_outcome(*exit, *by));

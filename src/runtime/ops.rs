@@ -41,6 +41,7 @@ impl Runtime {
             launch: self.config.launch(),
             startup_timeout: self.config.startup_timeout_ms,
             kill_grace: self.config.kill_grace_ms,
+            approval_timeout: machine::APPROVAL_TIMEOUT,
         }
     }
 

@@ -220,6 +220,8 @@ pub fn options(start: &Start) -> machine::Options {
     machine::Options {
         promised: start.project_copy,
         plan_only: start.plan_only,
+        // Approvals reach the app once a harness speaks a protocol that asks.
+        approvals: machine::ApprovalMode::Auto,
     }
 }
 

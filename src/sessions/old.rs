@@ -93,6 +93,7 @@ pub fn upgrade(v: Value) -> Result<RecordFile, serde_json::Error> {
         turn: None,
         error: old.error.map(Failure::Recorded),
         next_turn: 1,
+        ..Core::new()
     };
     Ok(RecordFile {
         id: old.id,

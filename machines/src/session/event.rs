@@ -15,6 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::approvals::{ApprovalId, DecidedBy, Decision};
 use super::failure::Failure;
 use super::record::{EndWhy, PromptId, Shown, TurnSeq};
 use super::values::{Exit, RelaunchMode};
@@ -111,6 +112,32 @@ pub enum Event {
     },
     /// The service is stopping.
     ServiceStopped,
+    /// A turn's harness asks before it runs a tool.
+    ApprovalRequested {
+        /// The request's number (`POST …/approvals/{approval}` answers it).
+        approval: ApprovalId,
+        /// The turn.
+        turn: TurnSeq,
+        /// The tool.
+        tool: String,
+        /// Its input as the harness gave it (JSON text).
+        input: String,
+        /// Why the harness asks, when it says.
+        reason: Option<String>,
+    },
+    /// A request was answered (or its turn was gone first).
+    ApprovalResolved {
+        /// The request.
+        approval: ApprovalId,
+        /// The turn.
+        turn: TurnSeq,
+        /// The answer.
+        decision: Decision,
+        /// Who decided.
+        by: DecidedBy,
+        /// The app's message, if it gave one.
+        message: Option<String>,
+    },
     /// Something went wrong; the session's `error` says the same.
     Error {
         /// Why.

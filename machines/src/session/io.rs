@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::approvals::{ApprovalId, ApprovalMode, DecidedBy, Decision, Request, APPROVAL_TIMEOUT};
 use super::event::Event;
 use super::launch_io::LaunchInput;
 use super::record::{Process, TurnSeq};
@@ -28,6 +29,13 @@ pub struct Config {
     pub startup_timeout: Millis,
     /// From `Signal(Term)` to `Signal(Kill)`.
     pub kill_grace: Millis,
+    /// How long an approval request waits for the app.
+    #[serde(default = "approval_timeout")]
+    pub approval_timeout: Millis,
+}
+
+fn approval_timeout() -> Millis {
+    APPROVAL_TIMEOUT
 }
 
 impl Default for Config {
@@ -36,6 +44,7 @@ impl Default for Config {
             launch: launch::Config::default(),
             startup_timeout: STARTUP_TIMEOUT,
             kill_grace: KILL_GRACE,
+            approval_timeout: APPROVAL_TIMEOUT,
         }
     }
 }
@@ -47,6 +56,9 @@ pub struct Options {
     pub promised: bool,
     /// `plan_only`: every turn plans and edits nothing.
     pub plan_only: bool,
+    /// `approvals`: who answers the harness's approval requests.
+    #[serde(default)]
+    pub approvals: ApprovalMode,
 }
 
 /// Everything the runtime tells a session.
@@ -66,6 +78,15 @@ pub enum Input {
     Close,
     /// `POST …/relaunch`.
     Relaunch(RelaunchMode),
+    /// `POST …/approvals/{id}`: the app's answer to a request.
+    ApprovalDecided {
+        /// The request.
+        id: ApprovalId,
+        /// The answer.
+        decision: Decision,
+        /// What the model is told with it.
+        message: Option<String>,
+    },
     // ---- from the service ----
     /// The service is shutting down.
     ServiceStop,
@@ -82,6 +103,13 @@ pub enum Input {
         error: String,
     },
     // ---- from the turn's supervisor ----
+    /// The turn's harness asks before it runs a tool.
+    ApprovalRequested {
+        /// The turn.
+        seq: TurnSeq,
+        /// What it asks.
+        request: Request,
+    },
     /// `SpawnTurn` ran: the process exists, waiting for its prompt on stdin.
     TurnSpawned {
         /// The turn.
@@ -213,6 +241,21 @@ pub enum Effect {
         /// What was recorded.
         process: Process,
     },
+    /// Answer the turn's harness's approval request `harness_ref`; the
+    /// runtime words a message the model reads when `message` is none and
+    /// the answer is a denial.
+    AnswerApproval {
+        /// The turn.
+        seq: TurnSeq,
+        /// The harness's own name for the request.
+        harness_ref: String,
+        /// The answer.
+        decision: Decision,
+        /// Who decided.
+        by: DecidedBy,
+        /// The app's message, if it gave one.
+        message: Option<String>,
+    },
     /// Append this event to the session's journal.
     Emit(Event),
 }
@@ -229,6 +272,8 @@ pub enum Timer {
     KillGrace,
     /// The record that could not be written is written again.
     PersistRetry,
+    /// A pending approval request is denied unanswered.
+    Approval,
 }
 
 /// Why an app command is refused; nothing changed.
@@ -244,6 +289,10 @@ pub enum Refusal {
     Starting,
     /// The service is stopping (503).
     ServiceStopping,
+    /// No approval request has that number (404 `approval_not_found`).
+    NoApproval,
+    /// The request was answered already (409 `approval_answered`).
+    ApprovalAnswered,
 }
 
 /// What an input did.

@@ -56,6 +56,12 @@
 //!   (`NoteSpawn`, as for a launch's first turn, which no write precedes),
 //!   and is tried again a second later (`PersistRetry`).
 //! - **Failures are data** ([`Failure`]); the runtime words them.
+//! - **Approvals.** A tool use the harness asks about (`ApprovalRequested`)
+//!   is denied at once with `approvals: auto` (the modes decide), else
+//!   waits for the app (`ApprovalDecided`) at most `approval_timeout`.
+//!   Each request is answered exactly once (`AnswerApproval`); ending a
+//!   turn denies what it has pending first; a turn gone by itself, or
+//!   after a kill -9, leaves its requests void; at most `MAX_PENDING` wait.
 //!
 //! Where the rules are silent the machine does what a user would expect:
 //! a prompt whose turn was stopped or interrupted after it reached the
@@ -65,6 +71,7 @@
 //! first turn ended by stop or interrupt before it reported in completes
 //! the launch without a native ID, as a paused or empty queue does.
 
+mod approvals;
 mod commands;
 mod durability;
 pub mod event;
@@ -88,6 +95,10 @@ use crate::launch::Launch;
 use crate::time::Millis;
 
 pub use crate::launch::LaunchEffect;
+pub use approvals::{
+    Approval, ApprovalId, ApprovalMode, DecidedBy, Decision, Request as ApprovalRequest,
+    APPROVAL_TIMEOUT, MAX_PENDING,
+};
 pub use event::Event;
 pub use failure::{CutBy, Failure};
 pub use io::{
@@ -283,6 +294,14 @@ impl Session {
             Input::SurvivorGone { seq } => self.handle_survivor_gone(now, seq),
             Input::OutputCapped { seq, cap } => self.handle_output_capped(now, seq, cap),
             Input::PersistFailed { error } => self.handle_persist_failed(now, error),
+            Input::ApprovalRequested { seq, request } => {
+                self.handle_approval_requested(now, seq, request)
+            }
+            Input::ApprovalDecided {
+                id,
+                decision,
+                message,
+            } => self.handle_approval_decided(id, decision, message),
         };
         self.finish();
         outcome
@@ -317,7 +336,8 @@ impl Session {
             .state
             .persist_retry_at
             .map(|at| (at, Timer::PersistRetry));
-        [kill, startup, retry, launch]
+        let approval = self.approval_deadline().map(|at| (at, Timer::Approval));
+        [kill, startup, retry, approval, launch]
             .into_iter()
             .flatten()
             .min_by_key(|(at, _)| *at)

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use super::approvals::{Approval, ApprovalId};
 use super::failure::{read_error, Failure};
 
 pub use super::values::{PromptId, TurnSeq};
@@ -154,6 +155,12 @@ pub struct Record {
     /// The number the next turn gets.
     #[serde(default = "one")]
     pub next_turn: TurnSeq,
+    /// Approval requests of the current turn that wait for the app.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_approvals: Vec<Approval>,
+    /// The number the next approval request gets.
+    #[serde(default = "one")]
+    pub next_approval: ApprovalId,
 }
 
 fn one() -> u64 {
@@ -172,6 +179,8 @@ impl Record {
             error: None,
             next_prompt: 1,
             next_turn: 1,
+            pending_approvals: Vec::new(),
+            next_approval: 1,
         }
     }
 }

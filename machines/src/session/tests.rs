@@ -3,6 +3,7 @@
 use super::*;
 use crate::copy::{CopyMark, Observation};
 use crate::launch::{WaitEnd, WaitOn};
+use approvals::Request;
 
 const GRACE: Millis = KILL_GRACE;
 const P: Process = Process {
@@ -15,6 +16,7 @@ fn options(promised: bool) -> Options {
     Options {
         promised,
         plan_only: false,
+        approvals: ApprovalMode::Auto,
     }
 }
 
@@ -1189,4 +1191,164 @@ fn a_write_that_another_input_makes_ends_the_retry() {
     let e = t.go(Input::Message("three".into()));
     assert_eq!(e[0], Effect::Persist);
     assert_eq!(t.s.state().persist_retry_at, None);
+}
+
+/// A started session with `approvals: app` whose turn 2 runs.
+fn asking(mode: ApprovalMode) -> T {
+    let mut t = T::running(&[]);
+    t.s.options.approvals = mode;
+    t
+}
+
+fn ask(t: &mut T, harness_ref: &str) -> Vec<Effect> {
+    t.go(Input::ApprovalRequested {
+        seq: 2,
+        request: Request {
+            harness_ref: harness_ref.into(),
+            tool: "Bash".into(),
+            input: r#"{"command":"rm -rf build"}"#.into(),
+            reason: Some("outside the folder".into()),
+        },
+    })
+}
+
+fn answer(harness_ref: &str, decision: Decision, by: DecidedBy) -> Effect {
+    Effect::AnswerApproval {
+        seq: 2,
+        harness_ref: harness_ref.into(),
+        decision,
+        by,
+        message: None,
+    }
+}
+
+#[test]
+fn with_approvals_auto_what_the_modes_leave_to_ask_about_is_denied_at_once() {
+    let mut t = asking(ApprovalMode::Auto);
+    let e = ask(&mut t, "q1");
+    assert!(
+        has(&e, &answer("q1", Decision::Deny, DecidedBy::Modes)),
+        "{e:?}"
+    );
+    assert!(t.s.record().pending_approvals.is_empty());
+}
+
+#[test]
+fn with_approvals_app_a_request_waits_for_the_app_and_is_answered_once() {
+    let mut t = asking(ApprovalMode::App);
+    let e = ask(&mut t, "q1");
+    assert_eq!(e[0], Effect::Persist, "pending requests are on record");
+    assert!(has(
+        &e,
+        &Effect::Emit(Event::ApprovalRequested {
+            approval: 1,
+            turn: 2,
+            tool: "Bash".into(),
+            input: r#"{"command":"rm -rf build"}"#.into(),
+            reason: Some("outside the folder".into()),
+        })
+    ));
+    assert!(!e.iter().any(|e| matches!(e, Effect::AnswerApproval { .. })));
+    assert_eq!(t.s.record().pending_approvals.len(), 1);
+    let e = t.go(Input::ApprovalDecided {
+        id: 1,
+        decision: Decision::Allow,
+        message: None,
+    });
+    assert!(
+        has(&e, &answer("q1", Decision::Allow, DecidedBy::App)),
+        "{e:?}"
+    );
+    for (id, refusal) in [(1, Refusal::ApprovalAnswered), (2, Refusal::NoApproval)] {
+        let input = Input::ApprovalDecided {
+            id,
+            decision: Decision::Deny,
+            message: None,
+        };
+        assert_eq!(t.at(t.now, input).0, Outcome::Refused(refusal));
+    }
+}
+
+#[test]
+fn an_unanswered_request_is_denied_at_the_approval_timeout() {
+    let mut t = asking(ApprovalMode::App);
+    t.now = 100;
+    ask(&mut t, "q1");
+    let until = 100 + APPROVAL_TIMEOUT;
+    assert_eq!(t.s.poll_timeout(), Some((until, Timer::Approval)));
+    assert_eq!(t.at(until - 1, Input::Timeout).0, Outcome::Ignored);
+    let (_, e) = t.at(until, Input::Timeout);
+    assert!(
+        has(&e, &answer("q1", Decision::Deny, DecidedBy::Timeout)),
+        "{e:?}"
+    );
+    assert!(t.s.record().pending_approvals.is_empty());
+}
+
+#[test]
+fn stop_denies_what_is_pending_before_it_ends_the_turn() {
+    let mut t = asking(ApprovalMode::App);
+    ask(&mut t, "q1");
+    let e = t.go(Input::Stop);
+    let denied = e
+        .iter()
+        .position(|e| *e == answer("q1", Decision::Deny, DecidedBy::TurnEnding(EndWhy::Stop)));
+    let term = e.iter().position(|e| *e == term(2));
+    assert!(denied.is_some() && denied < term, "{e:?}");
+    // A request that comes while the turn ends is denied at once.
+    let e = ask(&mut t, "q2");
+    assert!(has(
+        &e,
+        &answer("q2", Decision::Deny, DecidedBy::TurnEnding(EndWhy::Stop))
+    ));
+}
+
+#[test]
+fn more_than_the_pending_cap_are_denied_at_once() {
+    let mut t = asking(ApprovalMode::App);
+    for i in 0..MAX_PENDING {
+        ask(&mut t, &format!("q{i}"));
+    }
+    let e = ask(&mut t, "over");
+    assert!(has(&e, &answer("over", Decision::Deny, DecidedBy::TooMany)));
+    assert_eq!(t.s.record().pending_approvals.len(), MAX_PENDING);
+}
+
+#[test]
+fn a_turn_that_ends_by_itself_leaves_its_requests_void_and_unanswered() {
+    let mut t = asking(ApprovalMode::App);
+    ask(&mut t, "q1");
+    let e = t.end(2, Exit::Code(0));
+    assert!(!e.iter().any(|e| matches!(e, Effect::AnswerApproval { .. })));
+    assert!(has(
+        &e,
+        &Effect::Emit(Event::ApprovalResolved {
+            approval: 1,
+            turn: 2,
+            decision: Decision::Deny,
+            by: DecidedBy::TurnGone,
+            message: None,
+        })
+    ));
+    assert!(t.s.record().pending_approvals.is_empty());
+}
+
+#[test]
+fn after_a_kill_9_a_pending_request_is_void() {
+    let mut t = asking(ApprovalMode::App);
+    ask(&mut t, "q1");
+    let record = t.s.record().clone();
+    let mut s = Session::restore(Config::default(), t.s.options().clone(), record, 0);
+    drain(&mut s);
+    s.handle(0, Input::SurvivorGone { seq: 2 });
+    let e = drain(&mut s);
+    assert!(e.iter().any(|e| matches!(
+        e,
+        Effect::Emit(Event::ApprovalResolved {
+            by: DecidedBy::TurnGone,
+            ..
+        })
+    )));
+    assert!(!e.iter().any(|e| matches!(e, Effect::AnswerApproval { .. })));
+    assert!(s.record().pending_approvals.is_empty());
 }

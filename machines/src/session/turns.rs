@@ -47,6 +47,7 @@ impl Session {
         self.live_turn(seq)
             .filter(|t| t.process.is_some() == spawned)?;
         self.state.kill_at = None;
+        self.void_pending(seq);
         self.rec().turn.take()
     }
 
@@ -187,6 +188,7 @@ impl Session {
             return Outcome::Ignored;
         }
         self.state.survivor = false;
+        self.void_pending(seq);
         let turn = self.rec().turn.take().expect("checked above");
         self.emit(Event::TurnEnded {
             turn: seq,
@@ -247,6 +249,7 @@ impl Session {
             applied = true;
         }
         applied |= self.retry_persist(now);
+        applied |= self.approvals_timed_out(now);
         let launch_due = self
             .launch
             .as_ref()
@@ -292,6 +295,7 @@ impl Session {
             return false;
         }
         let (seq, spawned) = (t.seq, t.process.is_some());
+        self.deny_pending(seq, why);
         self.rec().turn.as_mut().expect("checked above").ending = Some(why);
         if spawned {
             self.signal_term(now, seq);
