@@ -93,6 +93,8 @@ pub fn upgrade(v: Value) -> Result<RecordFile, serde_json::Error> {
         turn: None,
         error: old.error.map(Failure::Recorded),
         next_turn: 1,
+        usage: Default::default(),
+        native_total: None,
     };
     Ok(RecordFile {
         id: old.id,
