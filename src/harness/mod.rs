@@ -1,5 +1,5 @@
 //! claude and codex adapters: the argv of one turn, and the native session
-//! ID in a turn's JSON event stream. A turn is one process run in the
+//! ID and the usage in a turn's JSON event stream. A turn is one process run in the
 //! session's folder, its prompt on stdin; a later turn resumes the native
 //! session. `command` builds a turn's whole spec (program, argv,
 //! environment, folder, stdin, account); docs/harnesses.md describes it.
@@ -10,10 +10,12 @@ pub mod claude_protocol;
 pub mod codex;
 pub mod codex_protocol;
 pub mod command;
+pub mod figures;
 pub mod modes;
 
 use std::path::{Path, PathBuf};
 
+use room_machines::session::UsageReport;
 use serde::{Deserialize, Serialize};
 
 /// Which harness a session runs.
@@ -49,6 +51,24 @@ impl Harness {
         match self {
             Harness::Claude => claude::native_id(event),
             Harness::Codex => codex::native_id(event),
+        }
+    }
+
+    /// What `event` says the turn used, if it says (claude: the turn's
+    /// own figures; codex: the thread's running total).
+    pub fn usage(self, event: &serde_json::Value) -> Option<UsageReport> {
+        match self {
+            Harness::Claude => claude::usage(event),
+            Harness::Codex => codex::usage(event),
+        }
+    }
+
+    /// Whether a stdout line can be an event that reports usage: a cheap
+    /// look at its text before it is parsed (the event's type is in it).
+    pub fn may_report_usage(self, line: &str) -> bool {
+        match self {
+            Harness::Claude => line.contains("\"result\""),
+            Harness::Codex => line.contains("\"turn.completed\""),
         }
     }
 }
