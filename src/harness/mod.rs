@@ -129,3 +129,29 @@ fn on_path(name: &str) -> Option<PathBuf> {
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line the real CLIs printed that reports usage passes the cheap
+    /// look the stdout reader takes before parsing a line
+    /// (fixtures/oneshot/record.py).
+    #[test]
+    fn the_lines_that_report_usage_are_the_ones_worth_parsing() {
+        for harness in [Harness::Claude, Harness::Codex] {
+            let mut reports = 0;
+            for name in ["first", "resumed"] {
+                let path = fixtures_dir().join(format!("oneshot/{}/{name}.jsonl", harness.name()));
+                for line in std::fs::read_to_string(path).unwrap().lines() {
+                    let event: serde_json::Value = serde_json::from_str(line).unwrap();
+                    if harness.usage(&event).is_some() {
+                        reports += 1;
+                        assert!(harness.may_report_usage(line), "{line}");
+                    }
+                }
+            }
+            assert_eq!(reports, 2, "one report per turn");
+        }
+    }
+}
