@@ -1,11 +1,13 @@
 //! Prometheus metrics: the `agent_start` and `copy_wait` histograms,
-//! counters (turns by outcome, room-cli calls by decision, events written)
-//! and gauges (sessions by state, startup permits, open streams), rendered
-//! in the text exposition format.
+//! counters (turns by outcome, room-cli calls by decision, tokens by
+//! harness and kind, events written) and gauges (sessions by state, startup
+//! permits, open streams), rendered in the text exposition format.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+
+use room_machines::session::Usage;
 
 /// Bucket bounds in seconds, from 10 ms to the 5-minute copy limit.
 const BUCKETS: [f64; 12] = [
@@ -94,6 +96,64 @@ impl Counters {
     }
 }
 
+/// The harnesses, as `room_core_tokens_total` labels them.
+pub const HARNESSES: &[&str] = &["claude", "codex"];
+
+/// The kinds of token, as `room_core_tokens_total` labels them.
+pub const TOKEN_KINDS: &[&str] = &["input", "output", "cache_read", "cache_write"];
+
+/// Tokens the turns used, by harness and kind ([`HARNESSES`] ×
+/// [`TOKEN_KINDS`]); a count saturates rather than wrap.
+#[derive(Debug, Default)]
+pub struct Tokens {
+    counts: [[AtomicU64; 4]; 2],
+}
+
+impl Tokens {
+    /// Counts what a turn of `harness` used (a harness not in the list is
+    /// a bug: it is logged and dropped).
+    pub fn add(&self, harness: &str, used: &Usage) {
+        let Some(h) = HARNESSES.iter().position(|n| *n == harness) else {
+            log::error!("no metric label {harness:?}");
+            return;
+        };
+        let by_kind = [
+            used.input_tokens,
+            used.output_tokens,
+            used.cache_read_tokens,
+            used.cache_write_tokens,
+        ];
+        for (count, n) in self.counts[h].iter().zip(by_kind) {
+            let _ = count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                Some(c.saturating_add(n))
+            });
+        }
+    }
+
+    /// The count of `harness` and `kind` (0 for a label not in the lists).
+    pub fn get(&self, harness: &str, kind: &str) -> u64 {
+        let h = HARNESSES.iter().position(|n| *n == harness);
+        let k = TOKEN_KINDS.iter().position(|n| *n == kind);
+        h.zip(k)
+            .map_or(0, |(h, k)| self.counts[h][k].load(Ordering::Relaxed))
+    }
+
+    fn render(&self, out: &mut String) {
+        let name = "room_core_tokens_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Tokens the turns used, as their harnesses reported, by harness and kind (input: neither read from nor written to the cache)."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        for harness in HARNESSES {
+            for kind in TOKEN_KINDS {
+                let n = self.get(harness, kind);
+                let _ = writeln!(out, "{name}{{harness=\"{harness}\",kind=\"{kind}\"}} {n}");
+            }
+        }
+    }
+}
+
 /// How a turn ended, as `room_core_turns_total` counts it.
 pub const TURN_OUTCOMES: &[&str] = &[
     "succeeded",
@@ -120,6 +180,8 @@ pub struct Metrics {
     pub turns: Counters,
     /// room-cli calls by decision ([`AGENT_DECISIONS`]).
     pub agent_calls: Counters,
+    /// Tokens by harness and kind.
+    pub tokens: Tokens,
 }
 
 impl Default for Metrics {
@@ -129,6 +191,7 @@ impl Default for Metrics {
             copy_wait: Histogram::default(),
             turns: Counters::new(TURN_OUTCOMES),
             agent_calls: Counters::new(AGENT_DECISIONS),
+            tokens: Tokens::default(),
         }
     }
 }
@@ -179,6 +242,7 @@ impl Metrics {
             "room-cli calls on the agent socket, by what became of them.",
             &mut out,
         );
+        self.tokens.render(&mut out);
         let singles = [
             (
                 "room_core_events_written_total",
@@ -211,5 +275,43 @@ impl Metrics {
             let _ = writeln!(out, "{name} {value}");
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_counted_by_harness_and_kind_and_saturate() {
+        let t = Tokens::default();
+        let used = Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            cache_read_tokens: 3,
+            cache_write_tokens: 7,
+            cost_usd: None,
+        };
+        t.add("claude", &used);
+        t.add("claude", &used);
+        t.add("nobody", &used);
+        assert_eq!(t.get("claude", "input"), 20);
+        assert_eq!(t.get("claude", "cache_write"), 14);
+        assert_eq!(t.get("codex", "output"), 0);
+        t.add(
+            "codex",
+            &Usage {
+                output_tokens: u64::MAX,
+                ..used
+            },
+        );
+        t.add("codex", &used);
+        assert_eq!(t.get("codex", "output"), u64::MAX);
+        let mut out = String::new();
+        t.render(&mut out);
+        assert!(
+            out.contains("\nroom_core_tokens_total{harness=\"claude\",kind=\"cache_read\"} 6\n")
+        );
+        assert_eq!(out.lines().filter(|l| !l.starts_with('#')).count(), 8);
     }
 }

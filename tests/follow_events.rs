@@ -77,7 +77,10 @@ fn a_started_sessions_events_come_in_order() {
     assert_eq!(printed[0]["session_id"], native);
     assert_eq!(
         events[end]["data"],
-        json!({"turn": 1, "prompt": 1, "exit": {"code": 0}, "by": null})
+        json!({"turn": 1, "prompt": 1, "exit": {"code": 0}, "by": null,
+               // The fake claude's one model request.
+               "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 3,
+                         "cache_write_tokens": 7, "cost_usd": 0.0001756}})
     );
     let native_event = first(&events, "native_id");
     assert!(harness < native_event && native_event < end);

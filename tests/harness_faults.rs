@@ -199,7 +199,10 @@ fn every_event_is_journalled_in_order_with_the_harness_events_inside_its_turn() 
     assert!(last_harness < at("turn_ended"), "{kinds:?}");
     assert_eq!(
         events[at("turn_ended")]["data"],
-        json!({"turn": 1, "prompt": 1, "exit": {"code": 0}, "by": null})
+        json!({"turn": 1, "prompt": 1, "exit": {"code": 0}, "by": null,
+               // The fake claude's one model request.
+               "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 3,
+                         "cache_write_tokens": 7, "cost_usd": 0.0001756}})
     );
 }
 

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Trial};
 
-use real_support::{asked, seen, tool_result, Real};
+use real_support::{asked, model_calls, seen, tool_result, Real};
 use room_kit::fake_model::TURN;
 use room_kit::{
     agent_account, in_ci, land_project, mark, start_body, wait_until, FakeWebsite, Service, AGENT,
@@ -198,6 +198,109 @@ fn claude_resumes_its_session_on_the_next_message() {
 fn codex_resumes_its_session_on_the_next_message() {
     a_second_message_resumes_the_conversation(
         "codex_resumes_its_session_on_the_next_message",
+        "codex",
+    );
+}
+
+// ---------------------------------------------------------------- usage
+
+/// What one model request uses, as room-core counts it, for `harness`: the
+/// fake model reports 10 input (for codex, 3 of them cached and 7 written
+/// to the cache), 5 output, 3 cache read, 7 cache write.
+fn per_request(harness: &str) -> [u64; 4] {
+    match harness {
+        "claude" => [10, 5, 3, 7],
+        _ => [0, 5, 3, 7],
+    }
+}
+
+fn tokens(usage: &Value) -> [u64; 4] {
+    [
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+    ]
+    .map(|k| {
+        usage[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} in {usage}"))
+    })
+}
+
+/// A first turn (one model request) and a resumed turn that runs a tool
+/// (two): each `turn_ended` carries what the fake model reported for that
+/// turn's requests, whatever running sums the CLI prints beside them
+/// (claude's `total_cost_usd`, codex's thread total), and the view adds
+/// them up.
+fn a_turns_usage_is_what_the_model_reported(test: &str, harness: &str) {
+    let Some(real) = Real::start(test, harness, json!({}), vec![]) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let s = real
+        .svc
+        .start_session(start_body(&folder, harness, json!({"prompt": "USAGE_ONE"})));
+    let id = id_of(&s);
+    real.model.await_answers(harness, 1);
+    real.await_idle(&id);
+    let first = model_calls(&real.model);
+    let tool = format!("TOOL_RUN echo used > {}/used.txt", folder.display());
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": tool}),
+    );
+    assert_eq!(status, 200, "{v}");
+    real.model.await_answers(harness, 2);
+    let view = real.await_idle(&id);
+    let calls = [first, model_calls(&real.model) - first];
+    assert_eq!(
+        calls,
+        [1, 2],
+        "the model's log: {:#?}",
+        real.model.requests()
+    );
+
+    let ended: Vec<Value> = room_kit::events::all_events(&real.svc, &id, 1024)
+        .into_iter()
+        .filter(|e| e["kind"] == "turn_ended")
+        .map(|e| e["data"]["usage"].clone())
+        .collect();
+    assert_eq!(ended.len(), 2, "{ended:?}");
+    for (usage, n) in ended.iter().zip(calls) {
+        let want = per_request(harness).map(|f| f * n as u64);
+        assert_eq!(tokens(usage), want, "{harness}: {usage}");
+    }
+    assert_eq!(
+        tokens(&view["usage"]),
+        per_request(harness).map(|f| f * 3),
+        "{view}"
+    );
+    match harness {
+        // claude prices each turn; the second asked twice as much.
+        "claude" => {
+            let cost = |u: &Value| u["cost_usd"].as_f64().expect("a cost");
+            let (one, two) = (cost(&ended[0]), cost(&ended[1]));
+            assert!(one > 0.0 && (two - 2.0 * one).abs() < 1e-9, "{ended:?}");
+            assert!((cost(&view["usage"]) - 3.0 * one).abs() < 1e-9, "{view}");
+        }
+        _ => {
+            assert!(ended.iter().all(|u| u["cost_usd"].is_null()), "{ended:?}");
+            assert!(view["usage"]["cost_usd"].is_null(), "{view}");
+        }
+    }
+}
+
+fn claude_reports_each_turns_usage_as_the_model_did() {
+    a_turns_usage_is_what_the_model_reported(
+        "claude_reports_each_turns_usage_as_the_model_did",
+        "claude",
+    );
+}
+
+fn codex_reports_each_turns_usage_as_the_model_did() {
+    a_turns_usage_is_what_the_model_reported(
+        "codex_reports_each_turns_usage_as_the_model_did",
         "codex",
     );
 }
@@ -574,6 +677,18 @@ fn main() -> std::process::ExitCode {
             Some("codex"),
             false,
             codex_resumes_its_session_on_the_next_message,
+        ),
+        trial(
+            "claude_reports_each_turns_usage_as_the_model_did",
+            Some("claude"),
+            false,
+            claude_reports_each_turns_usage_as_the_model_did,
+        ),
+        trial(
+            "codex_reports_each_turns_usage_as_the_model_did",
+            Some("codex"),
+            false,
+            codex_reports_each_turns_usage_as_the_model_did,
         ),
         trial(
             "claude_writes_in_a_normal_turn_and_not_in_a_plan_only_turn",

@@ -124,7 +124,7 @@ fn survivor_is_killed_first(mode: &str) {
         .collect();
     assert_eq!(
         ended[0],
-        json!({"turn": 1, "prompt": 1, "exit": null, "by": "restore"})
+        json!({"turn": 1, "prompt": 1, "exit": null, "by": "restore", "usage": null})
     );
 }
 

@@ -102,8 +102,9 @@ pub enum Begin {
     Restore {
         /// When.
         at: Millis,
-        /// The record the service read.
-        record: session::Record,
+        /// The record the service read (boxed: it is much larger than a
+        /// start's prompt).
+        record: Box<session::Record>,
     },
 }
 
@@ -259,7 +260,7 @@ impl SessionRun {
         let mut s = match &self.begin {
             Begin::New { at, prompt } => Session::new(config, options.clone(), prompt.clone(), *at),
             Begin::Restore { at, record } => {
-                Session::restore(config, options.clone(), record.clone(), *at)
+                Session::restore(config, options.clone(), (**record).clone(), *at)
             }
         };
         let got: Vec<session::Effect> = std::iter::from_fn(|| s.poll_effect()).collect();

@@ -551,6 +551,20 @@ fn session_situations() -> Vec<SessionSituation> {
         ),
         ("running", false, running()),
         (
+            "running, its harness reported in",
+            false,
+            with(
+                running(),
+                vec![(
+                    7,
+                    Some(I::NativeId {
+                        seq: 2,
+                        native_id: "n1".into(),
+                    }),
+                )],
+            ),
+        ),
+        (
             "running, stopped (SIGTERM sent)",
             false,
             with(running(), vec![(7, Some(I::Stop))]),
@@ -650,6 +664,14 @@ fn session_probes() -> Vec<SessionProbe> {
             decision: session::Decision::Allow,
             message: None,
         }),
+        ("turn usage (its own figures)", |s| I::TurnUsage {
+            seq: current_turn(s),
+            report: session::UsageReport::Turn(usage()),
+        }),
+        ("turn usage (a running total)", |s| I::TurnUsage {
+            seq: current_turn(s),
+            report: session::UsageReport::Total(usage()),
+        }),
         ("turn ended, exit 0", |s| I::TurnEnded {
             seq: current_turn(s),
             exit: Exit::Code(0),
@@ -669,6 +691,17 @@ fn session_probes() -> Vec<SessionProbe> {
         }),
         ("timeout", |_| I::Timeout),
     ]
+}
+
+/// The figures a usage probe reports.
+fn usage() -> session::Usage {
+    session::Usage {
+        input_tokens: 10,
+        output_tokens: 5,
+        cache_read_tokens: 3,
+        cache_write_tokens: 7,
+        cost_usd: None,
+    }
 }
 
 /// Builds a situation; returns the session and the time it was reached.
@@ -801,6 +834,7 @@ fn session_restore_table() -> String {
         delivered: spawned,
         reported,
         ending,
+        usage: None,
     };
     let record = |stage, t: Option<Turn>| Record {
         stage,
@@ -817,6 +851,8 @@ fn session_restore_table() -> String {
         next_approval: 1,
         next_prompt: 10,
         next_turn: 3,
+        usage: session::Usage::default(),
+        native_total: None,
     };
     let first = |mut t: Turn| {
         t.launch = true;

@@ -18,7 +18,8 @@ use room_machines::launch;
 use room_machines::session::{
     retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Config, DecidedBy, Decision,
     Effect, Event, Exit, Failure, Input, LaunchEffect, LaunchInput, Options, Outcome, Process,
-    PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq, MAX_PENDING,
+    PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq, Usage,
+    UsageReport, Usd, MAX_PENDING,
 };
 use room_machines::Millis;
 
@@ -56,6 +57,9 @@ enum Act {
     End(Exit),
     /// Handing the prompt over failed.
     Undeliver,
+    /// The current turn's harness reports what it used: its own figures,
+    /// or (`true`) a running total grown by them.
+    Report(bool, Usage),
     /// The restore's `KillSurvivor` is done.
     SurvivorGone,
     /// kill -9 and a restart.
@@ -149,8 +153,27 @@ fn raw() -> impl Strategy<Value = Input> {
     ]
 }
 
+/// Small figures, with a cost or not.
+fn usage() -> impl Strategy<Value = Usage> {
+    (
+        0..100u64,
+        0..100u64,
+        0..100u64,
+        0..100u64,
+        prop::option::of(0..1_000_000u32),
+    )
+        .prop_map(|(i, o, r, w, micros)| Usage {
+            input_tokens: i,
+            output_tokens: o,
+            cache_read_tokens: r,
+            cache_write_tokens: w,
+            cost_usd: micros.and_then(|m| Usd::reported(m as f64 / 1e6)),
+        })
+}
+
 fn act() -> impl Strategy<Value = Act> {
     prop_oneof![
+        2 => (any::<bool>(), usage()).prop_map(|(total, u)| Act::Report(total, u)),
         6 => prop_oneof![0..300u64, 0..3_000u64].prop_map(Act::Wait),
         6 => app().prop_map(Act::App),
         3 => observation().prop_map(Act::Observe),
@@ -219,6 +242,15 @@ struct World {
     terms: Vec<(TurnSeq, Millis, u32)>,
     kills: Vec<(TurnSeq, Millis, u32)>,
     ends: Vec<(TurnSeq, Millis, u32)>,
+    /// The native session's running total as the world's harness counts it.
+    thread_total: Usage,
+    /// What each turn's harness reported it used, as taken (none until one
+    /// report was).
+    fed: BTreeMap<TurnSeq, Usage>,
+    /// The usage every journalled `turn_ended` carried, added up.
+    journalled: Usage,
+    /// The outcome of the last input fed.
+    last: Outcome,
     /// Every step, for the failure report.
     trace: Vec<String>,
     /// What the run reached (applied inputs, effects, events), for the
@@ -267,6 +299,10 @@ impl World {
             terms: Vec::new(),
             kills: Vec::new(),
             ends: Vec::new(),
+            thread_total: Usage::default(),
+            fed: BTreeMap::new(),
+            journalled: Usage::default(),
+            last: Outcome::Applied,
             trace: Vec::new(),
             seen: BTreeSet::new(),
         };
@@ -352,6 +388,36 @@ impl World {
                     })?;
                 }
             }
+            Act::Report(total, used) => {
+                let Some(seq) = self.current_proc().map(|p| p.seq) else {
+                    return Ok(());
+                };
+                let named = self.s.record().turn.as_ref().is_some_and(|t| t.reported);
+                // A harness that reports a running total names its
+                // session first (codex's thread.started), and counts no cost.
+                let used = if total {
+                    Usage {
+                        cost_usd: None,
+                        ..used
+                    }
+                } else {
+                    used
+                };
+                let report = match total {
+                    true if !named => return Ok(()),
+                    true => UsageReport::Total(self.thread_total.plus(used)),
+                    false => UsageReport::Turn(used),
+                };
+                self.feed(Input::TurnUsage { seq, report })?;
+                if self.last == Outcome::Applied {
+                    if let UsageReport::Total(t) = report {
+                        self.thread_total = t;
+                    }
+                    let fed = self.fed.entry(seq).or_default();
+                    *fed = fed.plus(used);
+                    self.seen.insert(format!("reported {}", name(&report)));
+                }
+            }
             Act::SurvivorGone => {
                 if let Some(seq) = self.survivor {
                     self.feed(Input::SurvivorGone { seq })?;
@@ -434,6 +500,7 @@ impl World {
         let before = self.s.state().clone();
         let launch_before = self.s.launch().map(|l| l.state().clone());
         let outcome = self.s.handle(self.now, input.clone());
+        self.last = outcome;
         let effects: Vec<Effect> = std::iter::from_fn(|| self.s.poll_effect()).collect();
         self.trace
             .push(format!("{} {input:?} -> {outcome:?} {effects:?}", self.now));
@@ -505,7 +572,11 @@ impl World {
                 self.survivor = None;
                 self.ends.push((*seq, self.now, self.run));
             }
-            Input::NativeId { seq, .. } => {
+            Input::NativeId { seq, native_id } => {
+                if before.record.native_id.as_deref() != Some(native_id.as_str()) {
+                    // Another native session: another running total.
+                    self.thread_total = Usage::default();
+                }
                 let p = self
                     .procs
                     .iter()
@@ -682,7 +753,7 @@ impl World {
                 }) => {
                     self.seen.insert("approval void".into());
                 }
-                Effect::Emit(Event::PromptQueued { prompt }) => {
+                Effect::Emit(Event::PromptQueued { prompt, .. }) => {
                     prop_assert!(self.ledger.insert(*prompt, Ledger::default()).is_none());
                 }
                 Effect::Emit(Event::PromptFailed { prompt, .. }) => {
@@ -697,7 +768,21 @@ impl World {
                     );
                     settled_now.insert(*prompt);
                 }
-                Effect::Emit(Event::TurnEnded { prompt, .. }) => ended_now.push(*prompt),
+                Effect::Emit(Event::TurnEnded {
+                    turn,
+                    prompt,
+                    usage,
+                    ..
+                }) => {
+                    // A turn's end carries what its harness reported, no
+                    // more and no less (a total counted by its growth).
+                    let fed = self.fed.remove(turn);
+                    prop_assert_eq!(usage, &fed, "turn {} used", turn);
+                    if let Some(u) = usage {
+                        self.journalled = self.journalled.plus(*u);
+                    }
+                    ended_now.push(*prompt)
+                }
                 Effect::Emit(_) => {}
             }
         }
@@ -762,6 +847,8 @@ impl World {
             );
         }
         prop_assert!(whereabouts.is_empty(), "unknown prompts {:?}", whereabouts);
+        // The session's totals are its journalled turns' usage, added up.
+        prop_assert_eq!(r.usage, self.journalled, "the totals");
         Ok(())
     }
 
@@ -897,7 +984,9 @@ proptest! {
     /// a restored waiting start waits again; every granted permit comes
     /// back once; no first turn before the wait ended and the permit came;
     /// a Kill follows a Term within the grace unless the turn ended; every
-    /// change is persisted, and Persist comes first.
+    /// change is persisted, and Persist comes first; a turn's end carries
+    /// what its harness reported, and the session's totals are the sum of
+    /// its journalled turns' usage.
     #[test]
     fn a_session_keeps_its_rules_through_any_sequence_of_inputs_and_restarts(
         promised in any::<bool>(),
@@ -928,6 +1017,9 @@ fn the_random_lives_reach_every_situation() {
         "applied SpawnFailed",
         "applied PromptUndelivered",
         "applied SurvivorGone",
+        "applied TurnUsage",
+        "reported Turn",
+        "reported Total",
         "applied OutputCapped",
         "applied Timeout",
         "applied Stop",

@@ -1,5 +1,5 @@
 //! claude and codex adapters: the argv of one turn, and the native session
-//! ID in a turn's JSON event stream. A turn is one process run in the
+//! ID and the usage in a turn's JSON event stream. A turn is one process run in the
 //! session's folder, its prompt on stdin; a later turn resumes the native
 //! session. `command` builds a turn's whole spec (program, argv,
 //! environment, folder, stdin, account); docs/harnesses.md describes it.
@@ -10,10 +10,12 @@ pub mod claude_protocol;
 pub mod codex;
 pub mod codex_protocol;
 pub mod command;
+pub mod figures;
 pub mod modes;
 
 use std::path::{Path, PathBuf};
 
+use room_machines::session::UsageReport;
 use serde::{Deserialize, Serialize};
 
 /// Which harness a session runs.
@@ -49,6 +51,24 @@ impl Harness {
         match self {
             Harness::Claude => claude::native_id(event),
             Harness::Codex => codex::native_id(event),
+        }
+    }
+
+    /// What `event` says the turn used, if it says (claude: the turn's
+    /// own figures; codex: the thread's running total).
+    pub fn usage(self, event: &serde_json::Value) -> Option<UsageReport> {
+        match self {
+            Harness::Claude => claude::usage(event),
+            Harness::Codex => codex::usage(event),
+        }
+    }
+
+    /// Whether a stdout line can be an event that reports usage: a cheap
+    /// look at its text before it is parsed (the event's type is in it).
+    pub fn may_report_usage(self, line: &str) -> bool {
+        match self {
+            Harness::Claude => line.contains("\"result\""),
+            Harness::Codex => line.contains("\"turn.completed\""),
         }
     }
 }
@@ -108,4 +128,30 @@ fn on_path(name: &str) -> Option<PathBuf> {
             p.metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line the real CLIs printed that reports usage passes the cheap
+    /// look the stdout reader takes before parsing a line
+    /// (fixtures/oneshot/record.py).
+    #[test]
+    fn the_lines_that_report_usage_are_the_ones_worth_parsing() {
+        for harness in [Harness::Claude, Harness::Codex] {
+            let mut reports = 0;
+            for name in ["first", "resumed"] {
+                let path = fixtures_dir().join(format!("oneshot/{}/{name}.jsonl", harness.name()));
+                for line in std::fs::read_to_string(path).unwrap().lines() {
+                    let event: serde_json::Value = serde_json::from_str(line).unwrap();
+                    if harness.usage(&event).is_some() {
+                        reports += 1;
+                        assert!(harness.may_report_usage(line), "{line}");
+                    }
+                }
+            }
+            assert_eq!(reports, 2, "one report per turn");
+        }
+    }
 }

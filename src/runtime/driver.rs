@@ -216,8 +216,14 @@ impl Runtime {
                 s.id
             ),
             Effect::Emit(event) => {
-                if let Event::TurnEnded { exit, by, .. } = &event {
+                if let Event::TurnEnded {
+                    exit, by, usage, ..
+                } = &event
+                {
                     self.metrics.turns.inc(turn_outcome(*exit, *by));
+                    if let Some(used) = usage {
+                        self.metrics.tokens.add(s.start.harness.name(), used);
+                    }
                 }
                 pass.events.push(journalled(&event, s.start.harness.name()));
                 pass.logged.push(event);
@@ -352,9 +358,17 @@ fn journalled(event: &Event, harness: &str) -> NewEvent {
 fn log_event(id: &str, harness: &str, event: &Event) {
     match event {
         Event::Error { failure } => log::warn!("{id}: {}", describe(failure, harness)),
-        Event::State { .. } | Event::PromptQueued { .. } | Event::NativeId { .. } => {
-            log::debug!("{id}: {event:?}")
-        }
+        // Its text is in the journal; a log line says how long it is.
+        Event::PromptQueued {
+            prompt,
+            text,
+            text_truncated,
+        } => log::debug!(
+            "{id}: prompt {prompt} queued ({} bytes{})",
+            text.len(),
+            if *text_truncated { ", cut" } else { "" }
+        ),
+        Event::State { .. } | Event::NativeId { .. } => log::debug!("{id}: {event:?}"),
         _ => log::info!("{id}: {event:?}"),
     }
 }

@@ -69,7 +69,7 @@ impl Runtime {
                         &s,
                         Begin::Restore {
                             at: now,
-                            record: core,
+                            record: Box::new(core),
                         },
                     );
                 }

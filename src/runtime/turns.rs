@@ -10,8 +10,9 @@
 //! - the stdout reader (started once the turn's start is journalled)
 //!   journals every JSON line as a `harness` event, batching lines that
 //!   arrived together, and feeds `NativeId` for the first event that names
-//!   the session; lines over the cap or not UTF-8 are skipped and reading
-//!   goes on. When the journal has no room for an event (its caps), it
+//!   the session and `TurnUsage` for each event that says what the turn
+//!   used (the harness adapter reads both); lines over the cap or not
+//!   UTF-8 are skipped and reading goes on. When the journal has no room for an event (its caps), it
 //!   feeds `OutputCapped` once and from then on reads the pipe to its end
 //!   and drops what it reads, so the harness never blocks on a full pipe
 //!   and nothing is held;
@@ -329,10 +330,16 @@ impl Runtime {
                     break;
                 }
             };
-            let native_id = (!named)
+            // Parsed only when it can matter: until the session is named,
+            // and for the lines that can say what the turn used.
+            let event = (!named || harness.may_report_usage(&line))
                 .then(|| serde_json::from_str::<Value>(&line).ok())
-                .flatten()
-                .and_then(|event| harness.native_id(&event))
+                .flatten();
+            let usage = event.as_ref().and_then(|e| harness.usage(e));
+            let native_id = event
+                .as_ref()
+                .filter(|_| !named)
+                .and_then(|e| harness.native_id(e))
                 .filter(|id| {
                     let ok = plausible_native_id(id);
                     if !ok {
@@ -348,9 +355,10 @@ impl Runtime {
             }
             // Lines that arrived together are journalled together (one
             // fdatasync), up to BATCH_MAX of them, so a batch of tiny
-            // lines never holds much memory; the one that names the
-            // session before it is fed.
-            if native_id.is_some() || !lines.has_line() || batch.len() >= BATCH_MAX {
+            // lines never holds much memory; one that names the session
+            // or reports usage before it is fed.
+            let feeds = native_id.is_some() || usage.is_some();
+            if feeds || !lines.has_line() || batch.len() >= BATCH_MAX {
                 if let Some(cap) = append(&journal, &mut batch, &what) {
                     capped = true;
                     drain.start();
@@ -361,6 +369,9 @@ impl Runtime {
             if let Some(native_id) = native_id {
                 named = true;
                 self.feed(&handle, Input::NativeId { seq, native_id });
+            }
+            if let Some(report) = usage {
+                self.feed(&handle, Input::TurnUsage { seq, report });
             }
         }
         if !capped {

@@ -78,6 +78,7 @@ pub fn render(s: &Hosted, clock: &Clock) -> Value {
         "queue": {"length": r.queue.len(), "paused": r.paused},
         "agent_start_ms": s.extras.agent_start_ms,
         "error": r.error.as_ref().map(|f| failure_text::describe(f, start.harness.name())),
+        "usage": r.usage,
         "created_ms": s.extras.created_ms,
     })
 }

@@ -165,3 +165,18 @@ pub fn tool_result(request: &Value) -> Option<String> {
         other => other.to_string(),
     })
 }
+
+/// How many times the CLIs asked the fake model for an answer (each such
+/// request reports the fixed usage, fixtures/fake_model_server.py).
+pub fn model_calls(model: &Model) -> usize {
+    model
+        .requests()
+        .iter()
+        .filter(|r| {
+            let path = r["path"].as_str().unwrap_or_default();
+            r["method"] == "POST"
+                && ((path.starts_with("/v1/messages") && !path.contains("count_tokens"))
+                    || path.starts_with("/v1/responses"))
+        })
+        .count()
+}

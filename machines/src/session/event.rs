@@ -5,7 +5,8 @@
 //!
 //! ```json
 //! {"seq": 7, "at_ms": 1796221684526, "kind": "turn_ended",
-//!  "data": {"turn": 2, "prompt": 3, "exit": {"code": 0}, "by": null}}
+//!  "data": {"turn": 2, "prompt": 3, "exit": {"code": 0}, "by": null,
+//!           "usage": null}}
 //! ```
 //!
 //! Durations are in ms; the machine's own clock never appears in an event.
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::approvals::{ApprovalId, DecidedBy, Decision};
 use super::failure::Failure;
 use super::record::{EndWhy, PromptId, Shown, TurnSeq};
+use super::usage::Usage;
 use super::values::{Exit, RelaunchMode};
 use crate::launch::{WaitEnd, WaitOn};
 use crate::time::Millis;
@@ -50,6 +52,14 @@ pub enum Event {
     PromptQueued {
         /// Its number.
         prompt: PromptId,
+        /// Its text, cut to fit a journal line when it is longer
+        /// ([`PROMPT_TEXT_MAX`](super::PROMPT_TEXT_MAX)); empty in journals
+        /// written before events carried it.
+        #[serde(default)]
+        text: String,
+        /// The text was cut.
+        #[serde(default)]
+        text_truncated: bool,
     },
     /// A turn got its prompt.
     TurnStarted {
@@ -77,6 +87,10 @@ pub enum Event {
         exit: Option<Exit>,
         /// Who ended it on purpose; null when it ended by itself.
         by: Option<EndWhy>,
+        /// What its harness reported it used; null when it reported nothing
+        /// (or only a running total whose start is unknown).
+        #[serde(default)]
+        usage: Option<Usage>,
     },
     /// A prompt went back to the head of the queue: its turn never reached
     /// the point where it could have run it (never delivered, or the harness

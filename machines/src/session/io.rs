@@ -7,6 +7,7 @@ use super::approvals::{ApprovalId, ApprovalMode, DecidedBy, Decision, Request, A
 use super::event::Event;
 use super::launch_io::LaunchInput;
 use super::record::{Process, TurnSeq};
+use super::usage::UsageReport;
 use super::values::{Exit, JournalCap, RelaunchMode};
 use crate::launch;
 use crate::launch::LaunchEffect;
@@ -139,6 +140,13 @@ pub enum Input {
         seq: TurnSeq,
         /// claude's `session_id`, codex's `thread_id`.
         native_id: String,
+    },
+    /// The turn's harness said what it used (one of its events).
+    TurnUsage {
+        /// The turn.
+        seq: TurnSeq,
+        /// What it said.
+        report: UsageReport,
     },
     /// The turn's process (and everything it started) is gone.
     TurnEnded {

@@ -10,7 +10,8 @@
 //! the rest itself, so neither type can carry what never crosses.
 //!
 //! The rules (each has a row in docs/machines.md and a test):
-//! - **Queue.** Every accepted prompt gets a number and is queued. A turn
+//! - **Queue.** Every accepted prompt gets a number and is queued; its
+//!   `prompt_queued` event carries its text, cut to fit a journal line. A turn
 //!   starts only when the session has started (or as a launch's first turn,
 //!   once the permit is granted), is not paused, has no turn (a restored
 //!   turn whose survivor check is outstanding counts), is not closed or
@@ -55,6 +56,13 @@
 //!   a turn the record does not name, notes a spawn it does not name
 //!   (`NoteSpawn`, as for a launch's first turn, which no write precedes),
 //!   and is tried again a second later (`PersistRetry`).
+//! - **Usage.** What a turn's harness reports (`TurnUsage`) is the turn's:
+//!   its own figures add up; a native session's running total counts what
+//!   it grew by since the last one (none when that is unknown: a total
+//!   before the turn named its session is ignored, and a new native
+//!   session starts from zero). Figures past belief read as nothing, sums
+//!   saturate. `turn_ended` carries the turn's usage, and the record's
+//!   totals are the sum of the ended turns'.
 //! - **Failures are data** ([`Failure`]); the runtime words them.
 //! - **Approvals.** A tool use the harness asks about (`ApprovalRequested`)
 //!   is denied at once with `approvals: auto` (the modes decide), else
@@ -75,13 +83,16 @@ mod approvals;
 mod commands;
 mod durability;
 pub mod event;
+mod excerpt;
 mod failure;
 pub mod io;
 mod launch_io;
 mod launching;
+mod metering;
 pub mod record;
 pub mod retry;
 mod turns;
+pub mod usage;
 mod values;
 
 #[cfg(test)]
@@ -100,6 +111,7 @@ pub use approvals::{
     APPROVAL_TIMEOUT, MAX_PENDING,
 };
 pub use event::Event;
+pub use excerpt::{excerpt, PROMPT_TEXT_MAX};
 pub use failure::{CutBy, Failure};
 pub use io::{
     Config, Effect, Input, Options, Outcome, Refusal, Signal, Timer, KILL_GRACE, PERSIST_RETRY,
@@ -108,6 +120,7 @@ pub use io::{
 pub use launch_io::LaunchInput;
 pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Turn, TurnSeq};
 pub use retry::{retry_difference, StartFields};
+pub use usage::{Usage, UsageReport, Usd};
 pub use values::{Exit, JournalCap, RelaunchMode};
 
 /// Everything a session knows, in memory.
@@ -290,6 +303,7 @@ impl Session {
             Input::SpawnFailed { seq, reason } => self.handle_spawn_failed(now, seq, reason),
             Input::PromptUndelivered { seq, error } => self.handle_undelivered(now, seq, error),
             Input::NativeId { seq, native_id } => self.handle_native_id(now, seq, native_id),
+            Input::TurnUsage { seq, report } => self.handle_usage(seq, report),
             Input::TurnEnded { seq, exit, detail } => self.handle_ended(now, seq, exit, detail),
             Input::SurvivorGone { seq } => self.handle_survivor_gone(now, seq),
             Input::OutputCapped { seq, cap } => self.handle_output_capped(now, seq, cap),
@@ -360,13 +374,19 @@ impl Session {
         self.emit(Event::Error { failure });
     }
 
-    /// Queues a prompt under the next number.
+    /// Queues a prompt under the next number; its event carries its text
+    /// (cut to fit a journal line).
     fn accept(&mut self, text: String) {
+        let (shown, text_truncated) = excerpt(&text, PROMPT_TEXT_MAX);
         let r = self.rec();
         let id = r.next_prompt;
         r.next_prompt += 1;
         r.queue.push_back(Prompt { id, text });
-        self.emit(Event::PromptQueued { prompt: id });
+        self.emit(Event::PromptQueued {
+            prompt: id,
+            text: shown,
+            text_truncated,
+        });
     }
 
     /// Puts a turn's prompt back at the head of the queue.
@@ -432,6 +452,7 @@ impl Session {
             delivered: false,
             reported: false,
             ending: None,
+            usage: None,
         });
     }
 

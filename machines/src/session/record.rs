@@ -1,5 +1,5 @@
 //! The persisted core of a session record: its one state enum ([`Stage`]),
-//! its prompt queue, the pause, and the current turn. The runtime writes
+//! its prompt queue, the pause, the current turn and what the turns used. The runtime writes
 //! this (flattened into its session record, beside the start request) every
 //! time the machine emits `Persist`, and hands it back to
 //! [`Session::restore`](super::Session::restore) after a restart.
@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::approvals::{Approval, ApprovalId};
 use super::failure::{read_error, Failure};
+use super::usage::Usage;
 
 pub use super::values::{PromptId, TurnSeq};
 
@@ -126,6 +127,9 @@ pub struct Turn {
     /// the turn as what it was: stopped, closed, cut).
     #[serde(default)]
     pub ending: Option<EndWhy>,
+    /// What its harness reported it used so far; none until it reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// The persisted part of a session: the core of its record.
@@ -161,6 +165,15 @@ pub struct Record {
     /// The number the next approval request gets.
     #[serde(default = "one")]
     pub next_approval: ApprovalId,
+    /// What the session's ended turns used, added up.
+    #[serde(default, skip_serializing_if = "Usage::is_none")]
+    pub usage: Usage,
+    /// The native session's running total as its harness last reported it
+    /// (codex reports a total, not a turn's figures): what the next total
+    /// is measured from. Zero when a turn names a new native session; none
+    /// while unknown (a session recorded before totals were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_total: Option<Usage>,
 }
 
 fn one() -> u64 {
@@ -181,6 +194,8 @@ impl Record {
             next_turn: 1,
             pending_approvals: Vec::new(),
             next_approval: 1,
+            usage: Usage::default(),
+            native_total: None,
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Behaviours of the session machine, one test each.
 
+mod usage;
+
 use super::*;
 use crate::copy::{CopyMark, Observation};
 use crate::launch::{WaitEnd, WaitOn};
@@ -151,7 +153,11 @@ fn a_new_start_is_persisted_before_its_launch_begins() {
             Effect::Emit(Event::State {
                 state: Shown::Pending
             }),
-            Effect::Emit(Event::PromptQueued { prompt: 1 }),
+            Effect::Emit(Event::PromptQueued {
+                prompt: 1,
+                text: "hello".into(),
+                text_truncated: false,
+            }),
             launch_effect(LaunchEffect::Watch),
             launch_effect(LaunchEffect::Observe),
         ]
@@ -304,7 +310,8 @@ fn stop_with_a_turn_running_sends_term_then_kill_after_the_grace_and_pauses() {
             turn: 2,
             prompt: 2,
             exit: Some(Exit::Signal(9)),
-            by: Some(EndWhy::Stop)
+            by: Some(EndWhy::Stop),
+            usage: None,
         })
     ));
     assert_eq!(
@@ -889,10 +896,11 @@ fn events_and_records_serialise_in_snake_case() {
         prompt: 3,
         exit: Some(Exit::Code(0)),
         by: Some(EndWhy::ServiceStop),
+        usage: None,
     };
     assert_eq!(
         serde_json::to_string(&e).unwrap(),
-        r#"{"kind":"turn_ended","data":{"turn":2,"prompt":3,"exit":{"code":0},"by":"service_stop"}}"#
+        r#"{"kind":"turn_ended","data":{"turn":2,"prompt":3,"exit":{"code":0},"by":"service_stop","usage":null}}"#
     );
     assert_eq!(
         serde_json::to_string(&Event::Stopped).unwrap(),
@@ -1026,6 +1034,7 @@ fn output_over_the_journal_cap_ends_the_turn_pauses_the_queue_and_says_so() {
                 prompt: 2,
                 exit: Some(Exit::Signal(9)),
                 by: Some(EndWhy::OutputCapped),
+                usage: None,
             })
         ),
         "{e:?}"

@@ -6,6 +6,7 @@ use super::event::Event;
 use super::failure::{CutBy, Failure};
 use super::io::{Effect, Outcome, Signal};
 use super::record::{EndWhy, Process, Turn, TurnSeq};
+use super::usage::Usage;
 use super::values::{Exit, JournalCap};
 use super::Session;
 use crate::launch;
@@ -33,7 +34,7 @@ enum Fate {
 
 impl Session {
     /// The current turn if it is `seq` and not a restored one.
-    fn live_turn(&self, seq: TurnSeq) -> Option<&Turn> {
+    pub(super) fn live_turn(&self, seq: TurnSeq) -> Option<&Turn> {
         self.state
             .record
             .turn
@@ -150,6 +151,8 @@ impl Session {
         r.turn.as_mut().expect("checked above").reported = true;
         if r.native_id.as_deref() != Some(native_id.as_str()) {
             r.native_id = Some(native_id.clone());
+            // A new native session: its running total starts from nothing.
+            r.native_total = Some(Usage::default());
             self.emit(Event::NativeId {
                 turn: seq,
                 native_id: native_id.clone(),
@@ -171,11 +174,13 @@ impl Session {
         let Some(turn) = self.take_turn(seq, true) else {
             return Outcome::Ignored;
         };
+        let usage = self.meter(&turn);
         self.emit(Event::TurnEnded {
             turn: seq,
             prompt: turn.prompt.id,
             exit: Some(exit),
             by: turn.ending,
+            usage,
         });
         self.settle(now, turn, End::Exited(exit, detail));
         self.carry_on(now);
@@ -190,11 +195,13 @@ impl Session {
         self.state.survivor = false;
         self.void_pending(seq);
         let turn = self.rec().turn.take().expect("checked above");
+        let usage = self.meter(&turn);
         self.emit(Event::TurnEnded {
             turn: seq,
             prompt: turn.prompt.id,
             exit: None,
             by: Some(turn.ending.unwrap_or(EndWhy::Restore)),
+            usage,
         });
         self.settle(now, turn, End::Gone);
         self.carry_on(now);

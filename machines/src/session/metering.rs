@@ -1,0 +1,45 @@
+//! What a turn used: the harness's reports become the turn's figures, and
+//! an ended turn's figures join the session's totals.
+
+use super::io::Outcome;
+use super::record::{Turn, TurnSeq};
+use super::usage::{Usage, UsageReport};
+use super::Session;
+
+impl Session {
+    /// `TurnUsage`: the turn's own figures add to what it reported before;
+    /// a running total counts what it grew by since the last total the
+    /// session took (nothing when that is unknown or larger) and becomes
+    /// the next one's start. A total is taken only once the turn has named
+    /// its native session, whose total it is.
+    pub(super) fn handle_usage(&mut self, seq: TurnSeq, report: UsageReport) -> Outcome {
+        let Some(t) = self.live_turn(seq).filter(|t| t.process.is_some()) else {
+            return Outcome::Ignored;
+        };
+        let (named, before) = (t.reported, t.usage);
+        let used = match report {
+            UsageReport::Turn(figures) => Some(figures.believed()),
+            UsageReport::Total(_) if !named => return Outcome::Ignored,
+            UsageReport::Total(total) => {
+                let total = total.believed();
+                let base = self.rec().native_total.replace(total);
+                base.and_then(|b| total.since(b))
+            }
+        };
+        if let Some(used) = used {
+            let turn = self.rec().turn.as_mut().expect("checked above");
+            turn.usage = Some(before.map_or(used, |b| b.plus(used)));
+        }
+        Outcome::Applied
+    }
+
+    /// Adds an ended turn's figures to the session's totals; what its
+    /// `turn_ended` carries.
+    pub(super) fn meter(&mut self, turn: &Turn) -> Option<Usage> {
+        if let Some(used) = turn.usage {
+            let r = self.rec();
+            r.usage = r.usage.plus(used);
+        }
+        turn.usage
+    }
+}
