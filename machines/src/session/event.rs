@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::approvals::{ApprovalId, DecidedBy, Decision};
+use super::approval::{ApprovalId, DecidedBy, Decision};
 use super::failure::Failure;
 use super::record::{EndWhy, PromptId, Shown, TurnSeq};
 use super::usage::Usage;

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::approvals::{ApprovalId, ApprovalMode, DecidedBy, Decision, Request, APPROVAL_TIMEOUT};
+use super::approval::{ApprovalId, ApprovalMode, DecidedBy, Decision, Request, APPROVAL_TIMEOUT};
 use super::event::Event;
 use super::launch_io::LaunchInput;
 use super::record::{Process, TurnSeq};

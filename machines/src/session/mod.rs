@@ -79,6 +79,7 @@
 //! first turn ended by stop or interrupt before it reported in completes
 //! the launch without a native ID, as a paused or empty queue does.
 
+mod approval;
 mod approvals;
 mod commands;
 mod durability;
@@ -106,7 +107,7 @@ use crate::launch::Launch;
 use crate::time::Millis;
 
 pub use crate::launch::LaunchEffect;
-pub use approvals::{
+pub use approval::{
     Approval, ApprovalId, ApprovalMode, DecidedBy, Decision, Request as ApprovalRequest,
     APPROVAL_TIMEOUT, MAX_PENDING,
 };

@@ -8,11 +8,11 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::approvals::{Approval, ApprovalId};
+use super::approval::{Approval, ApprovalId};
 use super::failure::{read_error, Failure};
 use super::usage::Usage;
 
-pub use super::values::{PromptId, TurnSeq};
+pub use super::values::{EndWhy, PromptId, TurnSeq};
 
 /// One accepted prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,33 +71,6 @@ pub struct Process {
     /// Field 22 of `/proc/PID/stat` (clock ticks since boot), so a restart
     /// never mistakes a recycled pid for the turn.
     pub start_time: u64,
-}
-
-/// Why the machine is ending a turn (or why it ended one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EndWhy {
-    /// The app stopped the session (the queue is paused).
-    Stop,
-    /// The app interrupted the turn (the queue goes on).
-    Interrupt,
-    /// The app closed the session.
-    Close,
-    /// A relaunch in `restart` mode.
-    Restart,
-    /// The service is stopping; the turn is cut.
-    ServiceStop,
-    /// A launch's first turn did not name its session in time.
-    StartupTimeout,
-    /// The prompt could not be handed to the harness (its record could not
-    /// be written, or its stdin refused it).
-    Undelivered,
-    /// The session's journal reached its cap: the turn's further output
-    /// could not be kept.
-    OutputCapped,
-    /// The service ended without ending the turn (kill -9, a crash); the
-    /// restore killed what survived. Only ever reported, never persisted.
-    Restore,
 }
 
 /// The current turn.

@@ -5,7 +5,7 @@ mod usage;
 use super::*;
 use crate::copy::{CopyMark, Observation};
 use crate::launch::{WaitEnd, WaitOn};
-use approvals::Request;
+use approval::Request;
 
 const GRACE: Millis = KILL_GRACE;
 const P: Process = Process {

@@ -1,6 +1,6 @@
 //! Small values that the session's inputs, effects, events and record
 //! share: how a turn's process ended, a cap on the journal, a relaunch's
-//! mode.
+//! mode, why a turn is ended.
 
 use serde::{Deserialize, Serialize};
 
@@ -72,4 +72,31 @@ impl std::fmt::Display for JournalCap {
             JournalCap::Events(n) => write!(f, "{n} events"),
         }
     }
+}
+
+/// Why the machine is ending a turn (or why it ended one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndWhy {
+    /// The app stopped the session (the queue is paused).
+    Stop,
+    /// The app interrupted the turn (the queue goes on).
+    Interrupt,
+    /// The app closed the session.
+    Close,
+    /// A relaunch in `restart` mode.
+    Restart,
+    /// The service is stopping; the turn is cut.
+    ServiceStop,
+    /// A launch's first turn did not name its session in time.
+    StartupTimeout,
+    /// The prompt could not be handed to the harness (its record could not
+    /// be written, or its stdin refused it).
+    Undelivered,
+    /// The session's journal reached its cap: the turn's further output
+    /// could not be kept.
+    OutputCapped,
+    /// The service ended without ending the turn (kill -9, a crash); the
+    /// restore killed what survived. Only ever reported, never persisted.
+    Restore,
 }
