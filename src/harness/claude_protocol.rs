@@ -18,6 +18,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::lenient;
+
 /// The arguments, after the program, that put claude on this protocol;
 /// the permission mode, allowed tools and `--resume <id>` follow them.
 pub const PROTOCOL_ARGS: [&str; 8] = [
@@ -619,92 +621,15 @@ mod wire {
     }
 }
 
-/// Field readers that accept any JSON: what does not fit reads as absent
-/// (or zero, or false), so one odd field never loses a message.
-mod lenient {
-    use serde::de::DeserializeOwned;
-    use serde::{Deserialize, Deserializer};
-    use serde_json::Value;
-
-    /// A string, or none.
-    pub fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-        Ok(match Value::deserialize(d)? {
-            Value::String(s) => Some(s),
-            _ => None,
-        })
-    }
-
-    /// A non-negative integer, or 0.
-    pub fn count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        Ok(Value::deserialize(d)?.as_u64().unwrap_or(0))
-    }
-
-    /// A non-negative integer, or none.
-    pub fn count_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        Ok(Value::deserialize(d)?.as_u64())
-    }
-
-    /// A finite number, or none.
-    pub fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-        Ok(Value::deserialize(d)?.as_f64().filter(|f| f.is_finite()))
-    }
-
-    /// A boolean, or false.
-    pub fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-        Ok(Value::deserialize(d)?.as_bool().unwrap_or(false))
-    }
-
-    /// An array, or empty.
-    pub fn list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
-        Ok(match Value::deserialize(d)? {
-            Value::Array(a) => a,
-            _ => Vec::new(),
-        })
-    }
-
-    /// `T` read from an object, or none when it is not one or does not
-    /// fit (serde would read a struct from an array, by position).
-    pub fn object<'de, D: Deserializer<'de>, T: DeserializeOwned>(
-        d: D,
-    ) -> Result<Option<T>, D::Error> {
-        Ok(match Value::deserialize(d)? {
-            v @ Value::Object(_) => serde_json::from_value(v).ok(),
-            _ => None,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::transcripts::{self, transcripts};
     use serde_json::json;
-    use std::path::PathBuf;
-
-    /// The recorded transcripts (fixtures/protocols/claude/*.jsonl).
-    fn transcripts() -> Vec<(String, Vec<Value>)> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/protocols/claude");
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-                continue;
-            }
-            let lines = std::fs::read_to_string(&path)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect();
-            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            out.push((name, lines));
-        }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        assert!(out.len() >= 10, "the claude transcripts are missing");
-        out
-    }
 
     /// What claude printed in `name`, decoded.
     fn from_cli(name: &str) -> Vec<Incoming> {
-        let all = transcripts();
+        let all = transcripts("claude");
         let (_, lines) = all.iter().find(|(n, _)| n == name).unwrap();
         lines
             .iter()
@@ -715,7 +640,7 @@ mod tests {
 
     #[test]
     fn every_recorded_line_decodes_to_a_known_kind() {
-        for (name, lines) in transcripts() {
+        for (name, lines) in transcripts("claude") {
             for e in lines.iter().filter(|e| e["dir"] == "from_cli") {
                 let line = e["msg"].to_string();
                 match decode(&line) {
@@ -856,7 +781,7 @@ mod tests {
     /// What room-core writes equals what the drivers wrote to the real CLI.
     #[test]
     fn encoders_write_what_the_real_cli_was_sent() {
-        let sent: Vec<Value> = transcripts()
+        let sent: Vec<Value> = transcripts("claude")
             .into_iter()
             .flat_map(|(_, lines)| lines)
             .filter(|e| e["dir"] == "to_cli")
@@ -960,41 +885,5 @@ mod tests {
         assert!(matches!(decode(&deep), Incoming::Malformed(_)));
     }
 
-    /// Every line claude printed in the transcripts, read once.
-    fn recorded_lines() -> &'static [String] {
-        static LINES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-        LINES.get_or_init(|| {
-            transcripts()
-                .into_iter()
-                .flat_map(|(_, l)| l)
-                .filter(|e| e["dir"] == "from_cli")
-                .map(|e| e["msg"].to_string())
-                .collect()
-        })
-    }
-
-    mod props {
-        use super::{decode, recorded_lines};
-        use proptest::prelude::*;
-
-        proptest! {
-            #[test]
-            fn decode_never_panics(line in ".{0,400}") {
-                let _ = decode(&line);
-            }
-
-            #[test]
-            fn decode_never_panics_on_mutated_recorded_lines(
-                pick in any::<prop::sample::Index>(), cut in any::<prop::sample::Index>(),
-                junk in ".{0,8}"
-            ) {
-                let line = pick.get(recorded_lines());
-                let mut at = cut.index(line.len() + 1);
-                while !line.is_char_boundary(at) {
-                    at -= 1;
-                }
-                let _ = decode(&format!("{}{}{}", &line[..at], junk, &line[at..]));
-            }
-        }
-    }
+    transcripts::decode_never_panics!(super::decode, "claude");
 }

@@ -11,7 +11,10 @@ pub mod codex;
 pub mod codex_protocol;
 pub mod command;
 pub mod figures;
+mod lenient;
 pub mod modes;
+#[cfg(test)]
+mod transcripts;
 
 use std::path::{Path, PathBuf};
 
