@@ -281,6 +281,11 @@ pub struct State {
     pub watched: bool,
     /// A read was asked for ([`LaunchEffect::Observe`]) and not answered yet.
     pub reading: bool,
+    /// A read was wanted while one was under way: it is asked for once
+    /// that one answers, so reads never overlap (an older read answering
+    /// after a newer one would have the last word).
+    #[serde(default)]
+    pub reread: bool,
     /// The next poll of the status file, while checking or waiting unwatched.
     pub next_poll: Option<Millis>,
     /// When the `copying` mark that holds an unpromised wait turns
@@ -339,6 +344,7 @@ impl Launch {
                 began: now,
                 watched: false,
                 reading: false,
+                reread: false,
                 next_poll: None,
                 mark_ages_at: None,
                 malformed: None,
@@ -448,6 +454,9 @@ impl Launch {
                 self.state.mark_ages_at = self.mark_ages_at(now, &o);
             }
             Err(why) => self.end_wait(now, why),
+        }
+        if std::mem::take(&mut self.state.reread) && self.in_wait() {
+            self.observe(now);
         }
         Outcome::Applied
     }
@@ -562,10 +571,15 @@ impl Launch {
         self.is_pending() || matches!(self.state.phase, Phase::Started { .. })
     }
 
-    /// Asks for a read; unwatched, the next poll comes `poll` after it.
+    /// Asks for a read (or, while one is under way, for another once it
+    /// answers); unwatched, the next poll comes `poll` after it.
     fn observe(&mut self, now: Millis) {
-        self.state.reading = true;
         self.state.next_poll = (!self.state.watched).then(|| now.saturating_add(self.config.poll));
+        if self.state.reading {
+            self.state.reread = true;
+            return;
+        }
+        self.state.reading = true;
         self.effects
             .push_back(Effect::Runtime(LaunchEffect::Observe));
     }
@@ -583,6 +597,7 @@ impl Launch {
         self.state.next_poll = None;
         self.state.mark_ages_at = None;
         self.state.reading = false;
+        self.state.reread = false;
         self.state.watched = false;
         self.effects
             .push_back(Effect::Runtime(LaunchEffect::Unwatch));
@@ -922,5 +937,29 @@ mod tests {
         assert_eq!(l.handle(1_300, Input::Watched(true)), Outcome::Applied);
         assert_eq!(drain(&mut l), [Effect::Runtime(LaunchEffect::Observe)]);
         assert_eq!(l.poll_timeout(), Some((5 * MIN, Timer::CopyLimit)));
+    }
+
+    #[test]
+    fn reads_never_overlap_so_an_older_read_never_has_the_last_word() {
+        let mut l = Launch::new(Config::default(), PROMISED, 0);
+        drain(&mut l);
+        l.handle(1, Input::Watched(true));
+        assert_eq!(
+            drain(&mut l),
+            vec![],
+            "the read asked for at the start is under way"
+        );
+        // A change while that read is under way: read again once it answers.
+        assert_eq!(l.handle(2, Input::Changed), Outcome::Applied);
+        assert_eq!(drain(&mut l), vec![]);
+        // The older read answers (it saw no mark yet): the newer one goes out.
+        l.handle(3, Input::Observed(Observation::missing()));
+        let e = drain(&mut l);
+        assert!(e.contains(&Effect::Runtime(LaunchEffect::Observe)), "{e:?}");
+        assert_eq!(l.state().phase, Phase::Waiting(WaitOn::MissingMark));
+        // The newer read has the last word.
+        l.handle(4, copying(0));
+        assert_eq!(l.state().phase, Phase::Waiting(WaitOn::Copying));
+        assert!(!drain(&mut l).contains(&Effect::Runtime(LaunchEffect::Observe)));
     }
 }

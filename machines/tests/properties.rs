@@ -64,6 +64,11 @@ struct Step {
     deadline_after: Option<(Millis, Timer)>,
     /// The status file was watched after the input.
     watched_after: bool,
+    /// A read was under way before the input, and another one is wanted
+    /// once it answers after it.
+    reading_before: bool,
+    reread_before: bool,
+    reread_after: bool,
 }
 
 /// Runs `inputs`, each `dt` ms after the last (from 0 to 90 s apart, so long
@@ -80,6 +85,9 @@ fn run(plan: Plan, inputs: &[(Millis, Input)]) -> (Launch, Vec<Step>) {
         deadline_before: None,
         deadline_after: l.poll_timeout(),
         watched_after: false,
+        reading_before: false,
+        reread_before: false,
+        reread_after: false,
     }];
     let mut now = 0;
     for (dt, input) in inputs {
@@ -87,6 +95,7 @@ fn run(plan: Plan, inputs: &[(Millis, Input)]) -> (Launch, Vec<Step>) {
         let waiting_before = matches!(l.state().phase, Phase::Checking | Phase::Waiting(_));
         let watched_before = l.state().watched;
         let deadline_before = l.poll_timeout();
+        let (reading_before, reread_before) = (l.state().reading, l.state().reread);
         let outcome = l.handle(now, input.clone());
         steps.push(Step {
             at: now,
@@ -98,6 +107,9 @@ fn run(plan: Plan, inputs: &[(Millis, Input)]) -> (Launch, Vec<Step>) {
             deadline_before,
             deadline_after: l.poll_timeout(),
             watched_after: l.state().watched,
+            reading_before,
+            reread_before,
+            reread_after: l.state().reread,
         });
     }
     (l, steps)
@@ -258,11 +270,16 @@ proptest! {
             if !(s.waiting_before && s.watched_before) {
                 continue;
             }
-            let read = s.effects.contains(&Effect::Runtime(LaunchEffect::Observe));
+            // A read asked for by this input: now, or, while one is under
+            // way, once it answers; a read already wanted covers a change.
+            let read = s.effects.contains(&Effect::Runtime(LaunchEffect::Observe))
+                || (!s.reread_before && s.reread_after);
             match input {
-                Input::Changed => prop_assert!(read, "a change was not read: {s:?}"),
+                Input::Changed => prop_assert!(read || s.reread_after, "a change was not read: {s:?}"),
                 // A lost watch reads at once (see below).
                 Input::Watched(false) => {}
+                // The read a change asked for while another was under way.
+                Input::Observed(_) => prop_assert!(!read || s.reread_before, "read without a change or a deadline: {s:?}"),
                 Input::Timeout => {
                     if read {
                         let due = matches!(s.deadline_before, Some((d, Timer::MarkAge)) if s.at >= d);
@@ -284,7 +301,10 @@ proptest! {
             if s.input != Some(Input::Watched(false)) || !(s.waiting_before && s.watched_before) {
                 continue;
             }
-            prop_assert_eq!(&s.effects[..], &[Effect::Runtime(LaunchEffect::Watch), Effect::Runtime(LaunchEffect::Observe)], "{:?}", s);
+            let read_after = if s.reading_before { vec![] } else { vec![Effect::Runtime(LaunchEffect::Observe)] };
+            prop_assert_eq!(&s.effects[1..], &read_after[..], "{:?}", s);
+            prop_assert_eq!(&s.effects[0], &Effect::Runtime(LaunchEffect::Watch), "{:?}", s);
+            prop_assert!(!s.reading_before || s.reread_after, "a lost watch read nothing: {s:?}");
             let (at, _) = s.deadline_after.expect("a waiting launch has a deadline");
             prop_assert!(at <= s.at + config.poll, "no poll after a lost watch: {s:?}");
         }
