@@ -629,12 +629,9 @@ mod tests {
 
     /// What claude printed in `name`, decoded.
     fn from_cli(name: &str) -> Vec<Incoming> {
-        let all = transcripts("claude");
-        let (_, lines) = all.iter().find(|(n, _)| n == name).unwrap();
-        lines
+        transcripts::printed("claude", name)
             .iter()
-            .filter(|e| e["dir"] == "from_cli")
-            .map(|e| decode(&e["msg"].to_string()))
+            .map(|l| decode(l))
             .collect()
     }
 

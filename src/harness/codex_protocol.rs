@@ -843,13 +843,11 @@ mod tests {
     use crate::harness::transcripts::{self, transcripts};
     use serde_json::json;
 
+    /// What codex printed in `name`, decoded.
     fn from_cli(name: &str) -> Vec<Incoming> {
-        let all = transcripts("codex");
-        let (_, lines) = all.iter().find(|(n, _)| n == name).unwrap();
-        lines
+        transcripts::printed("codex", name)
             .iter()
-            .filter(|e| e["dir"] == "from_cli")
-            .map(|e| decode(&e["msg"].to_string()))
+            .map(|l| decode(l))
             .collect()
     }
 

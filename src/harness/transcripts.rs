@@ -31,6 +31,17 @@ pub fn transcripts(cli: &str) -> Vec<(String, Vec<Value>)> {
     out
 }
 
+/// What `cli` printed in transcript `name`, line by line.
+pub fn printed(cli: &str, name: &str) -> Vec<String> {
+    let all = transcripts(cli);
+    let (_, lines) = all.iter().find(|(n, _)| n == name).unwrap();
+    lines
+        .iter()
+        .filter(|e| e["dir"] == "from_cli")
+        .map(|e| e["msg"].to_string())
+        .collect()
+}
+
 /// Every line `cli` printed in its transcripts.
 pub fn recorded_lines(cli: &str) -> Vec<String> {
     transcripts(cli)
