@@ -4,6 +4,10 @@
 //! asks about is denied at once; with `approvals: app` the request waits
 //! for the app, at most `approval_timeout`, and then is denied.
 //!
+//! Only a request that waits for the app gets a number, a place in the
+//! record and events; one denied at once (by the modes, the cap, or its
+//! turn ending) is answered and nothing else.
+//!
 //! Every request is answered exactly once (`AnswerApproval`), unless its
 //! turn's process is gone first, and nothing pending outlives its turn:
 //! whatever ends the turn (stop, interrupt, close, a restart, the service's
@@ -42,6 +46,19 @@ impl Session {
             }
             None => None,
         };
+        if let Some(by) = decided {
+            // Nothing for the app to answer: denied at once, with nothing
+            // written or journalled, so a harness that floods requests
+            // costs no disk write.
+            self.staged.push(Effect::AnswerApproval {
+                seq,
+                harness_ref: request.harness_ref,
+                decision: Decision::Deny,
+                by,
+                message: None,
+            });
+            return Outcome::Applied;
+        }
         let r = self.rec();
         let id = r.next_approval;
         r.next_approval += 1;
@@ -61,10 +78,7 @@ impl Session {
             input: approval.input.clone(),
             reason: approval.reason.clone(),
         });
-        match decided {
-            Some(by) => self.answer(approval, Decision::Deny, None, by),
-            None => self.rec().pending_approvals.push(approval),
-        }
+        self.rec().pending_approvals.push(approval);
         Outcome::Applied
     }
 

@@ -1361,3 +1361,11 @@ fn after_a_kill_9_a_pending_request_is_void() {
     assert!(!e.iter().any(|e| matches!(e, Effect::AnswerApproval { .. })));
     assert!(s.record().pending_approvals.is_empty());
 }
+
+#[test]
+fn a_request_denied_at_once_costs_no_write_and_no_event() {
+    let mut t = asking(ApprovalMode::Auto);
+    let e = ask(&mut t, "q1");
+    assert_eq!(e, vec![answer("q1", Decision::Deny, DecidedBy::Modes)]);
+    assert_eq!(t.s.record().next_approval, 1, "no number given");
+}
