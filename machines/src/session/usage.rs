@@ -160,19 +160,21 @@ impl Usage {
     }
 }
 
+/// Token counts with no cost, for the tests' figures.
+#[cfg(test)]
+pub(crate) fn tokens(i: u64, o: u64, r: u64, w: u64) -> Usage {
+    Usage {
+        input_tokens: i,
+        output_tokens: o,
+        cache_read_tokens: r,
+        cache_write_tokens: w,
+        cost_usd: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tokens(i: u64, o: u64, r: u64, w: u64) -> Usage {
-        Usage {
-            input_tokens: i,
-            output_tokens: o,
-            cache_read_tokens: r,
-            cache_write_tokens: w,
-            cost_usd: None,
-        }
-    }
 
     #[test]
     fn a_cost_reads_and_writes_as_usd_and_sums_exactly() {

@@ -2,17 +2,7 @@
 //! prompt's text in `prompt_queued`.
 
 use super::*;
-use crate::session::usage::{COST_MAX_USD, TOKENS_MAX};
-
-fn tokens(i: u64, o: u64, r: u64, w: u64) -> Usage {
-    Usage {
-        input_tokens: i,
-        output_tokens: o,
-        cache_read_tokens: r,
-        cache_write_tokens: w,
-        cost_usd: None,
-    }
-}
+use crate::session::usage::{tokens, COST_MAX_USD, TOKENS_MAX};
 
 fn costing(u: Usage, usd: f64) -> Usage {
     Usage {
