@@ -115,12 +115,12 @@ fn a_turn_that_reports_nothing_says_null_and_a_new_session_shows_zero() {
         usage(0, 0, 0, 0, Value::Null),
         "nothing used yet"
     );
-    // Interrupted before its harness printed its result.
-    let (status, v) = svc.post(&format!("/v1/sessions/{id}/interrupt"), json!({}));
+    // Stopped (SIGTERM) before its harness printed its result.
+    let (status, v) = svc.post(&format!("/v1/sessions/{id}/stop"), json!({}));
     assert_eq!(status, 200, "{v}");
     let ended = data_of(&svc, &id, "turn_ended");
     assert_eq!(ended.len(), 1, "{ended:?}");
-    assert_eq!(ended[0]["by"], "interrupt");
+    assert_eq!(ended[0]["by"], "stop");
     assert_eq!(ended[0]["usage"], Value::Null);
     assert_eq!(svc.session(&id)["usage"], usage(0, 0, 0, 0, Value::Null));
 }

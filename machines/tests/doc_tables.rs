@@ -481,6 +481,9 @@ fn current_turn(s: &Session) -> u64 {
     s.record().turn.as_ref().map_or(1, |t| t.seq)
 }
 
+/// Situations whose name starts with this run with `Config::talks`.
+const TALKING: &str = "talking harness";
+
 /// Session situations: a name, whether the start promised a copy, its
 /// first prompt, and the timed inputs that reach it from `Session::new`
 /// (a `None` input is a kill -9 and restart at that time).
@@ -523,6 +526,12 @@ fn session_situations() -> Vec<SessionSituation> {
             ),
         ]);
         v
+    };
+    let reported = |seq| {
+        Some(I::NativeId {
+            seq,
+            native_id: "n1".into(),
+        })
     };
     let running = || {
         let mut v = idle();
@@ -568,6 +577,16 @@ fn session_situations() -> Vec<SessionSituation> {
             "running, stopped (SIGTERM sent)",
             false,
             with(running(), vec![(7, Some(I::Stop))]),
+        ),
+        (
+            "talking harness: running, reported in",
+            false,
+            with(running(), vec![(7, reported(2))]),
+        ),
+        (
+            "talking harness: running, interrupt asked",
+            false,
+            with(running(), vec![(7, reported(2)), (8, Some(I::Interrupt))]),
         ),
         (
             "relaunching (wake)",
@@ -616,6 +635,7 @@ fn session_probes() -> Vec<SessionProbe> {
     use session::Input as I;
     vec![
         ("message", |_| I::Message("hi".into())),
+        ("steer", |_| I::Steer("hi".into())),
         ("stop", |_| I::Stop),
         ("interrupt", |_| I::Interrupt),
         ("resume", |_| I::Resume),
@@ -642,6 +662,14 @@ fn session_probes() -> Vec<SessionProbe> {
         ("native ID", |s| I::NativeId {
             seq: current_turn(s),
             native_id: "n1".into(),
+        }),
+        ("turn finished (its harness says)", |s| I::TurnFinished {
+            seq: current_turn(s),
+        }),
+        ("steer undelivered", |s| I::SteerUndelivered {
+            seq: current_turn(s),
+            prompt: 9,
+            text: "hi".into(),
         }),
         ("prompt undelivered", |s| I::PromptUndelivered {
             seq: current_turn(s),
@@ -705,8 +733,15 @@ fn usage() -> session::Usage {
 }
 
 /// Builds a situation; returns the session and the time it was reached.
-fn reach(promised: bool, steps: Vec<(Millis, Option<session::Input>)>) -> (Session, Millis) {
-    let config = session::Config::default();
+fn reach(
+    promised: bool,
+    talks: bool,
+    steps: Vec<(Millis, Option<session::Input>)>,
+) -> (Session, Millis) {
+    let config = session::Config {
+        talks,
+        ..session::Config::default()
+    };
     let mut s = Session::new(config, session_options(promised), Some("one".into()), 0);
     let mut now = 0;
     for (at, input) in steps {
@@ -775,7 +810,7 @@ fn session_table() -> String {
     let mut out =
         String::from("| situation | input | next state | effects, in order |\n|---|---|---|---|\n");
     for (name, promised, steps) in session_situations() {
-        let (base, at) = reach(promised, steps);
+        let (base, at) = reach(promised, name.starts_with(TALKING), steps);
         let mut ignored = Vec::new();
         for (probe, make) in session_probes() {
             let mut s = base.clone();

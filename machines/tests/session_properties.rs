@@ -35,6 +35,7 @@ fn config() -> Config {
         startup_timeout: 2_000,
         kill_grace: 500,
         approval_timeout: 1_500,
+        talks: false,
     }
 }
 
@@ -623,6 +624,9 @@ impl World {
             match e {
                 Effect::Persist => {}
                 Effect::NoteSpawn { seq } => noted = Some(*seq),
+                Effect::CloseInput { .. } | Effect::InterruptTurn { .. } | Effect::Steer { .. } => {
+                    prop_assert!(false, "{e:?} for a harness that does not talk");
+                }
                 Effect::AnswerApproval {
                     harness_ref,
                     decision,

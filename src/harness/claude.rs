@@ -1,25 +1,21 @@
-//! Claude Code: `claude -p --output-format stream-json --verbose
-//! [--resume <id>] --permission-mode <mode> [--allowedTools <tool>...]`,
-//! the prompt on stdin (`-p` with no prompt argument reads it there, so no
-//! prompt can be taken for an option). The first stream-json event,
+//! Claude Code on its stream-json protocol (claude_protocol.rs): `claude -p
+//! --input-format stream-json --output-format stream-json --verbose
+//! --permission-prompt-tool stdio [--resume <id>] --permission-mode <mode>
+//! [--allowedTools <tool>...]`, the prompt a user message on stdin (so no
+//! prompt can be taken for an option). The turn's first event,
 //! `{"type":"system","subtype":"init","session_id":…}`, names the session;
-//! the last, `result`, says what the turn used.
+//! its `result` ends the turn and says what it used.
 
 use room_machines::session::{Usage, UsageReport};
 use serde_json::Value;
 
+use super::claude_protocol::PROTOCOL_ARGS;
 use super::figures::{cost, count};
 use super::modes::Modes;
 
 /// The argv (without the program) of one turn.
 pub fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        "-p".into(),
-        "--output-format".into(),
-        "stream-json".into(),
-        // stream-json in print mode requires --verbose.
-        "--verbose".into(),
-    ];
+    let mut a: Vec<String> = PROTOCOL_ARGS.iter().map(|s| s.to_string()).collect();
     if let Some(id) = native_id {
         a.extend(["--resume".into(), id.into()]);
     }
@@ -87,9 +83,13 @@ mod tests {
             a,
             [
                 "-p",
+                "--input-format",
+                "stream-json",
                 "--output-format",
                 "stream-json",
                 "--verbose",
+                "--permission-prompt-tool",
+                "stdio",
                 "--resume",
                 "abc",
                 "--permission-mode",
@@ -103,9 +103,13 @@ mod tests {
             a,
             [
                 "-p",
+                "--input-format",
+                "stream-json",
                 "--output-format",
                 "stream-json",
                 "--verbose",
+                "--permission-prompt-tool",
+                "stdio",
                 "--permission-mode",
                 "plan"
             ]

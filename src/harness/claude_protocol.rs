@@ -107,13 +107,10 @@ pub enum ControlResponse<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "behavior", rename_all = "snake_case")]
 pub enum PermissionResult<'a> {
-    /// Run the tool with `updated_input`. claude runs what this says, not
-    /// what it asked about, so room-core sends back the input it was asked
-    /// about.
+    /// Run the tool. An `updatedInput` here would run instead of what
+    /// claude asked about, so none is sent: claude then runs the input the
+    /// app was shown.
     Allow {
-        /// The tool's input.
-        #[serde(rename = "updatedInput")]
-        updated_input: &'a Value,
         /// Rules added for the rest of the process.
         #[serde(rename = "updatedPermissions", skip_serializing_if = "Vec::is_empty")]
         updated_permissions: Vec<PermissionUpdate<'a>>,
@@ -213,19 +210,17 @@ pub fn interrupt(request_id: &str) -> String {
     .line()
 }
 
-/// The answer to the `can_use_tool` request `req` (its id, tool and input).
-pub fn permission_response(request_id: &str, req: &CanUseTool, decision: Decision) -> String {
+/// The answer to the `can_use_tool` request `request_id` about `tool`.
+pub fn permission_response(request_id: &str, tool: &str, decision: Decision) -> String {
     let response = match decision {
         Decision::Allow => PermissionResult::Allow {
-            updated_input: &req.input,
             updated_permissions: Vec::new(),
         },
         Decision::AllowForSession => PermissionResult::Allow {
-            updated_input: &req.input,
             updated_permissions: vec![PermissionUpdate {
                 kind: "addRules",
                 rules: vec![PermissionRule {
-                    tool_name: &req.tool_name,
+                    tool_name: tool,
                     rule_content: None,
                 }],
                 behavior: "allow",
@@ -806,13 +801,12 @@ mod tests {
             json!({"file_path": "<work>/allowed.txt", "content": "hello\n"}),
             "Write",
         );
-        let line = permission_response("x", &write, Decision::Allow);
+        let line = permission_response("x", &write.tool_name, Decision::Allow);
         let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(
-            v["response"]["response"],
-            json!({"behavior": "allow", "updatedInput": write.input})
-        );
-        let line = permission_response("x", &write, Decision::Deny { message: "no" });
+        // What the approval_allow scenario sent without updatedInput (the
+        // original input ran).
+        assert_eq!(v["response"]["response"], json!({"behavior": "allow"}));
+        let line = permission_response("x", &write.tool_name, Decision::Deny { message: "no" });
         let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(
             v["response"],
@@ -821,7 +815,7 @@ mod tests {
         );
         // The whole-tool session rule as the allow_session scenario sent it.
         let bash = req(json!({"command": "c"}), "Bash");
-        let line = permission_response("x", &bash, Decision::AllowForSession);
+        let line = permission_response("x", &bash.tool_name, Decision::AllowForSession);
         let v: Value = serde_json::from_str(&line).unwrap();
         let rule = &v["response"]["response"]["updatedPermissions"];
         assert!(sent

@@ -13,6 +13,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Stdio};
 
+use room_machines::session::ApprovalMode;
+
 use super::account::{self, Account};
 use super::{Harness, Programs};
 use crate::config::Config;
@@ -31,7 +33,9 @@ pub struct TurnSpec {
     pub env: Vec<(OsString, OsString)>,
     /// The working folder: the session's folder.
     pub cwd: PathBuf,
-    /// The bytes to write to stdin, which is then closed: the prompt.
+    /// The bytes to write to stdin first: the prompt (as a user message
+    /// for a harness that talks; stdin is then closed for one that does
+    /// not).
     pub stdin: Vec<u8>,
     /// The account to run as; `None`: the service's own.
     pub account: Option<Account>,
@@ -48,6 +52,8 @@ pub struct Turn<'a> {
     pub native_id: Option<&'a str>,
     /// A read-only turn.
     pub plan_only: bool,
+    /// Who answers the harness's approval requests.
+    pub approvals: ApprovalMode,
     /// The session's folder.
     pub folder: &'a Path,
 }
@@ -76,14 +82,16 @@ pub fn build(
         &config.harness_env,
     );
     let program = absolute(programs.of(turn.harness), &env);
+    let mut modes = config.modes(turn.plan_only);
+    if turn.approvals == ApprovalMode::App && !turn.plan_only {
+        modes = modes.asking();
+    }
     Ok(TurnSpec {
         program,
-        args: turn
-            .harness
-            .argv(turn.native_id, &config.modes(turn.plan_only)),
+        args: turn.harness.argv(turn.native_id, &modes),
         env,
         cwd: turn.folder.to_path_buf(),
-        stdin: turn.prompt.as_bytes().to_vec(),
+        stdin: turn.harness.prompt_bytes(turn.prompt),
         account,
     })
 }

@@ -1,7 +1,8 @@
-//! claude and codex adapters: the argv of one turn, and the native session
-//! ID and the usage in a turn's JSON event stream. A turn is one process run in the
-//! session's folder, its prompt on stdin; a later turn resumes the native
-//! session. `command` builds a turn's whole spec (program, argv,
+//! claude and codex adapters: the argv of one turn, the native session ID
+//! and the usage in a turn's JSON event stream, and (`talk`) what is said
+//! on the stdin of a harness that talks a protocol there. A turn is one
+//! process run in the session's folder, its prompt on stdin; a later turn
+//! resumes the native session. `command` builds a turn's whole spec (program, argv,
 //! environment, folder, stdin, account); docs/harnesses.md describes it.
 
 pub mod account;
@@ -13,6 +14,7 @@ pub mod command;
 pub mod figures;
 mod lenient;
 pub mod modes;
+pub mod talk;
 #[cfg(test)]
 mod transcripts;
 

@@ -84,6 +84,17 @@ pub struct Modes {
 }
 
 impl Modes {
+    /// A turn of a session whose app answers approvals (`approvals: app`):
+    /// claude in its `default` mode with no tool allowed up front, so every
+    /// tool use that changes something (Write, Edit, Bash) is asked about.
+    pub fn asking(self) -> Modes {
+        Modes {
+            claude: ClaudePermissionMode::Default,
+            claude_allowed_tools: Vec::new(),
+            ..self
+        }
+    }
+
     /// A `plan_only` turn's modes: nothing may change.
     pub fn plan_only() -> Modes {
         Modes {

@@ -209,11 +209,22 @@ impl Runtime {
             Effect::DeliverPrompt { seq } => self.deliver(s, pass, seq),
             Effect::Signal { seq, signal } => self.signal_turn(s, seq, signal),
             Effect::KillSurvivor { seq, process } => self.kill_survivor(s, seq, process),
-            // No harness of today's one-shot turns asks (none is fed
-            // `ApprovalRequested`), so none waits for an answer.
-            Effect::AnswerApproval { seq, .. } => log::error!(
-                "{}: turn {seq}'s harness has no channel for an approval's answer",
-                s.id
+            Effect::CloseInput { seq } => self.close_input(s, seq),
+            Effect::InterruptTurn { seq } => self.interrupt_turn(s, seq),
+            Effect::Steer { seq, prompt, text } => self.steer(s, pass, seq, prompt, text),
+            Effect::AnswerApproval {
+                seq,
+                harness_ref,
+                tool,
+                decision,
+                by,
+                message,
+            } => self.answer_approval(
+                s,
+                seq,
+                &harness_ref,
+                &tool,
+                (decision, by, message.as_deref()),
             ),
             Effect::Emit(event) => {
                 if let Event::TurnEnded {

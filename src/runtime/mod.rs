@@ -21,6 +21,7 @@ mod ops;
 pub mod permits;
 
 mod restore;
+mod talking;
 mod turns;
 pub mod watch;
 

@@ -35,13 +35,15 @@ fn fields(s: &Start) -> StartFields<'_, Harness, Kind> {
 }
 
 impl Runtime {
-    /// The session machine's limits, from the config.
-    pub(super) fn machine_config(&self) -> machine::Config {
+    /// The session machine's limits, from the config, for a session of
+    /// `harness`.
+    pub(super) fn machine_config(&self, harness: Harness) -> machine::Config {
         machine::Config {
             launch: self.config.launch(),
             startup_timeout: self.config.startup_timeout_ms,
             kill_grace: self.config.kill_grace_ms,
             approval_timeout: machine::APPROVAL_TIMEOUT,
+            talks: harness.talks(),
         }
     }
 
@@ -56,7 +58,7 @@ impl Runtime {
         Some(Box::new(Recording::begin(
             dir,
             &s.id,
-            self.machine_config(),
+            self.machine_config(s.start.harness),
             sessions::options(&s.start),
             begin,
         )))
@@ -109,7 +111,7 @@ impl Runtime {
             let now = self.clock.now();
             let prompt = start.prompt.clone();
             let m = machine::Session::new(
-                self.machine_config(),
+                self.machine_config(start.harness),
                 sessions::options(&start),
                 prompt.clone(),
                 now,

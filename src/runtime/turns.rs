@@ -22,10 +22,10 @@
 //!   and a big one blocks no shared thread.
 
 use std::cell::Cell;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{ChildStdin, ChildStdout};
+use std::process::ChildStdout;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -38,13 +38,15 @@ use serde_json::Value;
 use super::driver::Pass;
 use super::job::Job;
 use super::Runtime;
+use crate::harness::talk::Heard;
 use crate::harness::{account, command, Harness};
 use crate::journal::{Journal, NewEvent, MAX_LINE};
 use crate::nofollow;
 use crate::procfs::ProcKey;
 use crate::sessions::live_turn::LiveTurn;
+use crate::sessions::turn_input::{undelivered, Say, TurnInput};
 use crate::sessions::SessionHandle;
-use crate::sessions::{lock, turn_key, Hosted};
+use crate::sessions::{self, lock, turn_key, Hosted};
 use crate::supervise::output::{self, Line, LineReader, Tail};
 use crate::supervise::{self, Child, SpawnSpec, Tree, TurnKey, TurnRecord};
 
@@ -105,43 +107,50 @@ impl Runtime {
             prompt: &prompt,
             native_id: resume.as_deref(),
             plan_only,
+            approvals: sessions::options(&s.start).approvals,
             folder: &folder,
         };
-        let spec = spawn_spec(command::build(
-            &self.config,
-            &self.programs,
-            &self.secrets,
-            &turn,
-        )?);
+        let spec = command::build(&self.config, &self.programs, &self.secrets, &turn)?;
+        let prompt = spec.stdin.clone();
         let mut started = self
             .supervisor
-            .start(&key, spec)
+            .start(&key, spawn_spec(spec))
             .map_err(|e| e.to_string())?;
         let (pid, start_time) = (started.child.pid(), started.child.start_time());
         let pgid = started.child.pgid();
         let proc_key = ProcKey { pid, start_time };
         let stderr = started.child.stderr.take().expect("piped");
-        let stdin = started.child.stdin.take();
+        let stdin = started.child.stdin.take().expect("piped");
         let stdout = started.child.stdout.take();
         let tail = output::spawn_tail(stderr, format!("turn-{pid}-err")).ok();
         // Known as a harness before anything of it can call room-cli.
         self.harness_pids.insert(proc_key, &s.id);
         let rt = self.me.upgrade().expect("the runtime is alive");
+        let (writer_rt, writer_handle) = (rt.clone(), s.me.clone());
+        let input = TurnInput::start(stdin, seq, move |input| {
+            writer_rt.feed(&writer_handle, input)
+        });
         let (handle, tree, child) = (s.me.clone(), started.tree.clone(), started.child);
-        let watcher = std::thread::Builder::new()
-            .name(format!("turn-{pid}"))
-            .spawn(move || rt.follow_exit(handle, seq, child, tree, proc_key, tail));
-        if let Err(e) = watcher {
-            // Nobody would follow it: it must not run.
-            self.supervisor.signal(&started.tree, Sig::SIGKILL);
-            self.harness_pids.remove(proc_key);
-            return Err(format!("cannot follow the turn: {e}"));
-        }
+        let followed = input.and_then(|input| {
+            std::thread::Builder::new()
+                .name(format!("turn-{pid}"))
+                .spawn(move || rt.follow_exit(handle, seq, child, tree, proc_key, tail))
+                .map(|_| input)
+        });
+        let input = match followed {
+            Ok(input) => input,
+            Err(e) => {
+                // Nobody would follow it or write to it: it must not run.
+                self.supervisor.signal(&started.tree, Sig::SIGKILL);
+                self.harness_pids.remove(proc_key);
+                return Err(format!("cannot follow the turn: {e}"));
+            }
+        };
         s.supervised = Some((seq, started.tree.record()));
         s.live = Some(Box::new(LiveTurn {
             seq,
             tree: started.tree,
-            stdin,
+            input,
             stdout,
             prompt: Some(prompt),
             reader: None,
@@ -158,10 +167,11 @@ impl Runtime {
         })
     }
 
-    /// `DeliverPrompt`: writes the prompt to stdin on a thread of its own
-    /// and closes it, then journals what the pass has emitted (the turn's
-    /// start) and only then starts reading the turn's output, so the start
-    /// comes before anything the harness prints.
+    /// `DeliverPrompt`: hands the prompt to the turn's stdin writer (and
+    /// the end of stdin, for a harness that does not talk), then journals
+    /// what the pass has emitted (the turn's start) and only then starts
+    /// reading the turn's output, so the start comes before anything the
+    /// harness prints.
     pub(super) fn deliver(&self, s: &mut Hosted, pass: &mut Pass, seq: TurnSeq) {
         let rt = self.me.upgrade().expect("the runtime is alive");
         let (id, harness, handle) = (s.id.clone(), s.start.harness, s.me.clone());
@@ -172,19 +182,14 @@ impl Runtime {
             });
             return;
         };
-        if let (Some(stdin), Some(prompt)) = (live.stdin.take(), live.prompt.take()) {
-            let (rt, handle) = (rt.clone(), handle.clone());
-            let writer = std::thread::Builder::new()
-                .name(format!("turn-{seq}-in"))
-                .spawn(move || {
-                    if let Err(e) = write_prompt(stdin, prompt.as_bytes()) {
-                        rt.feed(&handle, Input::PromptUndelivered { seq, error: e });
-                    }
-                });
-            if let Err(e) = writer {
-                pass.inputs.push_back(Input::PromptUndelivered {
-                    seq,
-                    error: format!("no thread could write it ({e})"),
+        if let Some(prompt) = live.prompt.take() {
+            let mut said = live.input.say(Say::Prompt(prompt));
+            if said.is_ok() && !harness.talks() {
+                said = live.input.say(Say::Close);
+            }
+            if let Err(say) = said {
+                undelivered(seq, say, "its stdin's writer is gone", |input| {
+                    pass.inputs.push_back(input)
                 });
             }
         }
@@ -194,9 +199,10 @@ impl Runtime {
             return;
         };
         if let Some(stdout) = live.stdout.take() {
+            let input = live.input.clone();
             let reader = std::thread::Builder::new()
                 .name(format!("turn-{seq}-out"))
-                .spawn(move || rt.read_output(handle, seq, harness, journal, stdout));
+                .spawn(move || rt.read_output(handle, seq, harness, journal, stdout, input));
             match reader {
                 Ok(r) => live.reader = Some(r),
                 Err(e) => log::error!("{id}: cannot read turn {seq}'s output: {e}"),
@@ -301,6 +307,7 @@ impl Runtime {
         harness: Harness,
         journal: Arc<Journal>,
         stdout: ChildStdout,
+        input: TurnInput,
     ) {
         let what = format!("{} turn {seq}", journal_name(&journal));
         let drain = Drain::default();
@@ -350,14 +357,15 @@ impl Runtime {
                     }
                     ok
                 });
+            let heard = harness.hear(&line);
             if let Some(event) = NewEvent::harness(&line) {
                 batch.push(event);
             }
             // Lines that arrived together are journalled together (one
             // fdatasync), up to BATCH_MAX of them, so a batch of tiny
-            // lines never holds much memory; one that names the session
-            // or reports usage before it is fed.
-            let feeds = native_id.is_some() || usage.is_some();
+            // lines never holds much memory; one that names the session,
+            // reports usage, asks or ends the turn before it is fed.
+            let feeds = native_id.is_some() || usage.is_some() || heard.is_some();
             if feeds || !lines.has_line() || batch.len() >= BATCH_MAX {
                 if let Some(cap) = append(&journal, &mut batch, &what) {
                     capped = true;
@@ -372,6 +380,18 @@ impl Runtime {
             }
             if let Some(report) = usage {
                 self.feed(&handle, Input::TurnUsage { seq, report });
+            }
+            match heard {
+                Some(Heard::Asked(request)) => {
+                    self.feed(&handle, Input::ApprovalRequested { seq, request })
+                }
+                Some(Heard::Finished) => self.feed(&handle, Input::TurnFinished { seq }),
+                Some(Heard::Unserved(answer)) => {
+                    if input.say(Say::Line(answer)).is_err() {
+                        log::warn!("{what}: cannot answer a request it is not served");
+                    }
+                }
+                None => {}
             }
         }
         if !capped {
@@ -510,18 +530,6 @@ fn join_by<T>(thread: JoinHandle<T>, until: Instant) -> Option<T> {
         std::thread::sleep(Duration::from_millis(2));
     }
     thread.join().ok()
-}
-
-/// Writes the prompt and closes stdin; why not, in a sentence.
-fn write_prompt(mut stdin: ChildStdin, prompt: &[u8]) -> Result<(), String> {
-    stdin.write_all(prompt).map_err(|e| match e.kind() {
-        std::io::ErrorKind::BrokenPipe => {
-            "its stdin was closed before it read the prompt (the harness exited or stopped reading)"
-                .to_string()
-        }
-        _ => format!("writing its stdin failed: {e}"),
-    })
-    // Dropping `stdin` closes it: the CLI sees the end of its prompt.
 }
 
 /// The supervisor's spec for a harness turn's spec.

@@ -1,11 +1,12 @@
 //! The running turn's process as its session holds it: what the turn's
 //! effects act on, until the turn is gone.
 
-use std::process::{ChildStdin, ChildStdout};
+use std::process::ChildStdout;
 use std::thread::JoinHandle;
 
 use room_machines::session::TurnSeq;
 
+use crate::sessions::turn_input::TurnInput;
 use crate::supervise::Tree;
 
 /// The running turn's process, as the session holds it.
@@ -15,12 +16,12 @@ pub struct LiveTurn {
     pub seq: TurnSeq,
     /// Its tree, for signals.
     pub(crate) tree: Tree,
-    /// Its stdin, until the prompt is handed over.
-    pub(crate) stdin: Option<ChildStdin>,
+    /// Its stdin's writer.
+    pub(crate) input: TurnInput,
     /// Its stdout, until the reader starts.
     pub(crate) stdout: Option<ChildStdout>,
-    /// Its prompt, until it is handed over.
-    pub(crate) prompt: Option<String>,
+    /// Its prompt as its stdin gets it, until it is handed over.
+    pub(crate) prompt: Option<Vec<u8>>,
     /// The stdout reader, once started; the exit watcher waits for it.
     pub(crate) reader: Option<JoinHandle<()>>,
 }

@@ -6,6 +6,7 @@ pub mod failure_text;
 pub mod live_turn;
 pub mod old;
 pub mod recording;
+pub mod turn_input;
 pub mod view;
 
 use std::collections::HashMap;

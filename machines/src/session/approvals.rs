@@ -40,7 +40,10 @@ impl Session {
         }
         let decided = match turn.ending {
             Some(why) => Some(DecidedBy::TurnEnding(why)),
-            None if self.options.approvals == ApprovalMode::Auto => Some(DecidedBy::Modes),
+            // A plan_only turn changes nothing, whoever would be asked.
+            None if self.options.approvals == ApprovalMode::Auto || self.options.plan_only => {
+                Some(DecidedBy::Modes)
+            }
             None if self.state.record.pending_approvals.len() >= MAX_PENDING => {
                 Some(DecidedBy::TooMany)
             }
@@ -53,6 +56,7 @@ impl Session {
             self.staged.push(Effect::AnswerApproval {
                 seq,
                 harness_ref: request.harness_ref,
+                tool: request.tool,
                 decision: Decision::Deny,
                 by,
                 message: None,
@@ -179,6 +183,7 @@ impl Session {
         self.staged.push(Effect::AnswerApproval {
             seq: approval.turn,
             harness_ref: approval.harness_ref,
+            tool: approval.tool,
             decision,
             by,
             message: message.clone(),

@@ -61,6 +61,17 @@ pub enum Event {
         #[serde(default)]
         text_truncated: bool,
     },
+    /// A prompt was handed to the running turn (`deliver: steer`).
+    PromptSteered {
+        /// Its number.
+        prompt: PromptId,
+        /// The turn that got it.
+        turn: TurnSeq,
+        /// Its text, cut as `PromptQueued`'s is.
+        text: String,
+        /// The text was cut.
+        text_truncated: bool,
+    },
     /// A turn got its prompt.
     TurnStarted {
         /// The turn.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::approval::{ApprovalId, ApprovalMode, DecidedBy, Decision, Request, APPROVAL_TIMEOUT};
 use super::event::Event;
 use super::launch_io::LaunchInput;
-use super::record::{Process, TurnSeq};
+use super::record::{Process, PromptId, TurnSeq};
 use super::usage::UsageReport;
 use super::values::{Exit, JournalCap, RelaunchMode};
 use crate::launch;
@@ -33,6 +33,12 @@ pub struct Config {
     /// How long an approval request waits for the app.
     #[serde(default = "approval_timeout")]
     pub approval_timeout: Millis,
+    /// The harness talks a protocol on its stdin (claude's stream-json):
+    /// a turn's prompt leaves stdin open, the harness says when its turn
+    /// is done (`TurnFinished`), and it can be interrupted, steered and
+    /// asked for approvals in-band. Otherwise the prompt is all it reads.
+    #[serde(default)]
+    pub talks: bool,
 }
 
 fn approval_timeout() -> Millis {
@@ -46,6 +52,7 @@ impl Default for Config {
             startup_timeout: STARTUP_TIMEOUT,
             kill_grace: KILL_GRACE,
             approval_timeout: APPROVAL_TIMEOUT,
+            talks: false,
         }
     }
 }
@@ -69,6 +76,12 @@ pub enum Input {
     // ---- from the app ----
     /// `POST …/messages`: queue a prompt.
     Message(String),
+    /// `POST …/messages` with `deliver: steer`: hand the prompt to the
+    /// running turn when it can take one ([`Session::steerable`]), else
+    /// queue it.
+    ///
+    /// [`Session::steerable`]: super::Session::steerable
+    Steer(String),
     /// `POST …/stop`: end the running turn and pause the queue.
     Stop,
     /// `POST …/interrupt`: end the running turn; the queue goes on.
@@ -140,6 +153,22 @@ pub enum Input {
         seq: TurnSeq,
         /// claude's `session_id`, codex's `thread_id`.
         native_id: String,
+    },
+    /// The turn's harness says its turn is done (claude's `result`); its
+    /// process waits for more input.
+    TurnFinished {
+        /// The turn.
+        seq: TurnSeq,
+    },
+    /// A `Steer` could not be written to the turn's stdin: the prompt goes
+    /// to the head of the queue.
+    SteerUndelivered {
+        /// The turn.
+        seq: TurnSeq,
+        /// The prompt.
+        prompt: PromptId,
+        /// Its text.
+        text: String,
     },
     /// The turn's harness said what it used (one of its events).
     TurnUsage {
@@ -228,11 +257,34 @@ pub enum Effect {
         /// Plan only.
         plan_only: bool,
     },
-    /// Write the turn's prompt to its stdin and close it; answer
-    /// `PromptUndelivered` if that (or the `Persist` before it) failed.
+    /// Write the turn's prompt to its stdin (and close it, unless the
+    /// harness talks); answer `PromptUndelivered` if that (or the
+    /// `Persist` before it) failed.
     DeliverPrompt {
         /// The turn.
         seq: TurnSeq,
+    },
+    /// Close the turn's stdin: a harness that talks then ends its process
+    /// once its turn is done.
+    CloseInput {
+        /// The turn.
+        seq: TurnSeq,
+    },
+    /// Ask the turn's harness, in its protocol, to stop its turn; it ends
+    /// the turn as it reports it. SIGTERM follows after the kill grace.
+    InterruptTurn {
+        /// The turn.
+        seq: TurnSeq,
+    },
+    /// Write a prompt to the running turn's stdin; answer
+    /// `SteerUndelivered` if that fails.
+    Steer {
+        /// The turn.
+        seq: TurnSeq,
+        /// The prompt.
+        prompt: PromptId,
+        /// Its text.
+        text: String,
     },
     /// Signal everything the turn started; answer `TurnEnded` once it is gone.
     Signal {
@@ -257,6 +309,8 @@ pub enum Effect {
         seq: TurnSeq,
         /// The harness's own name for the request.
         harness_ref: String,
+        /// The tool asked about (an allow for the session names it).
+        tool: String,
         /// The answer.
         decision: Decision,
         /// Who decided.
@@ -278,6 +332,8 @@ pub enum Timer {
     StartupTimeout,
     /// A turn that got SIGTERM gets SIGKILL then.
     KillGrace,
+    /// A turn asked in its protocol to stop gets SIGTERM then.
+    InterruptGrace,
     /// The record that could not be written is written again.
     PersistRetry,
     /// A pending approval request is denied unanswered.

@@ -92,6 +92,7 @@ mod launching;
 mod metering;
 pub mod record;
 pub mod retry;
+mod talk;
 mod turns;
 pub mod usage;
 mod values;
@@ -138,6 +139,9 @@ pub struct State {
     pub startup_deadline: Option<Millis>,
     /// When the ending turn, which got SIGTERM, gets SIGKILL.
     pub kill_at: Option<Millis>,
+    /// When the turn asked in its protocol to stop gets SIGTERM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub term_at: Option<Millis>,
     /// The last `Persist` failed: the record is written again then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persist_retry_at: Option<Millis>,
@@ -221,6 +225,7 @@ impl Session {
                 survivor: false,
                 startup_deadline: None,
                 kill_at: None,
+                term_at: None,
                 persist_retry_at: None,
                 undelivered: None,
             },
@@ -292,6 +297,7 @@ impl Session {
     pub fn handle(&mut self, now: Millis, input: Input) -> Outcome {
         let outcome = match input {
             Input::Message(text) => self.handle_message(text),
+            Input::Steer(text) => self.handle_steer(text),
             Input::Stop => self.handle_stop(now),
             Input::Interrupt => self.handle_interrupt(now),
             Input::Resume => self.handle_resume(),
@@ -305,6 +311,10 @@ impl Session {
             Input::PromptUndelivered { seq, error } => self.handle_undelivered(now, seq, error),
             Input::NativeId { seq, native_id } => self.handle_native_id(now, seq, native_id),
             Input::TurnUsage { seq, report } => self.handle_usage(seq, report),
+            Input::TurnFinished { seq } => self.handle_finished(seq),
+            Input::SteerUndelivered { seq, prompt, text } => {
+                self.handle_steer_undelivered(seq, prompt, text)
+            }
             Input::TurnEnded { seq, exit, detail } => self.handle_ended(now, seq, exit, detail),
             Input::SurvivorGone { seq } => self.handle_survivor_gone(now, seq),
             Input::OutputCapped { seq, cap } => self.handle_output_capped(now, seq, cap),
@@ -347,12 +357,13 @@ impl Session {
             .startup_deadline
             .map(|at| (at, Timer::StartupTimeout));
         let kill = self.state.kill_at.map(|at| (at, Timer::KillGrace));
+        let term = self.state.term_at.map(|at| (at, Timer::InterruptGrace));
         let retry = self
             .state
             .persist_retry_at
             .map(|at| (at, Timer::PersistRetry));
         let approval = self.approval_deadline().map(|at| (at, Timer::Approval));
-        [kill, startup, retry, approval, launch]
+        [kill, term, startup, retry, approval, launch]
             .into_iter()
             .flatten()
             .min_by_key(|(at, _)| *at)

@@ -1,5 +1,6 @@
 //! Behaviours of the session machine, one test each.
 
+mod talk;
 mod usage;
 
 use super::*;
@@ -1225,6 +1226,7 @@ fn answer(harness_ref: &str, decision: Decision, by: DecidedBy) -> Effect {
     Effect::AnswerApproval {
         seq: 2,
         harness_ref: harness_ref.into(),
+        tool: "Bash".into(),
         decision,
         by,
         message: None,

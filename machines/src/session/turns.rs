@@ -48,6 +48,7 @@ impl Session {
         self.live_turn(seq)
             .filter(|t| t.process.is_some() == spawned)?;
         self.state.kill_at = None;
+        self.state.term_at = None;
         self.void_pending(seq);
         self.rec().turn.take()
     }
@@ -251,6 +252,13 @@ impl Session {
             }
             applied = true;
         }
+        if self.state.term_at.is_some_and(|at| now >= at) {
+            self.state.term_at = None;
+            if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
+                self.signal_term(now, seq);
+            }
+            applied = true;
+        }
         if self.state.startup_deadline.is_some_and(|at| now >= at) {
             self.startup_timeout(now);
             applied = true;
@@ -292,25 +300,43 @@ impl Session {
     }
 
     /// Starts ending the current turn: SIGTERM now (or as soon as it is
-    /// spawned), SIGKILL after the grace. `false` when there is no turn to
-    /// end: none, already ending, or a restored one the restore kills.
+    /// spawned), SIGKILL after the grace. An interrupt of a turn whose
+    /// harness talks and has its prompt asks the harness first, and
+    /// SIGTERM comes only after the grace; anything else ending that turn
+    /// meanwhile sends it at once. `false` when there is no turn to end:
+    /// none, already ending, or a restored one the restore kills.
     pub(super) fn end_turn(&mut self, now: Millis, why: EndWhy) -> bool {
         let Some(t) = self.state.record.turn.as_ref() else {
             return false;
         };
-        if self.state.survivor || t.ending.is_some() {
+        if self.state.survivor {
             return false;
         }
-        let (seq, spawned) = (t.seq, t.process.is_some());
+        let (seq, spawned, delivered) = (t.seq, t.process.is_some(), t.delivered);
+        if t.ending.is_some() {
+            if why != EndWhy::Interrupt && self.state.term_at.take().is_some() {
+                self.signal_term(now, seq);
+            }
+            return false;
+        }
         self.deny_pending(seq, why);
         self.rec().turn.as_mut().expect("checked above").ending = Some(why);
-        if spawned {
+        if spawned && delivered && why == EndWhy::Interrupt && self.config.talks {
+            self.ask_to_stop(now, seq);
+        } else if spawned {
             self.signal_term(now, seq);
         }
         true
     }
 
+    /// SIGTERM to the turn, SIGKILL after the grace. A harness that talks
+    /// gets the end of its stdin first: one that ignores SIGTERM (or has
+    /// its output dropped past the journal's cap, so its end of turn is
+    /// never heard) can still end by itself.
     fn signal_term(&mut self, now: Millis, seq: TurnSeq) {
+        if self.config.talks {
+            self.staged.push(Effect::CloseInput { seq });
+        }
         self.staged.push(Effect::Signal {
             seq,
             signal: Signal::Term,

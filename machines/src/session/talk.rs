@@ -1,0 +1,82 @@
+//! What a harness that talks a protocol on its stdin adds to a turn
+//! (`Config::talks`): the harness says when its turn is done, so the
+//! session closes its stdin; an interrupt asks it to stop before any
+//! signal; and a prompt can be steered into the running turn.
+
+use super::event::Event;
+use super::excerpt::{excerpt, PROMPT_TEXT_MAX};
+use super::io::{Effect, Outcome};
+use super::record::{Prompt, PromptId, Stage, TurnSeq};
+use super::Session;
+use crate::time::Millis;
+
+impl Session {
+    /// Whether a `Steer` now reaches the running turn: the harness talks,
+    /// and the turn has its prompt, has begun it (named its session) and
+    /// is not being ended.
+    pub fn steerable(&self) -> bool {
+        let r = &self.state.record;
+        self.config.talks
+            && !self.state.halted
+            && !self.state.survivor
+            && r.stage == Stage::Started
+            && r.turn.as_ref().is_some_and(|t| {
+                t.process.is_some() && t.delivered && t.reported && t.ending.is_none()
+            })
+    }
+
+    pub(super) fn handle_steer(&mut self, text: String) -> Outcome {
+        if !self.steerable() {
+            return self.handle_message(text);
+        }
+        let seq = self.state.record.turn.as_ref().map(|t| t.seq);
+        let seq = seq.expect("steerable");
+        let (shown, text_truncated) = excerpt(&text, PROMPT_TEXT_MAX);
+        let r = self.rec();
+        let prompt = r.next_prompt;
+        r.next_prompt += 1;
+        self.emit(Event::PromptSteered {
+            prompt,
+            turn: seq,
+            text: shown,
+            text_truncated,
+        });
+        self.staged.push(Effect::Steer { seq, prompt, text });
+        Outcome::Applied
+    }
+
+    pub(super) fn handle_steer_undelivered(
+        &mut self,
+        seq: TurnSeq,
+        prompt: PromptId,
+        text: String,
+    ) -> Outcome {
+        if self.state.record.stage == Stage::Closed {
+            return Outcome::Ignored;
+        }
+        self.rec().queue.push_front(Prompt { id: prompt, text });
+        self.emit(Event::PromptRequeued { prompt, turn: seq });
+        self.pump();
+        Outcome::Applied
+    }
+
+    /// The harness's turn is done: its stdin closes and its process ends.
+    pub(super) fn handle_finished(&mut self, seq: TurnSeq) -> Outcome {
+        let talking = self.config.talks
+            && self
+                .live_turn(seq)
+                .is_some_and(|t| t.process.is_some() && t.delivered);
+        if !talking {
+            return Outcome::Ignored;
+        }
+        self.staged.push(Effect::CloseInput { seq });
+        Outcome::Applied
+    }
+
+    /// Asks turn `seq`'s harness to stop in its protocol; SIGTERM follows
+    /// after the kill grace if the turn is still there.
+    pub(super) fn ask_to_stop(&mut self, now: Millis, seq: TurnSeq) {
+        self.staged.push(Effect::InterruptTurn { seq });
+        self.state.term_at = Some(now.saturating_add(self.config.kill_grace));
+    }
+}

@@ -1,0 +1,87 @@
+//! The effects said on a turn's stdin to a harness that talks (claude's
+//! stream-json): the end of its input, an interrupt, a steered prompt and
+//! an approval's answer. The harness adapter words each line; the turn's
+//! stdin writer writes it.
+
+use room_machines::session::{DecidedBy, Decision, Input, PromptId, TurnSeq};
+
+use super::driver::Pass;
+use super::Runtime;
+use crate::sessions::turn_input::{undelivered, Say};
+use crate::sessions::Hosted;
+
+impl Runtime {
+    /// `CloseInput`: the end of the turn's stdin.
+    pub(super) fn close_input(&self, s: &Hosted, seq: TurnSeq) {
+        self.say(s, seq, Say::Close, "the end of its input");
+    }
+
+    /// `InterruptTurn`: the harness's own interrupt request.
+    pub(super) fn interrupt_turn(&self, s: &Hosted, seq: TurnSeq) {
+        match s.start.harness.interrupt_line() {
+            Some(line) => self.say(s, seq, Say::Line(line), "an interrupt"),
+            None => log::warn!("{}: turn {seq}'s harness takes no interrupt", s.id),
+        }
+    }
+
+    /// `Steer`: a prompt for the running turn; `SteerUndelivered` when it
+    /// cannot be handed to the turn's writer.
+    pub(super) fn steer(
+        &self,
+        s: &Hosted,
+        pass: &mut Pass,
+        seq: TurnSeq,
+        prompt: PromptId,
+        text: String,
+    ) {
+        let Some(line) = s.start.harness.steer_line(&text) else {
+            pass.inputs
+                .push_back(Input::SteerUndelivered { seq, prompt, text });
+            return;
+        };
+        let say = Say::Steer { prompt, text, line };
+        let said = match s.live.as_ref().filter(|l| l.seq == seq) {
+            Some(live) => live.input.say(say),
+            None => Err(say),
+        };
+        if let Err(say) = said {
+            undelivered(seq, say, "the turn takes no more input", |input| {
+                pass.inputs.push_back(input)
+            });
+        }
+    }
+
+    /// `AnswerApproval`: the answer, in the harness's words.
+    pub(super) fn answer_approval(
+        &self,
+        s: &Hosted,
+        seq: TurnSeq,
+        harness_ref: &str,
+        tool: &str,
+        (decision, by, message): (Decision, DecidedBy, Option<&str>),
+    ) {
+        match s
+            .start
+            .harness
+            .answer_line(harness_ref, tool, decision, by, message)
+        {
+            Some(line) => self.say(s, seq, Say::Line(line), "an approval's answer"),
+            None => log::error!("{}: turn {seq}'s harness takes no approval's answer", s.id),
+        }
+    }
+
+    /// Hands `say` to turn `seq`'s stdin writer; a turn that is gone or
+    /// does not read needs it no more (its end is on its way).
+    fn say(&self, s: &Hosted, seq: TurnSeq, say: Say, what: &str) {
+        let said = match s.live.as_ref().filter(|l| l.seq == seq) {
+            Some(live) => live.input.say(say),
+            None => Err(say),
+        };
+        if said.is_err() {
+            log::warn!(
+                "{}: turn {seq} takes no more input; {what} is dropped",
+                s.id
+            );
+        }
+    }
+}
