@@ -1099,6 +1099,7 @@ fn startup(table: &mut Table) {
                 prompt: "hi",
                 native_id: None,
                 plan_only: false,
+                approvals: room_machines::session::ApprovalMode::Auto,
                 folder: &folder,
             };
             let mut spec =

@@ -70,6 +70,9 @@ pub struct Config {
     /// How long a turn's processes get between SIGTERM and SIGKILL when
     /// stop, close or the service's own stop ends it (ms).
     pub kill_grace_ms: u64,
+    /// How long a harness's approval request waits for the app's answer
+    /// before it is denied (ms), in sessions with `approvals: app`.
+    pub approval_timeout_ms: u64,
     /// How a turn's whole process tree is found and ended: `"auto"` (a
     /// cgroup v2 per turn where the service can make one, else process
     /// groups), `"cgroup"` (refuse to start without one) or
@@ -134,6 +137,7 @@ impl Default for Config {
             codex_sandbox: CodexSandbox::WorkspaceWrite,
             codex_network: true,
             kill_grace_ms: 4000,
+            approval_timeout_ms: room_machines::session::APPROVAL_TIMEOUT,
             supervision: Supervision::Auto,
             startup_timeout_ms: room_machines::session::STARTUP_TIMEOUT,
             journal_max_bytes: 256 << 20,

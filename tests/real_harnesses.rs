@@ -344,14 +344,16 @@ fn normal_turns_write_and_plan_only_turns_do_not(test: &str, harness: &str) {
         "the plan_only turn wrote {}",
         planned.display()
     );
-    // The plan_only turn did ask for the write and got the CLI's refusal.
+    // The plan_only turn did ask for the write and got a refusal: claude's
+    // plan mode asks (over its stream-json protocol) and room-core denies,
+    // codex's read-only sandbox refuses.
     let refusal = requests
         .iter()
         .filter(|r| seen(r).contains("planned.txt"))
         .find_map(tool_result)
         .expect("the plan_only turn's tool call came back with a result");
     let why = match harness {
-        "claude" => "while in plan mode",
+        "claude" => "a plan_only session changes nothing",
         _ => "Read-only file system",
     };
     assert!(

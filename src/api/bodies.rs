@@ -9,6 +9,8 @@ use serde::de::{self, DeserializeOwned, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+use room_machines::session::Decision;
+
 use crate::error::Refusal;
 use crate::runtime::{RelaunchMode, Start};
 use crate::sessions::Kind;
@@ -18,6 +20,7 @@ pub const MAX_BODY: usize = 1 << 20;
 
 /// The fields of `POST /v1/sessions` (checked first, to name an unknown one).
 const CREATE_FIELDS: &[&str] = &[
+    "approvals",
     "workspace",
     "folder",
     "harness",
@@ -36,7 +39,35 @@ const CREATE_FIELDS: &[&str] = &[
 pub struct Message {
     /// The prompt to queue.
     pub prompt: String,
+    /// `queue` (the default) or `steer`.
+    #[serde(default)]
+    pub deliver: Deliver,
 }
+
+/// Where a message goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Deliver {
+    /// To the back of the queue.
+    #[default]
+    Queue,
+    /// To the running turn, when it can take it; else to the queue.
+    Steer,
+}
+
+/// `POST /v1/sessions/{id}/approvals/{approval}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decide {
+    /// `allow`, `deny` or `allow_for_session`.
+    pub decision: Decision,
+    /// What the model is told with a denial.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// The longest message an approval's answer carries, in characters.
+pub const DECISION_MESSAGE_MAX: usize = 4096;
 
 /// `POST /v1/sessions/{id}/relaunch`.
 #[derive(Debug, Deserialize)]
@@ -232,9 +263,31 @@ fn prompt(p: &str) -> Result<(), Refusal> {
 
 /// Parses a message.
 pub fn message(body: &[u8]) -> Result<Message, Refusal> {
-    let m: Message = parse(body, &["prompt"])?;
+    let m: Message = parse(body, &["prompt", "deliver"])?;
     prompt(&m.prompt)?;
     Ok(m)
+}
+
+/// Parses an approval's answer.
+pub fn decide(body: &[u8]) -> Result<Decide, Refusal> {
+    let d: Decide = parse(body, &["decision", "message"])?;
+    if let Some(m) = &d.message {
+        if m.chars().count() > DECISION_MESSAGE_MAX {
+            return Err(Refusal::new(
+                422,
+                "invalid_field",
+                format!("The message must be at most {DECISION_MESSAGE_MAX} characters."),
+            ));
+        }
+        if m.contains('\0') {
+            return Err(Refusal::new(
+                422,
+                "invalid_field",
+                "The message must not contain a NUL byte (\\u0000).",
+            ));
+        }
+    }
+    Ok(d)
 }
 
 /// Parses a relaunch.

@@ -54,6 +54,8 @@ pub enum Op {
     Close,
     /// `POST /v1/sessions/{id}/relaunch`.
     Relaunch,
+    /// `POST /v1/sessions/{id}/approvals/{approval}`.
+    Approve,
     /// `GET /v1/workspaces/{id}`.
     Workspace,
 }
@@ -63,7 +65,7 @@ pub enum Op {
 pub struct Route {
     /// `GET` or `POST`.
     pub method: &'static str,
-    /// The path; `{id}` stands for one segment.
+    /// The path; a `{name}` stands for one segment.
     pub path: &'static str,
     /// The query parameters it takes; any other is refused.
     pub params: &'static [&'static str],
@@ -121,6 +123,7 @@ pub const ROUTES: &[Route] = &[
     route("POST", "/v1/sessions/{id}/resume", Op::Resume),
     route("POST", "/v1/sessions/{id}/close", Op::Close),
     route("POST", "/v1/sessions/{id}/relaunch", Op::Relaunch),
+    route("POST", "/v1/sessions/{id}/approvals/{approval}", Op::Approve),
     route("GET", "/v1/workspaces/{id}", Op::Workspace),
 ];
 
@@ -132,7 +135,7 @@ fn matches(pattern: &str, parts: &[&str]) -> Option<Vec<String>> {
     }
     let mut ids = Vec::new();
     for (w, p) in want.iter().zip(parts) {
-        if *w == "{id}" {
+        if w.starts_with('{') && w.ends_with('}') {
             ids.push((*p).to_string());
         } else if w != p {
             return None;
@@ -255,7 +258,16 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         }
         Op::Get => ok(rt.get(id)?),
         Op::Events => follow::events(rt, id, query).map(Done::Reply),
-        Op::Message => command(rt.message(id, bodies::message(body)?.prompt)?),
+        Op::Message => {
+            let m = bodies::message(body)?;
+            command(rt.message(id, m.prompt, m.deliver == bodies::Deliver::Steer)?)
+        }
+        Op::Approve => {
+            let d = bodies::decide(body)?;
+            // Approvals are numbered from 1; any other name is none of them.
+            let approval = ids.get(1).and_then(|n| n.parse().ok()).unwrap_or(0);
+            command(rt.decide(id, approval, d.decision, d.message)?)
+        }
         Op::Stop => {
             bodies::none(body)?;
             command(rt.stop(id)?)
@@ -290,11 +302,11 @@ mod tests {
     #[test]
     fn every_route_is_found_and_a_known_path_names_its_methods() {
         for r in ROUTES {
-            let path = r.path.replace("{id}", "cr_1");
+            let path = r.path.replace("{id}", "cr_1").replace("{approval}", "1");
             let method = Method::from_bytes(r.method.as_bytes()).unwrap();
             let (found, ids) = find(&method, &path).unwrap();
             assert_eq!((found.method, found.path), (r.method, r.path));
-            assert_eq!(ids.len(), r.path.matches("{id}").count());
+            assert_eq!(ids.len(), r.path.matches('{').count());
         }
         let e = find(&Method::DELETE, "/v1/sessions").unwrap_err();
         assert_eq!(e.message, "/v1/sessions takes GET or POST, not DELETE.");

@@ -412,10 +412,11 @@ mod tests {
                     prompt,
                     native_id: Some("abc"),
                     plan_only: false,
+                    approvals: ApprovalMode::Auto,
                     folder: Path::new("/work/s1"),
                 };
                 let spec = build(&config, &programs, &secrets(&config), &turn).unwrap();
-                assert_eq!(spec.stdin, prompt.as_bytes());
+                assert_eq!(spec.stdin, harness.prompt_bytes(prompt));
                 assert!(!spec.args.iter().any(|a| a == prompt), "{:?}", spec.args);
                 assert_eq!(spec.cwd, Path::new("/work/s1"));
                 assert_eq!(spec.program, programs.of(harness));
@@ -438,6 +439,7 @@ mod tests {
             prompt: "hi",
             native_id: Some("--dangerously-bypass-approvals-and-sandbox"),
             plan_only: false,
+            approvals: ApprovalMode::Auto,
             folder: Path::new("/w"),
         };
         let e = build(&Config::default(), &programs, &[], &turn).unwrap_err();

@@ -6,6 +6,7 @@
 //! environment, folder, stdin, account); docs/harnesses.md describes it.
 
 pub mod account;
+pub mod approvals;
 pub mod claude;
 pub mod claude_protocol;
 pub mod codex;

@@ -15,15 +15,15 @@ use std::collections::VecDeque;
 
 use room_machines::launch::Phase;
 use room_machines::session::{
-    Effect, EndWhy, Event, Exit, Input, LaunchInput, Outcome, Refusal as Refused,
+    DecidedBy, Effect, EndWhy, Event, Exit, Input, LaunchInput, Outcome, Refusal as Refused,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::Runtime;
 use crate::error::Refusal;
 use crate::journal::NewEvent;
 use crate::sessions::failure_text::describe;
-use crate::sessions::{turn_key, Hosted};
+use crate::sessions::{turn_key, view, Hosted};
 
 /// What one pass over a session collects while it carries out effects.
 #[derive(Default)]
@@ -361,7 +361,39 @@ fn journalled(event: &Event, harness: &str) -> NewEvent {
             "prompt_failed",
             &json!({ "prompt": prompt, "error": describe(failure, harness) }),
         ),
+        Event::ApprovalRequested {
+            approval,
+            turn,
+            tool,
+            input,
+            reason,
+        } => NewEvent::new(
+            "approval_requested",
+            &json!({ "id": approval, "turn": turn, "tool": tool,
+                     "input": view::tool_input(input), "reason": reason }),
+        ),
+        Event::ApprovalResolved {
+            approval,
+            turn,
+            decision,
+            by,
+            message,
+        } => NewEvent::new(
+            "approval_resolved",
+            &json!({ "id": approval, "turn": turn, "decision": decision,
+                     "by": decided_by(*by), "message": message }),
+        ),
         _ => NewEvent::tagged(event),
+    }
+}
+
+/// Who decided an approval, as `approval_resolved` says it: `app`,
+/// `modes`, `timeout`, `too_many`, `turn_gone`, or what ended the turn
+/// (`stop`, `interrupt`, `close`, ...).
+fn decided_by(by: DecidedBy) -> Value {
+    match by {
+        DecidedBy::TurnEnding(why) => json!(why),
+        other => json!(other),
     }
 }
 

@@ -12,7 +12,7 @@ use super::Runtime;
 use crate::clock::unix_ms;
 use crate::error::Refusal;
 use crate::files;
-use crate::harness::Harness;
+use crate::harness::{approvals, Harness};
 use crate::journal::Journal;
 use crate::sessions::recording::Recording;
 use crate::sessions::{self, lock, new_id, view, Extras, Hosted, Kind, Start};
@@ -42,7 +42,7 @@ impl Runtime {
             launch: self.config.launch(),
             startup_timeout: self.config.startup_timeout_ms,
             kill_grace: self.config.kill_grace_ms,
-            approval_timeout: machine::APPROVAL_TIMEOUT,
+            approval_timeout: self.config.approval_timeout_ms,
             talks: harness.talks(),
         }
     }
@@ -70,6 +70,11 @@ impl Runtime {
     /// read of the status file runs on the event pool and shows in the view
     /// a moment later.
     pub fn create(&self, start: Start) -> Result<(Value, bool), Refusal> {
+        if let Some(why) =
+            approvals::refusal(start.approvals, start.harness, self.config.agent_uid)
+        {
+            return Err(Refusal::new(422, "approvals_refused", why));
+        }
         loop {
             let mut reg = self.registry();
             if self.is_stopping() {
@@ -185,9 +190,46 @@ impl Runtime {
         })
     }
 
-    /// `POST /v1/sessions/{id}/messages`: queues a prompt.
-    pub fn message(&self, id: &str, prompt: String) -> Result<CommandAnswer, Refusal> {
-        self.apply(id, Input::Message(prompt))
+    /// `POST /v1/sessions/{id}/messages`: queues a prompt, or with
+    /// `steer` hands it to the running turn when the session can take it
+    /// there (else queues it). The answer's `delivered` says which.
+    pub fn message(
+        &self,
+        id: &str,
+        prompt: String,
+        steer: bool,
+    ) -> Result<CommandAnswer, Refusal> {
+        let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
+        let mut s = lock(&s);
+        let steered = steer && s.machine.steerable();
+        let input = if steer {
+            Input::Steer(prompt)
+        } else {
+            Input::Message(prompt)
+        };
+        self.command(&mut s, input)?;
+        let mut view = self.render(&s);
+        view["delivered"] = json!(if steered { "steered" } else { "queued" });
+        Ok(CommandAnswer { view, turn: None })
+    }
+
+    /// `POST /v1/sessions/{id}/approvals/{approval}`: the app's answer to
+    /// an approval request.
+    pub fn decide(
+        &self,
+        id: &str,
+        approval: machine::ApprovalId,
+        decision: machine::Decision,
+        message: Option<String>,
+    ) -> Result<CommandAnswer, Refusal> {
+        self.apply(
+            id,
+            Input::ApprovalDecided {
+                id: approval,
+                decision,
+                message,
+            },
+        )
     }
 
     /// `POST /v1/sessions/{id}/stop`: ends the running turn and pauses the

@@ -66,6 +66,13 @@ pub struct Start {
     /// The first prompt; kept to compare retries.
     #[serde(default)]
     pub prompt: Option<String>,
+    /// Who answers the harness's approval requests (`auto` when not given).
+    #[serde(default, skip_serializing_if = "is_auto")]
+    pub approvals: machine::ApprovalMode,
+}
+
+fn is_auto(mode: &machine::ApprovalMode) -> bool {
+    *mode == machine::ApprovalMode::Auto
 }
 
 fn thread() -> Kind {
@@ -221,8 +228,7 @@ pub fn options(start: &Start) -> machine::Options {
     machine::Options {
         promised: start.project_copy,
         plan_only: start.plan_only,
-        // Approvals reach the app once a harness speaks a protocol that asks.
-        approvals: machine::ApprovalMode::Auto,
+        approvals: start.approvals,
     }
 }
 

@@ -3,7 +3,7 @@
 //! runtime's measurements. No rule here: the state is the machine's.
 
 use room_machines::launch::{Phase, WaitEnd, WaitOn};
-use room_machines::session::Shown;
+use room_machines::session::{Approval, Shown};
 use serde_json::{json, Value};
 
 use super::{failure_text, Hosted};
@@ -79,8 +79,33 @@ pub fn render(s: &Hosted, clock: &Clock) -> Value {
         "agent_start_ms": s.extras.agent_start_ms,
         "error": r.error.as_ref().map(|f| failure_text::describe(f, start.harness.name())),
         "usage": r.usage,
+        "approvals": start.approvals,
+        "pending_approvals": pending_approvals(&r.pending_approvals, clock),
         "created_ms": s.extras.created_ms,
     })
+}
+
+/// `pending_approvals`: the requests waiting for the app, oldest first.
+pub fn pending_approvals(pending: &[Approval], clock: &Clock) -> Value {
+    pending
+        .iter()
+        .map(|a| {
+            json!({
+                "id": a.id,
+                "turn": a.turn,
+                "tool": a.tool,
+                "input": tool_input(&a.input),
+                "reason": a.reason,
+                "until_ms": clock.to_unix(a.until),
+            })
+        })
+        .collect()
+}
+
+/// A tool's input as the harness gave it: JSON, shown as JSON (text that
+/// is not JSON, which a harness cannot make here, as a string).
+pub fn tool_input(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
 #[cfg(test)]

@@ -1,0 +1,266 @@
+//! Approvals relayed to the app, steering and the protocol's interrupt,
+//! with the fake claude on its stream-json protocol (fixtures/fake_harness.py:
+//! an `ask: <command>` prompt asks before it runs the command, and records
+//! the answer; a `sleep:` turn records what is steered into it).
+
+use std::path::Path;
+use std::time::Duration;
+
+use room_kit::events::{all_events, await_event, kinds};
+use room_kit::*;
+use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
+
+/// A service whose harnesses run as the agent account, and that account.
+fn asking_service(test: &str, extra: Value) -> Option<(Service, nix::unistd::User)> {
+    let agent = agent_account(test)?;
+    let root = temp_root();
+    let mut config = json!({
+        "agent_uid": agent.uid.as_raw(),
+        "agent_socket": root.join("agent.sock"),
+    });
+    merge(&mut config, extra);
+    let svc = Service::start(ROOM_CORE, config);
+    std::fs::create_dir_all(svc.folder("")).unwrap();
+    Some((svc, agent))
+}
+
+/// Starts an `approvals: app` session in `name`'s folder with `prompt`,
+/// and waits for its first approval request: the session's ID, its
+/// folder and the request's event data.
+fn ask_app(svc: &Service, name: &str, prompt: &str) -> (String, std::path::PathBuf, Value) {
+    let folder = svc.folder(name);
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"approvals": "app", "prompt": prompt}),
+    ));
+    let id = s["id"].as_str().unwrap().to_string();
+    assert_eq!(s["approvals"], "app");
+    let events = await_event(svc, &id, "an approval request", |e| {
+        e["kind"] == "approval_requested"
+    });
+    let request = events
+        .iter()
+        .find(|e| e["kind"] == "approval_requested")
+        .unwrap()["data"]
+        .clone();
+    (id, folder, request)
+}
+
+fn decide(svc: &Service, id: &str, n: &Value, body: Value) -> (u16, Value) {
+    svc.post(&format!("/v1/sessions/{id}/approvals/{n}"), body)
+}
+
+fn resolved(svc: &Service, id: &str) -> Vec<Value> {
+    all_events(svc, id, 1024)
+        .into_iter()
+        .filter(|e| e["kind"] == "approval_resolved")
+        .map(|e| e["data"].clone())
+        .collect()
+}
+
+/// The fake harness's record once its turn has the answer.
+fn answered_record(svc: &Service, folder: &Path) -> Value {
+    wait_until("the harness's answer", Duration::from_secs(10), || {
+        svc.records_in(folder)
+            .into_iter()
+            .find(|r| r["answers"].is_array())
+    })
+}
+
+#[test]
+fn an_allowed_tool_runs_and_a_denied_one_does_not_and_the_model_reads_why() {
+    let Some((svc, agent)) = asking_service(
+        "an_allowed_tool_runs_and_a_denied_one_does_not_and_the_model_reads_why",
+        json!({}),
+    ) else {
+        return;
+    };
+    // Allowed: the request is in the view until the app answers.
+    let (id, folder, asked) = ask_app(&svc, "allow", "ask: touch allowed.txt && id -u");
+    assert_eq!(asked["id"], 1);
+    assert_eq!(asked["turn"], 1);
+    assert_eq!(asked["tool"], "Bash");
+    assert_eq!(asked["input"], json!({"command": "touch allowed.txt && id -u"}));
+    assert_eq!(asked["reason"], "the fake harness asks");
+    let view = svc.session(&id);
+    assert_eq!(view["state"], "running");
+    let pending = view["pending_approvals"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{view}");
+    assert_eq!(pending[0]["id"], 1);
+    assert_eq!(pending[0]["input"], asked["input"]);
+    assert!(pending[0]["until_ms"].as_u64().unwrap() > view["created_ms"].as_u64().unwrap());
+    assert!(!folder.join("allowed.txt").exists(), "ran before the answer");
+
+    let (status, v) = decide(&svc, &id, &asked["id"], json!({"decision": "allow"}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["pending_approvals"], json!([]));
+    let record = answered_record(&svc, &folder);
+    assert_eq!(record["tool"]["stdout"], format!("{}\n", agent.uid), "{record}");
+    assert!(folder.join("allowed.txt").exists());
+    assert_eq!(
+        resolved(&svc, &id),
+        [json!({"id": 1, "turn": 1, "decision": "allow", "by": "app", "message": null})]
+    );
+    // Answered: a second answer is refused, as is a number never given.
+    let (status, v) = decide(&svc, &id, &asked["id"], json!({"decision": "deny"}));
+    assert_eq!((status, v["code"].as_str()), (409, Some("approval_answered")));
+    assert_eq!(
+        v["error"],
+        format!("That approval request of session {id} was answered already.")
+    );
+    for n in ["7", "0", "x"] {
+        let (status, v) = svc.post(
+            &format!("/v1/sessions/{id}/approvals/{n}"),
+            json!({"decision": "allow"}),
+        );
+        assert_eq!((status, v["code"].as_str()), (404, Some("approval_not_found")), "{n}");
+    }
+    let (status, v) = decide(&svc, &id, &json!(1), json!({"decision": "maybe"}));
+    assert_eq!(status, 422, "{v}");
+
+    // Denied with a message: the tool does not run; the model reads it.
+    let (id, folder, request) = ask_app(&svc, "deny", "ask: touch denied.txt");
+    let (status, v) = decide(
+        &svc,
+        &id,
+        &request["id"],
+        json!({"decision": "deny", "message": "use make instead"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let record = answered_record(&svc, &folder);
+    assert_eq!(record["denied"], "use make instead", "{record}");
+    assert!(record["tool"].is_null());
+    assert!(!folder.join("denied.txt").exists());
+    svc.await_session(&id, "idle", |v| v["state"] == "idle");
+}
+
+#[test]
+fn an_unanswered_request_is_denied_at_its_timeout_and_a_stop_denies_what_is_pending() {
+    let Some((svc, _)) = asking_service(
+        "an_unanswered_request_is_denied_at_its_timeout_and_a_stop_denies_what_is_pending",
+        json!({"approval_timeout_ms": 300}),
+    ) else {
+        return;
+    };
+    let (id, folder, _) = ask_app(&svc, "timeout", "ask: touch late.txt");
+    let record = answered_record(&svc, &folder);
+    assert_eq!(
+        record["denied"],
+        "Denied: nobody answered the approval request in time."
+    );
+    assert!(!folder.join("late.txt").exists());
+    assert_eq!(resolved(&svc, &id)[0]["by"], "timeout");
+    let (status, _) = decide(&svc, &id, &json!(1), json!({"decision": "allow"}));
+    assert_eq!(status, 409);
+
+    let svc = asking_service(
+        "an_unanswered_request_is_denied_at_its_timeout_and_a_stop_denies_what_is_pending",
+        json!({}),
+    )
+    .unwrap()
+    .0;
+    let (id, folder, asked) = ask_app(&svc, "stop", "ask: touch stopped.txt");
+    let (status, v) = svc.post(&format!("/v1/sessions/{id}/stop"), json!({}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["pending_approvals"], json!([]));
+    assert_eq!(
+        resolved(&svc, &id),
+        [json!({"id": 1, "turn": 1, "decision": "deny", "by": "stop", "message": null})]
+    );
+    let (status, v) = decide(&svc, &id, &asked["id"], json!({"decision": "allow"}));
+    assert_eq!((status, v["code"].as_str()), (409, Some("approval_answered")));
+    assert!(!folder.join("stopped.txt").exists());
+}
+
+#[test]
+fn approvals_app_needs_another_account_and_auto_denies_at_once() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let folder = svc.folder("own");
+    for harness in ["claude", "codex"] {
+        let (status, v) = svc.post(
+            "/v1/sessions",
+            start_body(&folder, harness, json!({"approvals": "app"})),
+        );
+        assert_eq!((status, v["code"].as_str()), (422, Some("approvals_refused")), "{v}");
+        let why = v["error"].as_str().unwrap();
+        match harness {
+            "claude" => assert!(why.contains("could read the API token"), "{why}"),
+            _ => assert!(why.contains("codex turns run one-shot"), "{why}"),
+        }
+    }
+    // auto (the default): denied by the modes, nothing journalled of it.
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "ask: touch auto.txt"}),
+    ));
+    let id = s["id"].as_str().unwrap();
+    assert_eq!(s["approvals"], "auto");
+    let record = answered_record(&svc, &folder);
+    assert!(
+        record["denied"]
+            .as_str()
+            .unwrap()
+            .starts_with("Denied: this session's permission settings do not allow it"),
+        "{record}"
+    );
+    svc.await_session(id, "idle", |v| v["state"] == "idle");
+    let kinds = kinds(&all_events(&svc, id, 1024));
+    assert!(!kinds.iter().any(|k| k.starts_with("approval_")), "{kinds:?}");
+}
+
+#[test]
+fn a_steer_reaches_the_running_turn_and_with_none_running_it_queues() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let (id, folder, _) = svc.running_session("steer");
+    await_event(&svc, &id, "the session named", |e| e["kind"] == "native_id");
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "use the other file", "deliver": "steer"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["delivered"], "steered");
+    assert_eq!(v["queue"]["length"], 0);
+    let record = wait_until("the steer", Duration::from_secs(10), || {
+        svc.records_in(&folder)
+            .into_iter()
+            .find(|r| r["steers"].is_array())
+    });
+    assert_eq!(record["steers"], json!(["use the other file"]));
+    let events = all_events(&svc, &id, 1024);
+    let steered: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "prompt_steered")
+        .collect();
+    assert_eq!(
+        steered[0]["data"],
+        json!({"prompt": 2, "turn": 1, "text": "use the other file", "text_truncated": false})
+    );
+
+    // No turn running: it queues, and runs as the next turn.
+    svc.post(&format!("/v1/sessions/{id}/interrupt"), json!({}));
+    svc.await_session(&id, "idle", |v| v["state"] == "idle");
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "next", "deliver": "steer"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["delivered"], "queued");
+    let second = svc.await_record(&folder, 2, Duration::from_secs(10));
+    assert_eq!(second["prompt"], "next");
+    // A plain message says where it went too.
+    let (_, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "more"}),
+    );
+    assert_eq!(v["delivered"], "queued");
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "x", "deliver": "now"}),
+    );
+    assert_eq!(status, 422, "{v}");
+}
