@@ -84,7 +84,10 @@ fn an_allowed_tool_runs_and_a_denied_one_does_not_and_the_model_reads_why() {
     assert_eq!(asked["id"], 1);
     assert_eq!(asked["turn"], 1);
     assert_eq!(asked["tool"], "Bash");
-    assert_eq!(asked["input"], json!({"command": "touch allowed.txt && id -u"}));
+    assert_eq!(
+        asked["input"],
+        json!({"command": "touch allowed.txt && id -u"})
+    );
     assert_eq!(asked["reason"], "the fake harness asks");
     let view = svc.session(&id);
     assert_eq!(view["state"], "running");
@@ -93,13 +96,20 @@ fn an_allowed_tool_runs_and_a_denied_one_does_not_and_the_model_reads_why() {
     assert_eq!(pending[0]["id"], 1);
     assert_eq!(pending[0]["input"], asked["input"]);
     assert!(pending[0]["until_ms"].as_u64().unwrap() > view["created_ms"].as_u64().unwrap());
-    assert!(!folder.join("allowed.txt").exists(), "ran before the answer");
+    assert!(
+        !folder.join("allowed.txt").exists(),
+        "ran before the answer"
+    );
 
     let (status, v) = decide(&svc, &id, &asked["id"], json!({"decision": "allow"}));
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["pending_approvals"], json!([]));
     let record = answered_record(&svc, &folder);
-    assert_eq!(record["tool"]["stdout"], format!("{}\n", agent.uid), "{record}");
+    assert_eq!(
+        record["tool"]["stdout"],
+        format!("{}\n", agent.uid),
+        "{record}"
+    );
     assert!(folder.join("allowed.txt").exists());
     assert_eq!(
         resolved(&svc, &id),
@@ -107,7 +117,10 @@ fn an_allowed_tool_runs_and_a_denied_one_does_not_and_the_model_reads_why() {
     );
     // Answered: a second answer is refused, as is a number never given.
     let (status, v) = decide(&svc, &id, &asked["id"], json!({"decision": "deny"}));
-    assert_eq!((status, v["code"].as_str()), (409, Some("approval_answered")));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (409, Some("approval_answered"))
+    );
     assert_eq!(
         v["error"],
         format!("That approval request of session {id} was answered already.")
@@ -117,7 +130,11 @@ fn an_allowed_tool_runs_and_a_denied_one_does_not_and_the_model_reads_why() {
             &format!("/v1/sessions/{id}/approvals/{n}"),
             json!({"decision": "allow"}),
         );
-        assert_eq!((status, v["code"].as_str()), (404, Some("approval_not_found")), "{n}");
+        assert_eq!(
+            (status, v["code"].as_str()),
+            (404, Some("approval_not_found")),
+            "{n}"
+        );
     }
     let (status, v) = decide(&svc, &id, &json!(1), json!({"decision": "maybe"}));
     assert_eq!(status, 422, "{v}");
@@ -172,7 +189,10 @@ fn an_unanswered_request_is_denied_at_its_timeout_and_a_stop_denies_what_is_pend
         [json!({"id": 1, "turn": 1, "decision": "deny", "by": "stop", "message": null})]
     );
     let (status, v) = decide(&svc, &id, &asked["id"], json!({"decision": "allow"}));
-    assert_eq!((status, v["code"].as_str()), (409, Some("approval_answered")));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (409, Some("approval_answered"))
+    );
     assert!(!folder.join("stopped.txt").exists());
 }
 
@@ -185,7 +205,11 @@ fn approvals_app_needs_another_account_and_auto_denies_at_once() {
             "/v1/sessions",
             start_body(&folder, harness, json!({"approvals": "app"})),
         );
-        assert_eq!((status, v["code"].as_str()), (422, Some("approvals_refused")), "{v}");
+        assert_eq!(
+            (status, v["code"].as_str()),
+            (422, Some("approvals_refused")),
+            "{v}"
+        );
         let why = v["error"].as_str().unwrap();
         match harness {
             "claude" => assert!(why.contains("could read the API token"), "{why}"),
@@ -210,7 +234,10 @@ fn approvals_app_needs_another_account_and_auto_denies_at_once() {
     );
     svc.await_session(id, "idle", |v| v["state"] == "idle");
     let kinds = kinds(&all_events(&svc, id, 1024));
-    assert!(!kinds.iter().any(|k| k.starts_with("approval_")), "{kinds:?}");
+    assert!(
+        !kinds.iter().any(|k| k.starts_with("approval_")),
+        "{kinds:?}"
+    );
 }
 
 #[test]

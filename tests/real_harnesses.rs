@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Trial};
 
-use real_support::{asked, model_calls, seen, tool_result, Real};
+use real_support::{asked, chown_tree, model_calls, seen, tool_result, Real};
 use room_kit::fake_model::TURN;
 use room_kit::{
     agent_account, in_ci, land_project, mark, start_body, wait_until, FakeWebsite, Service, AGENT,
@@ -436,20 +436,6 @@ fn codex_gets_awkward_prompts_as_text() {
 
 /// The website token the service signs in with; no harness may see it.
 const WEBSITE_TOKEN: &str = "website-token-for-core-only";
-
-/// Hands `path` and everything under it to `uid`:`gid`.
-fn chown_tree(path: &Path, uid: u32, gid: u32) {
-    let (u, g) = (
-        Some(nix::unistd::Uid::from_raw(uid)),
-        Some(nix::unistd::Gid::from_raw(gid)),
-    );
-    nix::unistd::chown(path, u, g).unwrap();
-    if path.is_dir() && !path.is_symlink() {
-        for e in std::fs::read_dir(path).unwrap() {
-            chown_tree(&e.unwrap().path(), uid, gid);
-        }
-    }
-}
 
 /// A harness runs as the agent account (its HOME, USER and groups), with
 /// ROOM_CORE_SOCKET and without the service's tokens; its tool command's

@@ -20,7 +20,6 @@ pub const MAX_BODY: usize = 1 << 20;
 
 /// The fields of `POST /v1/sessions` (checked first, to name an unknown one).
 const CREATE_FIELDS: &[&str] = &[
-    "approvals",
     "workspace",
     "folder",
     "harness",
@@ -31,6 +30,7 @@ const CREATE_FIELDS: &[&str] = &[
     "plan_only",
     "project_copy",
     "prompt",
+    "approvals",
 ];
 
 /// `POST /v1/sessions/{id}/messages`.

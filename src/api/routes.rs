@@ -123,7 +123,11 @@ pub const ROUTES: &[Route] = &[
     route("POST", "/v1/sessions/{id}/resume", Op::Resume),
     route("POST", "/v1/sessions/{id}/close", Op::Close),
     route("POST", "/v1/sessions/{id}/relaunch", Op::Relaunch),
-    route("POST", "/v1/sessions/{id}/approvals/{approval}", Op::Approve),
+    route(
+        "POST",
+        "/v1/sessions/{id}/approvals/{approval}",
+        Op::Approve,
+    ),
     route("GET", "/v1/workspaces/{id}", Op::Workspace),
 ];
 

@@ -70,8 +70,7 @@ impl Runtime {
     /// read of the status file runs on the event pool and shows in the view
     /// a moment later.
     pub fn create(&self, start: Start) -> Result<(Value, bool), Refusal> {
-        if let Some(why) =
-            approvals::refusal(start.approvals, start.harness, self.config.agent_uid)
+        if let Some(why) = approvals::refusal(start.approvals, start.harness, self.config.agent_uid)
         {
             return Err(Refusal::new(422, "approvals_refused", why));
         }
@@ -193,12 +192,7 @@ impl Runtime {
     /// `POST /v1/sessions/{id}/messages`: queues a prompt, or with
     /// `steer` hands it to the running turn when the session can take it
     /// there (else queues it). The answer's `delivered` says which.
-    pub fn message(
-        &self,
-        id: &str,
-        prompt: String,
-        steer: bool,
-    ) -> Result<CommandAnswer, Refusal> {
+    pub fn message(&self, id: &str, prompt: String, steer: bool) -> Result<CommandAnswer, Refusal> {
         let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
         let mut s = lock(&s);
         let steered = steer && s.machine.steerable();

@@ -180,3 +180,17 @@ pub fn model_calls(model: &Model) -> usize {
         })
         .count()
 }
+
+/// Hands `path` and everything under it to `uid`:`gid`.
+pub fn chown_tree(path: &std::path::Path, uid: u32, gid: u32) {
+    let (u, g) = (
+        Some(nix::unistd::Uid::from_raw(uid)),
+        Some(nix::unistd::Gid::from_raw(gid)),
+    );
+    nix::unistd::chown(path, u, g).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for e in std::fs::read_dir(path).unwrap() {
+            chown_tree(&e.unwrap().path(), uid, gid);
+        }
+    }
+}

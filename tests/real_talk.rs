@@ -1,0 +1,236 @@
+//! The real claude CLI on its stream-json protocol, against the loopback
+//! fake model: approvals relayed to the app, a steer that reaches the
+//! running turn, and an interrupt that keeps the conversation. Each check
+//! is ignored, with why, where the CLI (or root and the agent account) is
+//! missing, and fails instead in CI (`ROOM_CORE_CI=1`).
+
+mod real_support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use libtest_mimic::{Arguments, Trial};
+use real_support::{asked, chown_tree, model_calls, seen, tool_result, Real};
+use room_kit::events::all_events;
+use room_kit::fake_model::TURN;
+use room_kit::procs::turn_processes;
+use room_kit::{agent_account, in_ci, start_body, temp_root, wait_until};
+use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
+
+fn id_of(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// The session's events of `kind`, once there are `n` of them.
+fn await_kind(real: &Real, id: &str, kind: &str, n: usize) -> Vec<Value> {
+    wait_until(&format!("{n} {kind} of {id}"), TURN, || {
+        let found: Vec<Value> = all_events(&real.svc, id, 1024)
+            .into_iter()
+            .filter(|e| e["kind"] == kind)
+            .map(|e| e["data"].clone())
+            .collect();
+        (found.len() >= n).then_some(found)
+    })
+}
+
+fn claude_asks_the_app_before_a_write_and_runs_only_what_it_allows() {
+    let test = "claude_asks_the_app_before_a_write_and_runs_only_what_it_allows";
+    let Some(agent) = agent_account(test) else {
+        return;
+    };
+    let sock_dir = temp_root();
+    std::fs::set_permissions(&sock_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = json!({
+        "agent_uid": agent.uid.as_raw(),
+        "agent_socket": sock_dir.join("agent.sock"),
+    });
+    let Some(real) = Real::start(test, "claude", config, vec![]) else {
+        return;
+    };
+    let (uid, gid) = (agent.uid.as_raw(), agent.gid.as_raw());
+    chown_tree(&real.dir, uid, gid);
+    let folder = real.svc.folder("code");
+    std::fs::create_dir_all(&folder).unwrap();
+    chown_tree(&folder, uid, gid);
+
+    let allowed = folder.join("allowed.txt");
+    let s = real.svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"approvals": "app", "prompt": format!("TOOL_WRITE {} yes", allowed.display())}),
+    ));
+    let id = id_of(&s);
+    let request = await_kind(&real, &id, "approval_requested", 1).remove(0);
+    assert_eq!(request["tool"], "Write", "{request}");
+    assert_eq!(request["input"]["file_path"], allowed.display().to_string());
+    assert!(!allowed.exists(), "written before the app answered");
+    let pending = real.svc.session(&id)["pending_approvals"].clone();
+    assert_eq!(pending[0]["id"], request["id"], "{pending}");
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/approvals/{}", request["id"]),
+        json!({"decision": "allow"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    real.await_idle(&id);
+    assert_eq!(
+        std::fs::read_to_string(&allowed).ok().as_deref(),
+        Some("yes\n"),
+        "the allowed write"
+    );
+
+    // Denied with a message: nothing is written and the model reads it.
+    let denied = folder.join("denied.txt");
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": format!("TOOL_WRITE {} no", denied.display())}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let request = await_kind(&real, &id, "approval_requested", 2).remove(1);
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/approvals/{}", request["id"]),
+        json!({"decision": "deny", "message": "NOT_THIS_FILE_3141"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    real.await_idle(&id);
+    assert!(!denied.exists(), "the denied write ran");
+    let after = real
+        .model
+        .turn_requests("claude")
+        .into_iter()
+        .filter_map(|r| tool_result(&r))
+        .last()
+        .expect("a request after the denied tool call");
+    assert!(after.contains("NOT_THIS_FILE_3141"), "{after}");
+    let resolved = await_kind(&real, &id, "approval_resolved", 2);
+    assert_eq!(
+        (&resolved[1]["decision"], &resolved[1]["by"]),
+        (&json!("deny"), &json!("app"))
+    );
+}
+
+fn claude_takes_a_steer_in_the_turn_whose_tool_runs() {
+    let test = "claude_takes_a_steer_in_the_turn_whose_tool_runs";
+    let Some(real) = Real::start(test, "claude", json!({}), vec![]) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let s = real.svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "TOOL_RUN sleep 3"}),
+    ));
+    let id = id_of(&s);
+    // The model has asked for the command: the tool runs now.
+    wait_until("the tool call", TURN, || {
+        real.model
+            .turn_requests("claude")
+            .iter()
+            .any(|r| r["reply"].as_str().is_some_and(|r| r.starts_with("tool:")))
+            .then_some(())
+    });
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "STEERED_2718", "deliver": "steer"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["delivered"], "steered");
+    real.await_idle(&id);
+    let requests = real.model.turn_requests("claude");
+    let with_steer = requests
+        .iter()
+        .find(|r| seen(r).contains("STEERED_2718"))
+        .expect("the steer reached the model");
+    assert!(
+        tool_result(with_steer).is_some(),
+        "the steer came with the tool's result, in the same turn"
+    );
+    let ended = await_kind(&real, &id, "turn_ended", 1);
+    assert_eq!(ended.len(), 1, "one turn: {ended:?}");
+    assert_eq!(ended[0]["exit"], json!({"code": 0}));
+    // The tool call, then one answer to its result and the steer together.
+    assert_eq!(model_calls(&real.model), 2);
+}
+
+fn claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running() {
+    let test = "claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running";
+    let Some(real) = Real::start(test, "claude", json!({}), vec![]) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let s = real.svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "SLOW_TEXT 400 50"}),
+    ));
+    let id = id_of(&s);
+    wait_until("the answer streaming", TURN, || {
+        real.model
+            .turn_requests("claude")
+            .iter()
+            .any(|r| r["reply"] == "slow_text")
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, v) = real
+        .svc
+        .post(&format!("/v1/sessions/{id}/interrupt"), json!({}));
+    assert_eq!(status, 200, "{v}");
+    // Answered once nothing of the turn runs.
+    assert_eq!(turn_processes(&id), Vec::<u32>::new());
+    let ended = await_kind(&real, &id, "turn_ended", 1);
+    assert_eq!(ended[0]["by"], "interrupt");
+    // claude ended the turn itself (no signal), its last turn failed.
+    assert_eq!(ended[0]["exit"], json!({"code": 1}), "{ended:?}");
+
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "AFTER_INTERRUPT_1618"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let requests = real.model.await_answers("claude", 1);
+    real.await_idle(&id);
+    let last = requests.last().unwrap();
+    assert_eq!(asked("claude", last), "AFTER_INTERRUPT_1618");
+    assert!(
+        seen(last).contains("SLOW_CHUNK_1_OF_400"),
+        "the resumed turn lost the interrupted answer"
+    );
+}
+
+/// One check: ignored, with why, where what it needs is absent (outside CI).
+fn trial(name: &str, as_agent: bool, check: fn()) -> Trial {
+    let missing = real_support::missing("claude", as_agent);
+    let trial = Trial::test(name, move || {
+        check();
+        Ok(())
+    });
+    match missing {
+        Some(why) if !in_ci() => trial.with_kind(why).with_ignored_flag(true),
+        _ => trial,
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Arguments::from_args();
+    let trials = vec![
+        trial(
+            "claude_asks_the_app_before_a_write_and_runs_only_what_it_allows",
+            true,
+            claude_asks_the_app_before_a_write_and_runs_only_what_it_allows,
+        ),
+        trial(
+            "claude_takes_a_steer_in_the_turn_whose_tool_runs",
+            false,
+            claude_takes_a_steer_in_the_turn_whose_tool_runs,
+        ),
+        trial(
+            "claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running",
+            false,
+            claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running,
+        ),
+    ];
+    libtest_mimic::run(&args, trials).exit_code()
+}
