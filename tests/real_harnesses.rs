@@ -12,7 +12,6 @@
 mod real_support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Trial};

@@ -99,9 +99,9 @@ fn claude_asks_the_app_before_a_write_and_runs_only_what_it_allows() {
     let after = real
         .model
         .turn_requests("claude")
-        .into_iter()
-        .filter_map(|r| tool_result(&r))
-        .last()
+        .iter()
+        .rev()
+        .find_map(tool_result)
         .expect("a request after the denied tool call");
     assert!(after.contains("NOT_THIS_FILE_3141"), "{after}");
     let resolved = await_kind(&real, &id, "approval_resolved", 2);

@@ -26,6 +26,11 @@ use room_machines::Millis;
 type Check = Result<(), TestCaseError>;
 
 fn config() -> Config {
+    config_for(false)
+}
+
+/// The limits, for a harness that talks on its stdin or not.
+fn config_for(talks: bool) -> Config {
     Config {
         launch: launch::Config {
             copy_wait: 5_000,
@@ -35,7 +40,7 @@ fn config() -> Config {
         startup_timeout: 2_000,
         kill_grace: 500,
         approval_timeout: 1_500,
-        talks: false,
+        talks,
     }
 }
 
@@ -69,6 +74,10 @@ enum Act {
     Ask,
     /// The app answers approval request `n` (one that exists, or not).
     Decide(ApprovalId, Decision),
+    /// The current turn's harness says its turn is done.
+    Finish,
+    /// The last prompt steered into the current turn was not written.
+    SteerLost,
     /// Any input at all, applicable or not.
     Raw(Input),
 }
@@ -109,6 +118,7 @@ fn mode() -> impl Strategy<Value = RelaunchMode> {
 fn app() -> impl Strategy<Value = Input> {
     prop_oneof![
         4 => "[a-z]{1,3}".prop_map(Input::Message),
+        2 => "[a-z]{1,3}".prop_map(Input::Steer),
         2 => Just(Input::Stop),
         1 => Just(Input::Interrupt),
         2 => Just(Input::Resume),
@@ -187,6 +197,8 @@ fn act() -> impl Strategy<Value = Act> {
         2 => Just(Act::Restart),
         3 => Just(Act::Ask),
         2 => (0..8u64, decision()).prop_map(|(id, d)| Act::Decide(id, d)),
+        2 => Just(Act::Finish),
+        1 => Just(Act::SteerLost),
         2 => raw().prop_map(Act::Raw),
         1 => (0..5u64).prop_map(|seq| Act::Raw(Input::OutputCapped {
             seq,
@@ -214,9 +226,26 @@ struct Ledger {
     failed: bool,
 }
 
+/// A prompt handed to a running turn (`Effect::Steer`).
+#[derive(Debug, Clone)]
+struct Steered {
+    seq: TurnSeq,
+    run: u32,
+    prompt: PromptId,
+    text: String,
+}
+
 /// The world around one session, and what the properties need to remember.
 struct World {
     opts: Options,
+    /// The harness talks on its stdin (`Config::talks`).
+    talks: bool,
+    /// Turns whose stdin was closed (`CloseInput`), with the run.
+    closed_input: BTreeSet<(TurnSeq, u32)>,
+    /// Turns asked to stop in their protocol: turn, when, run.
+    asked_to_stop: Vec<(TurnSeq, Millis, u32)>,
+    /// Prompts steered into turns, in order.
+    steered: Vec<Steered>,
     s: Session,
     now: Millis,
     /// Which run of the service (a restart begins the next).
@@ -272,15 +301,19 @@ fn durable(r: &Record) -> Record {
 }
 
 impl World {
-    fn new(promised: bool, first: Option<String>) -> Result<World, TestCaseError> {
+    fn new(promised: bool, talks: bool, first: Option<String>) -> Result<World, TestCaseError> {
         let opts = Options {
             promised,
             plan_only: false,
             approvals: ApprovalMode::App,
         };
-        let s = Session::new(config(), opts.clone(), first, 0);
+        let s = Session::new(config_for(talks), opts.clone(), first, 0);
         let mut w = World {
             opts,
+            talks,
+            closed_input: BTreeSet::new(),
+            asked_to_stop: Vec::new(),
+            steered: Vec::new(),
             s,
             now: 0,
             run: 0,
@@ -425,6 +458,21 @@ impl World {
                 }
             }
             Act::Restart => self.restart()?,
+            Act::Finish => {
+                if let Some(seq) = self.current_proc().filter(|p| p.delivered).map(|p| p.seq) {
+                    self.feed(Input::TurnFinished { seq })?;
+                }
+            }
+            Act::SteerLost => {
+                let run = self.run;
+                if let Some(st) = self.steered.iter().rev().find(|st| st.run == run).cloned() {
+                    self.feed(Input::SteerUndelivered {
+                        seq: st.seq,
+                        prompt: st.prompt,
+                        text: st.text,
+                    })?;
+                }
+            }
             Act::Grant => {}
         }
         Ok(())
@@ -441,6 +489,7 @@ impl World {
                 _ => {
                     self.now = target;
                     self.kill_follows_term()?;
+                    self.term_follows_asking()?;
                     return self.permit_within_startup_timeout();
                 }
             }
@@ -478,7 +527,7 @@ impl World {
         self.survivor = None;
         self.must_wait_from = (self.persisted.stage == Stage::Starting).then_some(self.now);
         self.s = Session::restore(
-            config(),
+            config_for(self.talks),
             self.opts.clone(),
             self.persisted.clone(),
             self.now,
@@ -527,12 +576,20 @@ impl World {
         );
         if let Some(t) = before.record.turn.as_ref() {
             if ends_turn && t.process.is_some() && t.ending.is_none() && !before.survivor {
-                prop_assert!(
-                    effects.contains(&Effect::Signal {
+                // Asked only while its stdin is open; else signalled.
+                let asks =
+                    self.talks && t.delivered && !before.input_closed && input == Input::Interrupt;
+                let want = if asks {
+                    Effect::InterruptTurn { seq: t.seq }
+                } else {
+                    Effect::Signal {
                         seq: t.seq,
-                        signal: Signal::Term
-                    }),
-                    "{input:?} left turn {} running",
+                        signal: Signal::Term,
+                    }
+                };
+                prop_assert!(
+                    effects.contains(&want),
+                    "{input:?} left turn {} running: {effects:?}",
                     t.seq
                 );
             }
@@ -542,6 +599,7 @@ impl World {
         self.apply(Some(&input), &effects)?;
         self.invariants()?;
         self.kill_follows_term()?;
+        self.term_follows_asking()?;
         self.permit_within_startup_timeout()
     }
 
@@ -624,8 +682,40 @@ impl World {
             match e {
                 Effect::Persist => {}
                 Effect::NoteSpawn { seq } => noted = Some(*seq),
-                Effect::CloseInput { .. } | Effect::InterruptTurn { .. } | Effect::Steer { .. } => {
-                    prop_assert!(false, "{e:?} for a harness that does not talk");
+                Effect::CloseInput { seq } => {
+                    prop_assert!(self.talks, "{e:?} for a harness that does not talk");
+                    self.closed_input.insert((*seq, self.run));
+                }
+                Effect::InterruptTurn { seq } => {
+                    prop_assert!(self.talks, "{e:?} for a harness that does not talk");
+                    let live = self
+                        .current_proc()
+                        .is_some_and(|p| p.seq == *seq && p.delivered);
+                    prop_assert!(live, "asked turn {seq} to stop, which has no prompt");
+                    prop_assert!(
+                        !self.closed_input.contains(&(*seq, self.run)),
+                        "asked turn {seq} to stop after its stdin closed"
+                    );
+                    self.asked_to_stop.push((*seq, self.now, self.run));
+                }
+                Effect::Steer { seq, prompt, text } => {
+                    prop_assert!(self.talks, "{e:?} for a harness that does not talk");
+                    let live = self
+                        .current_proc()
+                        .is_some_and(|p| p.seq == *seq && p.delivered);
+                    prop_assert!(live, "steered into turn {seq}, which has no prompt");
+                    prop_assert!(
+                        !self.closed_input.contains(&(*seq, self.run)),
+                        "steered into turn {seq} after its stdin closed"
+                    );
+                    let ending = self.s.record().turn.as_ref().and_then(|t| t.ending);
+                    prop_assert_eq!(ending, None, "steered into a turn being ended");
+                    self.steered.push(Steered {
+                        seq: *seq,
+                        run: self.run,
+                        prompt: *prompt,
+                        text: text.clone(),
+                    });
                 }
                 Effect::AnswerApproval {
                     harness_ref,
@@ -760,16 +850,28 @@ impl World {
                 Effect::Emit(Event::PromptQueued { prompt, .. }) => {
                     prop_assert!(self.ledger.insert(*prompt, Ledger::default()).is_none());
                 }
+                Effect::Emit(Event::PromptSteered { prompt, turn, .. }) => {
+                    // Handed to the turn: it runs there, unless it is lost
+                    // on the way and queued again.
+                    let l = Ledger {
+                        deliveries: vec![(*turn, false)],
+                        done: true,
+                        failed: false,
+                    };
+                    prop_assert!(self.ledger.insert(*prompt, l).is_none());
+                }
                 Effect::Emit(Event::PromptFailed { prompt, .. }) => {
                     self.ledger.get_mut(prompt).unwrap().failed = true;
                     settled_now.insert(*prompt);
                 }
                 Effect::Emit(Event::PromptRequeued { prompt, .. }) => {
-                    let l = &self.ledger[prompt];
+                    let l = self.ledger.get_mut(prompt).unwrap();
                     prop_assert!(
                         !l.deliveries.iter().any(|(_, reported)| *reported),
                         "prompt {prompt} queued again after its harness reported in"
                     );
+                    // A lost steer goes back to the queue.
+                    l.done = false;
                     settled_now.insert(*prompt);
                 }
                 Effect::Emit(Event::TurnEnded {
@@ -876,6 +978,27 @@ impl World {
         Ok(())
     }
 
+    /// A turn asked in its protocol to stop gets SIGTERM within the kill
+    /// grace unless it ended.
+    fn term_follows_asking(&self) -> Check {
+        let grace = config().kill_grace;
+        for &(seq, at, run) in &self.asked_to_stop {
+            if run != self.run || self.now < at + grace {
+                continue;
+            }
+            let within = |list: &[(TurnSeq, Millis, u32)]| {
+                list.iter()
+                    .any(|&(s, t, r)| s == seq && r == run && t >= at && t <= at + grace)
+            };
+            prop_assert!(
+                within(&self.terms) || within(&self.ends),
+                "turn {seq} was asked to stop at {at} and neither ended nor got SIGTERM by {}",
+                at + grace
+            );
+        }
+        Ok(())
+    }
+
     /// A permit is never held past the startup timeout: a harness that
     /// does not name its session in time gives it back.
     fn permit_within_startup_timeout(&self) -> Check {
@@ -959,8 +1082,13 @@ fn name(v: &impl std::fmt::Debug) -> String {
     }
 }
 
-fn run(promised: bool, first: Option<String>, acts: Vec<Act>) -> Result<World, TestCaseError> {
-    let mut w = World::new(promised, first)?;
+fn run(
+    promised: bool,
+    talks: bool,
+    first: Option<String>,
+    acts: Vec<Act>,
+) -> Result<World, TestCaseError> {
+    let mut w = World::new(promised, talks, first)?;
     for act in acts {
         let r = w.act(act);
         if let Err(e) = r {
@@ -990,14 +1118,19 @@ proptest! {
     /// a Kill follows a Term within the grace unless the turn ended; every
     /// change is persisted, and Persist comes first; a turn's end carries
     /// what its harness reported, and the session's totals are the sum of
-    /// its journalled turns' usage.
+    /// its journalled turns' usage. With a harness that talks: an
+    /// interrupt asks before it signals and SIGTERM follows within the
+    /// grace; nothing is steered into, or asked of, a turn without its
+    /// prompt, being ended or with its stdin closed; a lost steer is
+    /// queued again.
     #[test]
     fn a_session_keeps_its_rules_through_any_sequence_of_inputs_and_restarts(
         promised in any::<bool>(),
+        talks in any::<bool>(),
         first in prop::option::of("[a-z]{1,3}"),
         acts in acts(),
     ) {
-        run(promised, first, acts)?;
+        run(promised, talks, first, acts)?;
     }
 }
 
@@ -1008,11 +1141,16 @@ fn the_random_lives_reach_every_situation() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
-    let strategy = (any::<bool>(), prop::option::of("[a-z]{1,3}"), acts());
+    let strategy = (
+        any::<bool>(),
+        any::<bool>(),
+        prop::option::of("[a-z]{1,3}"),
+        acts(),
+    );
     let mut seen = BTreeSet::new();
     for _ in 0..4000 {
-        let (promised, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
-        seen.extend(run(promised, first, acts).unwrap().seen);
+        let (promised, talks, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
+        seen.extend(run(promised, talks, first, acts).unwrap().seen);
     }
     let want = [
         "applied TurnSpawned",
@@ -1034,6 +1172,13 @@ fn the_random_lives_reach_every_situation() {
         "applied Relaunch Wake",
         "applied Relaunch Restart",
         "applied ServiceStop",
+        "applied Steer",
+        "applied TurnFinished",
+        "applied SteerUndelivered",
+        "CloseInput",
+        "InterruptTurn",
+        "Steer",
+        "Emit PromptSteered",
         "Launch AskPermit",
         "Launch ReleasePermit",
         "Launch WaitFor",

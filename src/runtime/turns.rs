@@ -381,17 +381,20 @@ impl Runtime {
             if let Some(report) = usage {
                 self.feed(&handle, Input::TurnUsage { seq, report });
             }
-            match heard {
+            let unanswered = match heard {
                 Some(Heard::Asked(request)) => {
-                    self.feed(&handle, Input::ApprovalRequested { seq, request })
+                    self.feed(&handle, Input::ApprovalRequested { seq, request });
+                    None
                 }
-                Some(Heard::Finished) => self.feed(&handle, Input::TurnFinished { seq }),
-                Some(Heard::Unserved(answer)) => {
-                    if input.say(Say::Line(answer)).is_err() {
-                        log::warn!("{what}: cannot answer a request it is not served");
-                    }
+                Some(Heard::Finished) => {
+                    self.feed(&handle, Input::TurnFinished { seq });
+                    None
                 }
-                None => {}
+                Some(Heard::Unserved(answer)) => input.say(Say::Line(answer)).err(),
+                None => None,
+            };
+            if unanswered.is_some() {
+                log::warn!("{what}: cannot answer a request that is not served");
             }
         }
         if !capped {

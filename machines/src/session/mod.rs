@@ -142,6 +142,10 @@ pub struct State {
     /// When the turn asked in its protocol to stop gets SIGTERM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub term_at: Option<Millis>,
+    /// The current turn's stdin is closed (`CloseInput`): nothing more
+    /// can be said to its harness.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub input_closed: bool,
     /// The last `Persist` failed: the record is written again then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persist_retry_at: Option<Millis>,
@@ -226,6 +230,7 @@ impl Session {
                 startup_deadline: None,
                 kill_at: None,
                 term_at: None,
+                input_closed: false,
                 persist_retry_at: None,
                 undelivered: None,
             },

@@ -19,6 +19,7 @@ impl Session {
         self.config.talks
             && !self.state.halted
             && !self.state.survivor
+            && !self.state.input_closed
             && r.stage == Stage::Started
             && r.turn.as_ref().is_some_and(|t| {
                 t.process.is_some() && t.delivered && t.reported && t.ending.is_none()
@@ -66,11 +67,17 @@ impl Session {
             && self
                 .live_turn(seq)
                 .is_some_and(|t| t.process.is_some() && t.delivered);
-        if !talking {
+        if !talking || self.state.input_closed {
             return Outcome::Ignored;
         }
-        self.staged.push(Effect::CloseInput { seq });
+        self.close_input(seq);
         Outcome::Applied
+    }
+
+    /// Closes turn `seq`'s stdin; nothing more is said to its harness.
+    pub(super) fn close_input(&mut self, seq: TurnSeq) {
+        self.state.input_closed = true;
+        self.staged.push(Effect::CloseInput { seq });
     }
 
     /// Asks turn `seq`'s harness to stop in its protocol; SIGTERM follows

@@ -49,6 +49,7 @@ impl Session {
             .filter(|t| t.process.is_some() == spawned)?;
         self.state.kill_at = None;
         self.state.term_at = None;
+        self.state.input_closed = false;
         self.void_pending(seq);
         self.rec().turn.take()
     }
@@ -321,7 +322,8 @@ impl Session {
         }
         self.deny_pending(seq, why);
         self.rec().turn.as_mut().expect("checked above").ending = Some(why);
-        if spawned && delivered && why == EndWhy::Interrupt && self.config.talks {
+        let can_ask = self.config.talks && !self.state.input_closed;
+        if spawned && delivered && why == EndWhy::Interrupt && can_ask {
             self.ask_to_stop(now, seq);
         } else if spawned {
             self.signal_term(now, seq);
@@ -334,8 +336,8 @@ impl Session {
     /// its output dropped past the journal's cap, so its end of turn is
     /// never heard) can still end by itself.
     fn signal_term(&mut self, now: Millis, seq: TurnSeq) {
-        if self.config.talks {
-            self.staged.push(Effect::CloseInput { seq });
+        if self.config.talks && !self.state.input_closed {
+            self.close_input(seq);
         }
         self.staged.push(Effect::Signal {
             seq,

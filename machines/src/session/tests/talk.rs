@@ -200,3 +200,18 @@ fn a_plan_only_turn_asks_nobody_whoever_answers_approvals() {
         }]
     );
 }
+
+#[test]
+fn once_its_stdin_is_closed_a_turn_takes_no_steer_and_an_interrupt_signals() {
+    let mut t = talking();
+    t.go(Input::TurnFinished { seq: 2 });
+    assert!(!t.s.steerable(), "its harness reads no more");
+    t.go(Input::Steer("late".into()));
+    assert_eq!(t.s.record().queue.len(), 1, "queued instead");
+    let (o, _) = t.at(t.now, Input::TurnFinished { seq: 2 });
+    assert_eq!(o, Outcome::Ignored, "closed once");
+    let e = t.go(Input::Interrupt);
+    assert!(has(&e, &term(2)), "{e:?}");
+    assert!(!has(&e, &Effect::InterruptTurn { seq: 2 }));
+    assert!(!has(&e, &Effect::CloseInput { seq: 2 }), "closed already");
+}
