@@ -291,3 +291,58 @@ fn a_steer_reaches_the_running_turn_and_with_none_running_it_queues() {
     );
     assert_eq!(status, 422, "{v}");
 }
+
+#[test]
+fn a_harness_that_breaks_the_protocol_is_answered_within_bounds() {
+    let Some((svc, _)) = asking_service(
+        "a_harness_that_breaks_the_protocol_is_answered_within_bounds",
+        json!({}),
+    ) else {
+        return;
+    };
+    let folder = svc.folder("hostile");
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"approvals": "app", "prompt": "hostile-protocol"}),
+    ));
+    let id = s["id"].as_str().unwrap().to_string();
+    // What it got back: an error for the request room-core does not serve,
+    // and a denial for each request past the 64 that may wait; nothing for
+    // the request without an ID or the answer nobody asked for.
+    let record = wait_until("the harness's answers", Duration::from_secs(10), || {
+        svc.records_in(&folder)
+            .into_iter()
+            .find(|r| r["answers"].as_object().is_some_and(|a| a.len() >= 8))
+    });
+    let answers = record["answers"].as_object().unwrap();
+    assert_eq!(answers["h1"]["subtype"], "error", "{record}");
+    for i in 63..70 {
+        assert_eq!(
+            answers[&format!("q{i}")]["response"],
+            json!({"behavior": "deny",
+                   "message": "Denied: too many approval requests are waiting in this session."}),
+            "q{i}"
+        );
+    }
+    assert_eq!(answers.len(), 8, "{answers:?}");
+    let view = svc.await_session(&id, "64 pending", |v| {
+        v["pending_approvals"].as_array().unwrap().len() == 64
+    });
+    let pending = view["pending_approvals"].as_array().unwrap();
+    let big = pending[0]["input"].as_str().expect("cut to a string");
+    assert!(big.ends_with("(cut at 262144 bytes)"), "{}", big.len());
+    assert!(big.len() < 300 << 10);
+    let (status, _) = svc.get("/v1/health");
+    assert_eq!(status, 200);
+
+    // A stop denies every pending request and the turn ends.
+    let (status, v) = svc.post(&format!("/v1/sessions/{id}/stop"), json!({}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["pending_approvals"], json!([]));
+    let by_stop = resolved(&svc, &id)
+        .iter()
+        .filter(|r| r["by"] == "stop" && r["decision"] == "deny")
+        .count();
+    assert_eq!(by_stop, 64);
+}
