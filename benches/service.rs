@@ -86,6 +86,9 @@ fn main() {
     if run("follow") {
         follow(&mut table);
     }
+    if run("approvals") {
+        approval_round_trip(&mut table);
+    }
     println!();
     table.print();
     println!("\nwhole run: {:.0} s", began.elapsed().as_secs_f64());
@@ -1568,6 +1571,117 @@ fn follow(table: &mut Table) {
     }
     drop(svc);
     journal_throughput(table);
+}
+
+/// Requests timed in the approvals section.
+const APPROVALS: usize = 40;
+
+/// An app that answers each approval request as soon as the stream shows
+/// it, against the fake claude (fixtures/fake_harness.py `asks:`) running
+/// as the agent account, as `approvals: app` needs.
+fn approval_round_trip(table: &mut Table) {
+    println!(
+        "\n9. approvals: harness asks -> approval_requested on the stream -> app answers -> harness reads it"
+    );
+    let agent = nix::unistd::User::from_name(room_kit::AGENT)
+        .ok()
+        .flatten()
+        .filter(|_| nix::unistd::geteuid().is_root());
+    let Some(agent) = agent else {
+        println!("  skipped: needs root and the {} account", room_kit::AGENT);
+        return;
+    };
+    let sockets = std::env::temp_dir().join(format!("room-core-bench-sock-{}", std::process::id()));
+    std::fs::create_dir_all(&sockets).unwrap();
+    std::fs::set_permissions(
+        &sockets,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-claude");
+    let svc = Core::start(json!({
+        "agent_uid": agent.uid.as_raw(),
+        "agent_socket": sockets.join("agent.sock"),
+        "claude_program": fake,
+        "harness_env": ["FAKE_HARNESS_RECORD"],
+    }));
+    let folder = svc.folder("asks");
+    let v = svc.start_session(&json!({
+        "workspace": "ws-asks",
+        "folder": folder,
+        "harness": "claude",
+        "approvals": "app",
+        "prompt": format!("asks: {APPROVALS}"),
+    }));
+    let id = v["id"].as_str().unwrap().to_string();
+    let answered = approver(&svc.base, &id, APPROVALS);
+    let record = room_kit::wait_until("the round trips", Duration::from_secs(60), || {
+        svc.records_in(&folder).into_iter().find(|r| {
+            r["round_trips_us"]
+                .as_array()
+                .is_some_and(|a| a.len() == APPROVALS)
+        })
+    });
+    assert_eq!(answered.join().unwrap(), APPROVALS);
+    let took: Vec<f64> = record["round_trips_us"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|us| us.as_f64().unwrap() / 1000.0)
+        .collect();
+    let (p50, p99) = stats(&took);
+    table.row(
+        "approval round trip",
+        &format!("fake claude as {}, app answers at once", room_kit::AGENT),
+        ms(p50),
+        ms(p99),
+        format!(
+            "{APPROVALS} requests one after another: the request journalled (fdatasync) and streamed, the answer's POST recorded (fdatasync) and written to the harness's stdin; the app's own time is its HTTP round trips; target p50 < 5 ms"
+        ),
+    );
+    drop(svc);
+    let _ = std::fs::remove_dir_all(&sockets);
+}
+
+/// Follows session `id`'s stream and allows each approval request as it
+/// shows; how many it answered.
+fn approver(base: &str, id: &str, want: usize) -> std::thread::JoinHandle<usize> {
+    use std::io::BufRead;
+    let agent = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(30))
+        .build();
+    let (base, id) = (base.to_string(), id.to_string());
+    std::thread::spawn(move || {
+        let resp = agent
+            .get(&format!("{base}/v1/sessions/{id}/stream"))
+            .set("Authorization", &format!("Bearer {TOKEN}"))
+            .call()
+            .expect("open a stream");
+        let mut reader = std::io::BufReader::new(resp.into_reader());
+        let mut answered = 0;
+        let mut line = String::new();
+        while answered < want {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            let Some(data) = line.strip_prefix("data: ") else {
+                continue;
+            };
+            if !data.contains(r#""kind":"approval_requested""#) {
+                continue;
+            }
+            let v: Value = serde_json::from_str(data.trim_end()).expect("an event");
+            let n = &v["data"]["id"];
+            agent
+                .post(&format!("{base}/v1/sessions/{id}/approvals/{n}"))
+                .set("Authorization", &format!("Bearer {TOKEN}"))
+                .send_json(json!({"decision": "allow"}))
+                .expect("the answer is taken");
+            answered += 1;
+        }
+        answered
+    })
 }
 
 /// Appends to one journal in the bench's temp dir (the same disk as the
