@@ -70,6 +70,10 @@ pub struct Config {
     /// How long a turn's processes get between SIGTERM and SIGKILL when
     /// stop, close or the service's own stop ends it (ms).
     pub kill_grace_ms: u64,
+    /// How long a harness that talks a protocol (claude) keeps its process
+    /// after a turn, so a message within it goes straight to that process
+    /// (ms); 0 ends the process with its turn.
+    pub linger_ms: u64,
     /// How long a harness's approval request waits for the app's answer
     /// before it is denied (ms), in sessions with `approvals: app`.
     pub approval_timeout_ms: u64,
@@ -138,6 +142,7 @@ impl Default for Config {
             codex_network: true,
             kill_grace_ms: 4000,
             approval_timeout_ms: room_machines::session::APPROVAL_TIMEOUT,
+            linger_ms: room_machines::session::LINGER,
             supervision: Supervision::Auto,
             startup_timeout_ms: room_machines::session::STARTUP_TIMEOUT,
             journal_max_bytes: 256 << 20,

@@ -1,6 +1,7 @@
 //! The real claude CLI on its stream-json protocol, against the loopback
 //! fake model: approvals relayed to the app, a steer that reaches the
-//! running turn, and an interrupt that keeps the conversation. Each check
+//! running turn, an interrupt that keeps the conversation, and a warm
+//! follow-up in the process that ran the turn before. Each check
 //! is ignored, with why, where the CLI (or root and the agent account) is
 //! missing, and fails instead in CI (`ROOM_CORE_CI=1`).
 
@@ -200,6 +201,68 @@ fn claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running() {
     );
 }
 
+/// The session's processes and the turn each is marked with.
+fn marked(id: &str) -> Vec<(u32, String)> {
+    let marker = format!("ROOM_CORE_TURN={id}-");
+    turn_processes(id)
+        .into_iter()
+        .filter_map(|pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+            let turn = env
+                .split(|b| *b == 0)
+                .find_map(|e| e.strip_prefix(marker.as_bytes()))?;
+            Some((pid, String::from_utf8_lossy(turn).into_owned()))
+        })
+        .collect()
+}
+
+fn claude_takes_a_follow_up_in_its_lingering_process() {
+    let test = "claude_takes_a_follow_up_in_its_lingering_process";
+    let Some(real) = Real::start(test, "claude", json!({"linger_ms": 60_000}), vec![]) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let s = real.svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "WARM_FIRST_4242"}),
+    ));
+    let id = id_of(&s);
+    real.model.await_answers("claude", 1);
+    real.await_idle(&id);
+    let before = marked(&id);
+    assert!(!before.is_empty(), "claude lingers");
+    assert!(before.iter().all(|(_, turn)| turn == "1"), "{before:?}");
+
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "WARM_SECOND_4343"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let requests = real.model.await_answers("claude", 2);
+    real.await_idle(&id);
+    let last = requests.last().unwrap();
+    assert_eq!(asked("claude", last), "WARM_SECOND_4343");
+    assert!(
+        seen(last).contains("WARM_FIRST_4242"),
+        "the same conversation"
+    );
+    // No process was spawned for turn 2: all are turn 1's, the same ones.
+    let after = marked(&id);
+    assert!(after.iter().all(|(_, turn)| turn == "1"), "{after:?}");
+    let leader = before.iter().map(|(pid, _)| *pid).min().unwrap();
+    assert!(after.iter().any(|(pid, _)| *pid == leader), "{after:?}");
+    let ended = await_kind(&real, &id, "turn_ended", 2);
+    assert_eq!(ended[1]["turn"], 2);
+
+    // Close ends the lingering process before it answers.
+    let (status, _) = real
+        .svc
+        .post(&format!("/v1/sessions/{id}/close"), json!({}));
+    assert_eq!(status, 200);
+    assert_eq!(turn_processes(&id), Vec::<u32>::new());
+}
+
 /// One check: ignored, with why, where what it needs is absent (outside CI).
 fn trial(name: &str, as_agent: bool, check: fn()) -> Trial {
     let missing = real_support::missing("claude", as_agent);
@@ -225,6 +288,11 @@ fn main() -> std::process::ExitCode {
             "claude_takes_a_steer_in_the_turn_whose_tool_runs",
             false,
             claude_takes_a_steer_in_the_turn_whose_tool_runs,
+        ),
+        trial(
+            "claude_takes_a_follow_up_in_its_lingering_process",
+            false,
+            claude_takes_a_follow_up_in_its_lingering_process,
         ),
         trial(
             "claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running",

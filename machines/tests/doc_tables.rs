@@ -584,6 +584,14 @@ fn session_situations() -> Vec<SessionSituation> {
             with(running(), vec![(7, reported(2))]),
         ),
         (
+            "talking harness: turn done, its process lingers",
+            false,
+            with(
+                running(),
+                vec![(7, reported(2)), (8, Some(I::TurnFinished { seq: 2 }))],
+            ),
+        ),
+        (
             "talking harness: running, interrupt asked",
             false,
             with(running(), vec![(7, reported(2)), (8, Some(I::Interrupt))]),
@@ -791,6 +799,9 @@ fn session_state(s: &Session) -> String {
         if t.process.is_none() {
             turn.push_str(" asked for");
         }
+        if t.finished {
+            turn.push_str(" done, lingering");
+        }
         if let Some(why) = t.ending {
             turn.push_str(&format!(" ending ({why:?})"));
         }
@@ -870,6 +881,7 @@ fn session_restore_table() -> String {
         reported,
         ending,
         usage: None,
+        finished: false,
     };
     let record = |stage, t: Option<Turn>| Record {
         stage,

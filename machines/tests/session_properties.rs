@@ -26,11 +26,12 @@ use room_machines::Millis;
 type Check = Result<(), TestCaseError>;
 
 fn config() -> Config {
-    config_for(false)
+    config_for(false, 0)
 }
 
-/// The limits, for a harness that talks on its stdin or not.
-fn config_for(talks: bool) -> Config {
+/// The limits, for a harness that talks on its stdin or not, whose process
+/// lingers `linger` ms after its turn.
+fn config_for(talks: bool, linger: Millis) -> Config {
     Config {
         launch: launch::Config {
             copy_wait: 5_000,
@@ -41,6 +42,7 @@ fn config_for(talks: bool) -> Config {
         kill_grace: 500,
         approval_timeout: 1_500,
         talks,
+        linger,
     }
 }
 
@@ -240,6 +242,8 @@ struct World {
     opts: Options,
     /// The harness talks on its stdin (`Config::talks`).
     talks: bool,
+    /// How long its process lingers after a turn (`Config::linger`).
+    linger: Millis,
     /// Turns whose stdin was closed (`CloseInput`), with the run.
     closed_input: BTreeSet<(TurnSeq, u32)>,
     /// Turns asked to stop in their protocol: turn, when, run.
@@ -301,16 +305,21 @@ fn durable(r: &Record) -> Record {
 }
 
 impl World {
-    fn new(promised: bool, talks: bool, first: Option<String>) -> Result<World, TestCaseError> {
+    fn new(
+        promised: bool,
+        (talks, linger): (bool, Millis),
+        first: Option<String>,
+    ) -> Result<World, TestCaseError> {
         let opts = Options {
             promised,
             plan_only: false,
             approvals: ApprovalMode::App,
         };
-        let s = Session::new(config_for(talks), opts.clone(), first, 0);
+        let s = Session::new(config_for(talks, linger), opts.clone(), first, 0);
         let mut w = World {
             opts,
             talks,
+            linger,
             closed_input: BTreeSet::new(),
             asked_to_stop: Vec::new(),
             steered: Vec::new(),
@@ -527,7 +536,7 @@ impl World {
         self.survivor = None;
         self.must_wait_from = (self.persisted.stage == Stage::Starting).then_some(self.now);
         self.s = Session::restore(
-            config_for(self.talks),
+            config_for(self.talks, self.linger),
             self.opts.clone(),
             self.persisted.clone(),
             self.now,
@@ -697,6 +706,39 @@ impl World {
                         "asked turn {seq} to stop after its stdin closed"
                     );
                     self.asked_to_stop.push((*seq, self.now, self.run));
+                }
+                Effect::ContinueTurn { seq, .. } => {
+                    prop_assert!(self.talks && self.linger > 0, "{e:?} with no lingering");
+                    prop_assert!(!self.closed, "a closed session continued a turn");
+                    prop_assert_eq!(&effects[0], &Effect::Persist);
+                    let t = self.persisted.turn.as_ref().filter(|t| t.seq == *seq);
+                    prop_assert!(
+                        t.is_some_and(|t| t.process.is_some()),
+                        "continued an unrecorded turn"
+                    );
+                    let prompt = t.unwrap().prompt.id;
+                    let run = self.run;
+                    let p = self
+                        .procs
+                        .iter_mut()
+                        .find(|p| p.run == run && p.delivered)
+                        .expect("continued in a live process that had its prompt");
+                    prop_assert!(
+                        !self.closed_input.contains(&(p.seq, run)),
+                        "continued in a process whose stdin is closed"
+                    );
+                    p.seq = *seq;
+                    p.prompt = prompt;
+                    let l = self.ledger.get_mut(&prompt).unwrap();
+                    prop_assert!(
+                        !l.done && !l.failed,
+                        "prompt {prompt} continued after it was settled"
+                    );
+                    prop_assert!(
+                        !l.deliveries.iter().any(|(_, reported)| *reported),
+                        "prompt {prompt} runs twice"
+                    );
+                    l.deliveries.push((*seq, false));
                 }
                 Effect::Steer { seq, prompt, text } => {
                     prop_assert!(self.talks, "{e:?} for a harness that does not talk");
@@ -937,7 +979,8 @@ impl World {
         for p in &r.queue {
             *whereabouts.entry(p.id).or_default() += 1;
         }
-        if let Some(t) = &r.turn {
+        // A finished turn's prompt has run (its process only lingers).
+        if let Some(t) = r.turn.as_ref().filter(|t| !t.finished) {
             *whereabouts.entry(t.prompt.id).or_default() += 1;
         }
         for (id, l) in &self.ledger {
@@ -1084,11 +1127,11 @@ fn name(v: &impl std::fmt::Debug) -> String {
 
 fn run(
     promised: bool,
-    talks: bool,
+    harness: (bool, Millis),
     first: Option<String>,
     acts: Vec<Act>,
 ) -> Result<World, TestCaseError> {
-    let mut w = World::new(promised, talks, first)?;
+    let mut w = World::new(promised, harness, first)?;
     for act in acts {
         let r = w.act(act);
         if let Err(e) = r {
@@ -1101,6 +1144,15 @@ fn run(
     w.permits_settled()
         .map_err(|e| TestCaseError::fail(format!("{e}\ntrace:\n{}", w.trace.join("\n"))))?;
     Ok(w)
+}
+
+/// A harness that talks or not, and how long its process lingers.
+fn harness() -> impl Strategy<Value = (bool, Millis)> {
+    prop_oneof![
+        Just((false, 0)),
+        Just((true, 0)),
+        (0..2_000u64).prop_map(|linger| (true, linger)),
+    ]
 }
 
 fn acts() -> impl Strategy<Value = Vec<Act>> {
@@ -1126,11 +1178,11 @@ proptest! {
     #[test]
     fn a_session_keeps_its_rules_through_any_sequence_of_inputs_and_restarts(
         promised in any::<bool>(),
-        talks in any::<bool>(),
+        harness in harness(),
         first in prop::option::of("[a-z]{1,3}"),
         acts in acts(),
     ) {
-        run(promised, talks, first, acts)?;
+        run(promised, harness, first, acts)?;
     }
 }
 
@@ -1143,14 +1195,14 @@ fn the_random_lives_reach_every_situation() {
     let mut runner = TestRunner::deterministic();
     let strategy = (
         any::<bool>(),
-        any::<bool>(),
+        harness(),
         prop::option::of("[a-z]{1,3}"),
         acts(),
     );
     let mut seen = BTreeSet::new();
     for _ in 0..4000 {
-        let (promised, talks, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
-        seen.extend(run(promised, talks, first, acts).unwrap().seen);
+        let (promised, harness, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
+        seen.extend(run(promised, harness, first, acts).unwrap().seen);
     }
     let want = [
         "applied TurnSpawned",
@@ -1179,6 +1231,7 @@ fn the_random_lives_reach_every_situation() {
         "InterruptTurn",
         "Steer",
         "Emit PromptSteered",
+        "ContinueTurn",
         "Launch AskPermit",
         "Launch ReleasePermit",
         "Launch WaitFor",

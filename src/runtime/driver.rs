@@ -212,6 +212,7 @@ impl Runtime {
             Effect::CloseInput { seq } => self.close_input(s, seq),
             Effect::InterruptTurn { seq } => self.interrupt_turn(s, seq),
             Effect::Steer { seq, prompt, text } => self.steer(s, pass, seq, prompt, text),
+            Effect::ContinueTurn { seq, prompt } => self.continue_turn(s, pass, seq, prompt),
             Effect::AnswerApproval {
                 seq,
                 harness_ref,
@@ -329,7 +330,7 @@ impl Runtime {
             return false;
         };
         let mut s = crate::sessions::lock(&s);
-        if s.machine.record().turn.as_ref().map(|t| t.seq) == Some(seq) {
+        if s.machine.turn_to_await() == Some(seq) {
             s.waiters.push((seq, notify));
         } else {
             drop(s);

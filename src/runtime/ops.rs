@@ -44,6 +44,11 @@ impl Runtime {
             kill_grace: self.config.kill_grace_ms,
             approval_timeout: self.config.approval_timeout_ms,
             talks: harness.talks(),
+            linger: if harness.talks() {
+                self.config.linger_ms
+            } else {
+                0
+            },
         }
     }
 
@@ -182,7 +187,7 @@ impl Runtime {
         let turn = s.machine.record().turn.as_ref().map(|t| t.seq);
         let ends_turn = input.answers_after_turn();
         self.command(&mut s, input)?;
-        let still = s.machine.record().turn.as_ref().map(|t| t.seq);
+        let still = s.machine.turn_to_await();
         Ok(CommandAnswer {
             view: self.render(&s),
             turn: turn.filter(|t| ends_turn && still == Some(*t)),

@@ -24,6 +24,42 @@ impl Runtime {
         }
     }
 
+    /// `ContinueTurn`: the lingering process serves turn `seq` from now
+    /// on (its record, its threads' reports); the turn's start is
+    /// journalled, then its prompt handed to the process's stdin.
+    pub(super) fn continue_turn(
+        &self,
+        s: &mut Hosted,
+        pass: &mut Pass,
+        seq: TurnSeq,
+        prompt: String,
+    ) {
+        let harness = s.start.harness;
+        let Some(live) = s.live.as_mut() else {
+            pass.inputs.push_back(Input::PromptUndelivered {
+                seq,
+                error: "its process is not there".into(),
+            });
+            return;
+        };
+        live.seq = seq;
+        live.now.set(seq);
+        if let Some((at, _)) = s.supervised.as_mut() {
+            // The record keeps the process's own key (its cgroup, its
+            // marker), now under the turn it serves.
+            *at = seq;
+        }
+        self.flush_events(s, pass);
+        let Some(live) = s.live.as_ref() else {
+            return;
+        };
+        if let Err(say) = live.input.say(Say::Prompt(harness.prompt_bytes(&prompt))) {
+            undelivered(seq, say, "its stdin's writer is gone", |input| {
+                pass.inputs.push_back(input)
+            });
+        }
+    }
+
     /// `Steer`: a prompt for the running turn; `SteerUndelivered` when it
     /// cannot be handed to the turn's writer.
     pub(super) fn steer(

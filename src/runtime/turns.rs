@@ -43,7 +43,7 @@ use crate::harness::{account, command, Harness};
 use crate::journal::{Journal, NewEvent, MAX_LINE};
 use crate::nofollow;
 use crate::procfs::ProcKey;
-use crate::sessions::live_turn::LiveTurn;
+use crate::sessions::live_turn::{LiveTurn, TurnNow};
 use crate::sessions::turn_input::{undelivered, Say, TurnInput};
 use crate::sessions::SessionHandle;
 use crate::sessions::{self, lock, turn_key, Hosted};
@@ -127,14 +127,16 @@ impl Runtime {
         self.harness_pids.insert(proc_key, &s.id);
         let rt = self.me.upgrade().expect("the runtime is alive");
         let (writer_rt, writer_handle) = (rt.clone(), s.me.clone());
-        let input = TurnInput::start(stdin, seq, move |input| {
+        let now = TurnNow::new(seq);
+        let input = TurnInput::start(stdin, now.clone(), move |input| {
             writer_rt.feed(&writer_handle, input)
         });
         let (handle, tree, child) = (s.me.clone(), started.tree.clone(), started.child);
+        let watched = now.clone();
         let followed = input.and_then(|input| {
             std::thread::Builder::new()
                 .name(format!("turn-{pid}"))
-                .spawn(move || rt.follow_exit(handle, seq, child, tree, proc_key, tail))
+                .spawn(move || rt.follow_exit(handle, watched, child, tree, proc_key, tail))
                 .map(|_| input)
         });
         let input = match followed {
@@ -149,6 +151,7 @@ impl Runtime {
         s.supervised = Some((seq, started.tree.record()));
         s.live = Some(Box::new(LiveTurn {
             seq,
+            now,
             tree: started.tree,
             input,
             stdout,
@@ -199,10 +202,10 @@ impl Runtime {
             return;
         };
         if let Some(stdout) = live.stdout.take() {
-            let input = live.input.clone();
+            let (input, now) = (live.input.clone(), live.now.clone());
             let reader = std::thread::Builder::new()
                 .name(format!("turn-{seq}-out"))
-                .spawn(move || rt.read_output(handle, seq, harness, journal, stdout, input));
+                .spawn(move || rt.read_output(handle, now, harness, journal, stdout, input));
             match reader {
                 Ok(r) => live.reader = Some(r),
                 Err(e) => log::error!("{id}: cannot read turn {seq}'s output: {e}"),
@@ -252,7 +255,7 @@ impl Runtime {
     fn follow_exit(
         &self,
         handle: SessionHandle,
-        seq: TurnSeq,
+        now: TurnNow,
         mut child: Child,
         tree: Tree,
         key: ProcKey,
@@ -264,6 +267,7 @@ impl Runtime {
         // Taken under the session's lock, so after the pass that spawned
         // the turn (and started its reader, if it got its prompt).
         let reader = handle.upgrade().and_then(|s| {
+            let seq = now.get();
             lock(&s)
                 .live
                 .as_mut()
@@ -296,6 +300,7 @@ impl Runtime {
             }
         };
         log::info!("turn {} ended: {exit} ({ended:?})", tree.key());
+        let seq = now.get();
         self.feed(&handle, Input::TurnEnded { seq, exit, detail });
     }
 
@@ -303,17 +308,19 @@ impl Runtime {
     fn read_output(
         &self,
         handle: SessionHandle,
-        seq: TurnSeq,
+        now: TurnNow,
         harness: Harness,
         journal: Arc<Journal>,
         stdout: ChildStdout,
         input: TurnInput,
     ) {
-        let what = format!("{} turn {seq}", journal_name(&journal));
+        let what = format!("{} turn {}", journal_name(&journal), now.get());
         let drain = Drain::default();
         let mut lines = LineReader::with_cap(drain.over(stdout), LINE_CAP);
         let mut batch = Vec::new();
-        let mut named = false;
+        // The turn whose first event named the session: each turn of a
+        // process that serves several (warm follow-ups) names it again.
+        let mut named: Option<TurnSeq> = None;
         let mut capped = false;
         loop {
             let line = match lines.next_line() {
@@ -337,15 +344,17 @@ impl Runtime {
                     break;
                 }
             };
-            // Parsed only when it can matter: until the session is named,
-            // and for the lines that can say what the turn used.
-            let event = (!named || harness.may_report_usage(&line))
+            // Parsed only when it can matter: until the turn names the
+            // session, and for the lines that can say what the turn used.
+            let seq = now.get();
+            let unnamed = named != Some(seq);
+            let event = (unnamed || harness.may_report_usage(&line))
                 .then(|| serde_json::from_str::<Value>(&line).ok())
                 .flatten();
             let usage = event.as_ref().and_then(|e| harness.usage(e));
             let native_id = event
                 .as_ref()
-                .filter(|_| !named)
+                .filter(|_| unnamed)
                 .and_then(|e| harness.native_id(e))
                 .filter(|id| {
                     let ok = plausible_native_id(id);
@@ -375,7 +384,7 @@ impl Runtime {
                 }
             }
             if let Some(native_id) = native_id {
-                named = true;
+                named = Some(seq);
                 self.feed(&handle, Input::NativeId { seq, native_id });
             }
             if let Some(report) = usage {
@@ -399,7 +408,7 @@ impl Runtime {
         }
         if !capped {
             if let Some(cap) = append(&journal, &mut batch, &what) {
-                self.output_capped(&handle, seq, cap, &what);
+                self.output_capped(&handle, now.get(), cap, &what);
             }
         }
         if capped {

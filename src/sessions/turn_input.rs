@@ -14,6 +14,8 @@ use std::process::ChildStdin;
 use crossbeam_channel::{Sender, TrySendError};
 use room_machines::session::{Input, PromptId, TurnSeq};
 
+use super::live_turn::TurnNow;
+
 /// The most messages waiting for the writer: more than a session has
 /// approval requests pending, and the steers an app could send meanwhile.
 const WAITING_MAX: usize = 256;
@@ -46,19 +48,20 @@ pub struct TurnInput {
 }
 
 impl TurnInput {
-    /// Starts the writer of turn `seq`'s `stdin`; `report` gets the inputs
-    /// for what could not be written.
+    /// Starts the writer of the `stdin` of a process serving `turn`;
+    /// `report` gets the inputs for what could not be written.
     pub fn start(
         stdin: ChildStdin,
-        seq: TurnSeq,
+        turn: TurnNow,
         report: impl Fn(Input) + Send + 'static,
     ) -> std::io::Result<TurnInput> {
         let (tx, rx) = crossbeam_channel::bounded::<Say>(WAITING_MAX);
         std::thread::Builder::new()
-            .name(format!("turn-{seq}-in"))
+            .name(format!("turn-{}-in", turn.get()))
             .spawn(move || {
                 let mut stdin = Some(stdin);
                 for say in rx {
+                    let seq = turn.get();
                     let Some(pipe) = stdin.as_mut() else {
                         undelivered(seq, say, "its stdin is closed", &report);
                         continue;

@@ -35,7 +35,7 @@ impl Session {
         let Some(turn) = self.state.record.turn.as_ref() else {
             return Outcome::Ignored;
         };
-        if turn.seq != seq || turn.process.is_none() || self.state.survivor {
+        if turn.seq != seq || turn.process.is_none() || turn.finished || self.state.survivor {
             return Outcome::Ignored;
         }
         let decided = match turn.ending {

@@ -54,7 +54,9 @@ impl Session {
         if let Some(r) = self.refusal() {
             return Outcome::Refused(r);
         }
-        let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) else {
+        // A finished turn's lingering process runs no turn to interrupt.
+        let running = self.state.record.turn.as_ref().filter(|t| !t.finished);
+        let Some(seq) = running.map(|t| t.seq) else {
             return Outcome::Ignored;
         };
         if !self.end_turn(now, EndWhy::Interrupt) {
@@ -133,7 +135,7 @@ impl Session {
         // closed and over) is left as it is: its journal gets nothing, so a
         // service with many quiet sessions stops in one pass of locks.
         let changes = self.launch_live()
-            || self.state.record.turn.is_some()
+            || self.state.record.turn.as_ref().is_some_and(|t| !t.finished)
             || !self.state.record.queue.is_empty();
         if self.launch_live() {
             // The record keeps its stage: a start that had not started

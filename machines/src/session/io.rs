@@ -17,6 +17,9 @@ use crate::time::Millis;
 pub const STARTUP_TIMEOUT: Millis = 120_000;
 /// `kill_grace_ms`: how long a turn has between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Millis = 4_000;
+/// `linger_ms`: how long a talking harness's process waits for the next
+/// prompt after its turn is done, before its stdin closes.
+pub const LINGER: Millis = 30_000;
 /// How long after a failed `Persist` the record is written again, unless
 /// another input writes it first.
 pub const PERSIST_RETRY: Millis = 1_000;
@@ -39,6 +42,10 @@ pub struct Config {
     /// asked for approvals in-band. Otherwise the prompt is all it reads.
     #[serde(default)]
     pub talks: bool,
+    /// How long a talking harness's process lingers after its turn, for
+    /// the next prompt to go straight to it; 0: its stdin closes at once.
+    #[serde(default)]
+    pub linger: Millis,
 }
 
 fn approval_timeout() -> Millis {
@@ -53,6 +60,7 @@ impl Default for Config {
             kill_grace: KILL_GRACE,
             approval_timeout: APPROVAL_TIMEOUT,
             talks: false,
+            linger: LINGER,
         }
     }
 }
@@ -276,6 +284,15 @@ pub enum Effect {
         /// The turn.
         seq: TurnSeq,
     },
+    /// Turn `seq` runs in the lingering process of the turn before it:
+    /// point what follows that process at `seq` and write `prompt` to its
+    /// stdin; answer `PromptUndelivered` if that fails.
+    ContinueTurn {
+        /// The new turn.
+        seq: TurnSeq,
+        /// Its prompt.
+        prompt: String,
+    },
     /// Write a prompt to the running turn's stdin; answer
     /// `SteerUndelivered` if that fails.
     Steer {
@@ -334,6 +351,8 @@ pub enum Timer {
     KillGrace,
     /// A turn asked in its protocol to stop gets SIGTERM then.
     InterruptGrace,
+    /// A finished turn's process stops waiting for the next prompt.
+    Linger,
     /// The record that could not be written is written again.
     PersistRetry,
     /// A pending approval request is denied unanswered.

@@ -13,7 +13,10 @@ impl Session {
     /// the next one's start. A total is taken only once the turn has named
     /// its native session, whose total it is.
     pub(super) fn handle_usage(&mut self, seq: TurnSeq, report: UsageReport) -> Outcome {
-        let Some(t) = self.live_turn(seq).filter(|t| t.process.is_some()) else {
+        let Some(t) = self
+            .live_turn(seq)
+            .filter(|t| t.process.is_some() && !t.finished)
+        else {
             return Outcome::Ignored;
         };
         let (named, before) = (t.reported, t.usage);

@@ -89,6 +89,7 @@ mod failure;
 pub mod io;
 mod launch_io;
 mod launching;
+mod linger;
 mod metering;
 pub mod record;
 pub mod retry;
@@ -116,8 +117,8 @@ pub use event::Event;
 pub use excerpt::{excerpt, PROMPT_TEXT_MAX};
 pub use failure::{CutBy, Failure};
 pub use io::{
-    Config, Effect, Input, Options, Outcome, Refusal, Signal, Timer, KILL_GRACE, PERSIST_RETRY,
-    STARTUP_TIMEOUT,
+    Config, Effect, Input, Options, Outcome, Refusal, Signal, Timer, KILL_GRACE, LINGER,
+    PERSIST_RETRY, STARTUP_TIMEOUT,
 };
 pub use launch_io::LaunchInput;
 pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Turn, TurnSeq};
@@ -146,6 +147,9 @@ pub struct State {
     /// can be said to its harness.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub input_closed: bool,
+    /// When the finished turn's lingering process stops waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linger_until: Option<Millis>,
     /// The last `Persist` failed: the record is written again then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persist_retry_at: Option<Millis>,
@@ -231,6 +235,7 @@ impl Session {
                 kill_at: None,
                 term_at: None,
                 input_closed: false,
+                linger_until: None,
                 persist_retry_at: None,
                 undelivered: None,
             },
@@ -267,7 +272,7 @@ impl Session {
             Stage::Failed => Shown::Failed,
             Stage::Starting => Shown::Pending,
             Stage::Started if self.launch_live() => Shown::Pending,
-            Stage::Started if r.turn.is_some() => Shown::Running,
+            Stage::Started if r.turn.as_ref().is_some_and(|t| !t.finished) => Shown::Running,
             Stage::Started => Shown::Idle,
         }
     }
@@ -316,7 +321,7 @@ impl Session {
             Input::PromptUndelivered { seq, error } => self.handle_undelivered(now, seq, error),
             Input::NativeId { seq, native_id } => self.handle_native_id(now, seq, native_id),
             Input::TurnUsage { seq, report } => self.handle_usage(seq, report),
-            Input::TurnFinished { seq } => self.handle_finished(seq),
+            Input::TurnFinished { seq } => self.handle_finished(now, seq),
             Input::SteerUndelivered { seq, prompt, text } => {
                 self.handle_steer_undelivered(seq, prompt, text)
             }
@@ -363,12 +368,13 @@ impl Session {
             .map(|at| (at, Timer::StartupTimeout));
         let kill = self.state.kill_at.map(|at| (at, Timer::KillGrace));
         let term = self.state.term_at.map(|at| (at, Timer::InterruptGrace));
+        let linger = self.state.linger_until.map(|at| (at, Timer::Linger));
         let retry = self
             .state
             .persist_retry_at
             .map(|at| (at, Timer::PersistRetry));
         let approval = self.approval_deadline().map(|at| (at, Timer::Approval));
-        [kill, term, startup, retry, approval, launch]
+        [kill, term, linger, startup, retry, approval, launch]
             .into_iter()
             .flatten()
             .min_by_key(|(at, _)| *at)
@@ -435,10 +441,11 @@ impl Session {
             && r.stage == Stage::Started
             && !self.launch_live()
             && !r.paused
-            && r.turn.is_none()
             && !r.queue.is_empty();
-        if may {
+        if may && r.turn.is_none() {
             self.spawn_turn(false);
+        } else if may && self.lingering() {
+            self.continue_turn();
         }
     }
 
@@ -470,6 +477,7 @@ impl Session {
             reported: false,
             ending: None,
             usage: None,
+            finished: false,
         });
     }
 

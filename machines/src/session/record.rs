@@ -103,6 +103,10 @@ pub struct Turn {
     /// What its harness reported it used so far; none until it reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// Its harness said the turn is done (its `turn_ended` is journalled)
+    /// and its process lingers for the next prompt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finished: bool,
 }
 
 /// The persisted part of a session: the core of its record.

@@ -22,7 +22,11 @@ impl Session {
             && !self.state.input_closed
             && r.stage == Stage::Started
             && r.turn.as_ref().is_some_and(|t| {
-                t.process.is_some() && t.delivered && t.reported && t.ending.is_none()
+                t.process.is_some()
+                    && t.delivered
+                    && t.reported
+                    && t.ending.is_none()
+                    && !t.finished
             })
     }
 
@@ -61,16 +65,22 @@ impl Session {
         Outcome::Applied
     }
 
-    /// The harness's turn is done: its stdin closes and its process ends.
-    pub(super) fn handle_finished(&mut self, seq: TurnSeq) -> Outcome {
-        let talking = self.config.talks
-            && self
-                .live_turn(seq)
-                .is_some_and(|t| t.process.is_some() && t.delivered);
-        if !talking || self.state.input_closed {
+    /// The harness's turn is done: its process lingers for the next prompt
+    /// (`Config::linger`), unless the turn was being ended or had not named
+    /// its session; else its stdin closes and its process ends.
+    pub(super) fn handle_finished(&mut self, now: Millis, seq: TurnSeq) -> Outcome {
+        let Some(t) = self.live_turn(seq) else {
+            return Outcome::Ignored;
+        };
+        let talking = self.config.talks && t.process.is_some() && t.delivered;
+        if !talking || self.state.input_closed || t.finished {
             return Outcome::Ignored;
         }
-        self.close_input(seq);
+        if self.config.linger > 0 && t.ending.is_none() && t.reported {
+            self.linger(now, seq);
+        } else {
+            self.close_input(seq);
+        }
         Outcome::Applied
     }
 

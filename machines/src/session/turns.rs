@@ -50,6 +50,7 @@ impl Session {
         self.state.kill_at = None;
         self.state.term_at = None;
         self.state.input_closed = false;
+        self.state.linger_until = None;
         self.void_pending(seq);
         self.rec().turn.take()
     }
@@ -176,6 +177,11 @@ impl Session {
         let Some(turn) = self.take_turn(seq, true) else {
             return Outcome::Ignored;
         };
+        if turn.finished {
+            // Its end is journalled; its lingering process is gone.
+            self.carry_on(now);
+            return Outcome::Applied;
+        }
         let usage = self.meter(&turn);
         self.emit(Event::TurnEnded {
             turn: seq,
@@ -197,6 +203,11 @@ impl Session {
         self.state.survivor = false;
         self.void_pending(seq);
         let turn = self.rec().turn.take().expect("checked above");
+        if turn.finished {
+            // Killed while it lingered: its turn was over.
+            self.carry_on(now);
+            return Outcome::Applied;
+        }
         let usage = self.meter(&turn);
         self.emit(Event::TurnEnded {
             turn: seq,
@@ -264,6 +275,7 @@ impl Session {
             self.startup_timeout(now);
             applied = true;
         }
+        applied |= self.linger_over(now);
         applied |= self.retry_persist(now);
         applied |= self.approvals_timed_out(now);
         let launch_due = self

@@ -127,6 +127,9 @@ impl Builder {
             "codex_program": fixtures.join("fake-codex"),
             // The fake harnesses record what they saw where this says.
             "harness_env": ["FAKE_HARNESS_RECORD"],
+            // A turn's process ends with it, as most tests count processes;
+            // the tests of warm follow-ups set their own linger.
+            "linger_ms": 0,
         });
         merge(&mut config, self.config);
         if let Some(names) = config["harness_env"].as_array_mut() {

@@ -3,11 +3,17 @@
 
 use super::*;
 
-/// `talks` on, idle with native ID `n1`, then prompt "two" running as turn
-/// 2 and named.
+/// `talks` on (no linger), idle with native ID `n1`, then prompt "two"
+/// running as turn 2 and named.
 fn talking() -> T {
+    talking_lingering(0)
+}
+
+/// The same, its process lingering `linger` ms after each turn.
+fn talking_lingering(linger: Millis) -> T {
     let mut t = T::idle();
     t.s.config.talks = true;
+    t.s.config.linger = linger;
     t.go(Input::Message("two".into()));
     t.go(Input::TurnSpawned { seq: 2, process: P });
     t.go(Input::NativeId {
@@ -214,4 +220,135 @@ fn once_its_stdin_is_closed_a_turn_takes_no_steer_and_an_interrupt_signals() {
     assert!(has(&e, &term(2)), "{e:?}");
     assert!(!has(&e, &Effect::InterruptTurn { seq: 2 }));
     assert!(!has(&e, &Effect::CloseInput { seq: 2 }), "closed already");
+}
+
+const LINGER: Millis = 30_000;
+
+#[test]
+fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
+    let mut t = talking_lingering(LINGER);
+    t.now = 100;
+    let e = t.go(Input::TurnFinished { seq: 2 });
+    assert_eq!(e[0], Effect::Persist, "the finished turn is on record");
+    assert!(has(
+        &e,
+        &Effect::Emit(Event::TurnEnded {
+            turn: 2,
+            prompt: 2,
+            exit: None,
+            by: None,
+            usage: None,
+        })
+    ));
+    assert!(
+        !has(&e, &Effect::CloseInput { seq: 2 }),
+        "it lingers: {e:?}"
+    );
+    assert_eq!(t.s.shown(), Shown::Idle);
+    assert_eq!(t.s.poll_timeout(), Some((100 + LINGER, Timer::Linger)));
+    assert!(!t.s.steerable());
+    // A message within the linger goes to the same process as turn 3.
+    let e = t.go(Input::Message("three".into()));
+    assert_eq!(
+        e[0],
+        Effect::Persist,
+        "turn 3 is on record before its prompt"
+    );
+    assert!(has(
+        &e,
+        &Effect::ContinueTurn {
+            seq: 3,
+            prompt: "three".into()
+        }
+    ));
+    assert_eq!(spawns(&e), 0, "no new process");
+    assert_eq!(t.s.shown(), Shown::Running);
+    let turn = t.s.record().turn.clone().unwrap();
+    assert_eq!((turn.seq, turn.process, turn.delivered), (3, Some(P), true));
+    // It names itself (claude's init per turn), ends, and lingers again.
+    t.go(Input::NativeId {
+        seq: 3,
+        native_id: "n1".into(),
+    });
+    t.go(Input::TurnFinished { seq: 3 });
+    // After the linger its stdin closes, SIGTERM after the grace if it
+    // does not exit, and its exit journals nothing more.
+    let at = t.now + LINGER;
+    let (_, e) = t.at(at, Input::Timeout);
+    assert_eq!(e, vec![Effect::CloseInput { seq: 3 }]);
+    assert_eq!(
+        t.s.poll_timeout(),
+        Some((at + GRACE, Timer::InterruptGrace))
+    );
+    let e = t.end(3, Exit::Code(0));
+    assert!(
+        !e.iter()
+            .any(|e| matches!(e, Effect::Emit(Event::TurnEnded { .. }))),
+        "{e:?}"
+    );
+    assert_eq!(t.s.record().turn, None);
+    assert_eq!(t.s.poll_timeout(), None);
+    // The next prompt spawns and resumes.
+    let e = t.go(Input::Message("four".into()));
+    assert_eq!(spawns(&e), 1);
+}
+
+#[test]
+fn a_queued_prompt_goes_straight_to_the_finished_turns_process() {
+    let mut t = talking_lingering(LINGER);
+    t.go(Input::Message("queued".into()));
+    let e = t.go(Input::TurnFinished { seq: 2 });
+    assert!(has(
+        &e,
+        &Effect::ContinueTurn {
+            seq: 3,
+            prompt: "queued".into()
+        }
+    ));
+    assert_eq!(t.s.poll_timeout(), None, "no linger while it works");
+}
+
+#[test]
+fn stop_ends_a_lingering_process_and_interrupt_finds_nothing_to_interrupt() {
+    let mut t = talking_lingering(LINGER);
+    assert_eq!(t.s.turn_to_await(), Some(2), "running");
+    t.go(Input::TurnFinished { seq: 2 });
+    assert_eq!(t.s.turn_to_await(), None, "nothing of a turn runs");
+    let (o, e) = t.at(t.now, Input::Interrupt);
+    assert_eq!((o, e), (Outcome::Ignored, vec![]));
+    let e = t.go(Input::Stop);
+    assert_eq!(t.s.turn_to_await(), Some(2), "stop waits for the process");
+    assert!(has(&e, &Effect::CloseInput { seq: 2 }), "{e:?}");
+    assert!(has(&e, &term(2)), "{e:?}");
+    let e = t.end(2, Exit::Signal(15));
+    assert!(!e
+        .iter()
+        .any(|e| matches!(e, Effect::Emit(Event::TurnEnded { .. }))));
+    // Killed by a restore while it lingered: nothing more either.
+    let mut t = talking_lingering(LINGER);
+    t.go(Input::TurnFinished { seq: 2 });
+    let record = t.s.record().clone();
+    let mut s = Session::restore(t.s.config, t.s.options.clone(), record, 50);
+    let e = drain(&mut s);
+    assert!(matches!(
+        e.as_slice(),
+        [Effect::KillSurvivor { seq: 2, .. }]
+    ));
+    s.handle(60, Input::SurvivorGone { seq: 2 });
+    let e = drain(&mut s);
+    assert!(
+        !e.iter().any(|e| matches!(
+            e,
+            Effect::Emit(Event::TurnEnded { .. } | Event::Error { .. })
+        )),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn an_interrupted_turn_does_not_linger() {
+    let mut t = talking_lingering(LINGER);
+    t.go(Input::Interrupt);
+    let e = t.go(Input::TurnFinished { seq: 2 });
+    assert_eq!(e, vec![Effect::CloseInput { seq: 2 }]);
 }

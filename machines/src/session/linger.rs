@@ -1,0 +1,110 @@
+//! Warm follow-ups: a talking harness's process outlives its turn by
+//! `Config::linger`, so the next prompt goes straight to it instead of a
+//! new process that resumes the session. The finished turn's `turn_ended`
+//! is journalled at once (no exit, no `by`); the process stays the turn's
+//! in the record, so stop, close, a restart and the service's stop end it
+//! and a restore after a crash kills it, and nothing else counts it.
+
+use super::event::Event;
+use super::record::{Turn, TurnSeq};
+use super::Session;
+use crate::time::Millis;
+
+impl Session {
+    /// The turn a command that ends turns (stop, interrupt, close, a
+    /// restart) must see gone before it answers: the record's turn, unless
+    /// it is finished and its process lingers untouched (nothing of a turn
+    /// runs there).
+    pub fn turn_to_await(&self) -> Option<TurnSeq> {
+        let t = self.state.record.turn.as_ref()?;
+        (!t.finished || t.ending.is_some()).then_some(t.seq)
+    }
+
+    /// Whether the record's turn is finished and its process waits for the
+    /// next prompt (its stdin still open).
+    pub(super) fn lingering(&self) -> bool {
+        !self.state.input_closed
+            && !self.state.survivor
+            && self
+                .state
+                .record
+                .turn
+                .as_ref()
+                .is_some_and(|t| t.finished && t.ending.is_none())
+    }
+
+    /// Turn `seq` is done and lingers: its usage joins the totals, its
+    /// end is journalled, what it had pending is void, and a queued prompt
+    /// goes to its process.
+    pub(super) fn linger(&mut self, now: Millis, seq: TurnSeq) {
+        self.void_pending(seq);
+        let r = self.rec();
+        let t = r.turn.as_mut().expect("the live turn");
+        t.finished = true;
+        let turn = t.clone();
+        let usage = self.meter(&turn);
+        self.rec().turn.as_mut().expect("the live turn").usage = None;
+        self.emit(Event::TurnEnded {
+            turn: seq,
+            prompt: turn.prompt.id,
+            exit: None,
+            by: None,
+            usage,
+        });
+        self.state.linger_until = Some(now.saturating_add(self.config.linger));
+        self.pump();
+    }
+
+    /// Takes the head of the queue into a new turn in the lingering
+    /// process; the record names the new turn (with the process) before
+    /// the prompt is written.
+    pub(super) fn continue_turn(&mut self) {
+        let r = self.rec();
+        let Some(prompt) = r.queue.pop_front() else {
+            return;
+        };
+        let seq = r.next_turn;
+        r.next_turn += 1;
+        let before = r.turn.take().expect("a lingering turn");
+        r.error = None;
+        r.turn = Some(Turn {
+            seq,
+            prompt: prompt.clone(),
+            launch: false,
+            process: before.process,
+            delivered: true,
+            reported: false,
+            ending: None,
+            usage: None,
+            finished: false,
+        });
+        let resume = r.native_id.clone();
+        self.state.linger_until = None;
+        self.emit(Event::TurnStarted {
+            turn: seq,
+            prompt: prompt.id,
+            resume,
+        });
+        self.staged.push(super::io::Effect::ContinueTurn {
+            seq,
+            prompt: prompt.text,
+        });
+    }
+
+    /// The linger is over: the process's stdin closes (it exits by
+    /// itself), and SIGTERM follows after the kill grace if it does not.
+    /// Whether it was due.
+    pub(super) fn linger_over(&mut self, now: Millis) -> bool {
+        if !self.state.linger_until.is_some_and(|at| now >= at) {
+            return false;
+        }
+        self.state.linger_until = None;
+        if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
+            if self.lingering() {
+                self.close_input(seq);
+                self.state.term_at = Some(now.saturating_add(self.config.kill_grace));
+            }
+        }
+        true
+    }
+}
