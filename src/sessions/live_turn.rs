@@ -2,38 +2,13 @@
 //! effects act on, until the turn is gone.
 
 use std::process::ChildStdout;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use room_machines::session::TurnSeq;
 
-use crate::sessions::turn_input::TurnInput;
+use super::turn_input::TurnInput;
+use super::turn_now::TurnNow;
 use crate::supervise::Tree;
-
-/// The turn a harness process serves now: the one it was spawned for,
-/// then each warm follow-up it is handed (`ContinueTurn`). The threads that
-/// follow the process read it as they report, so what they feed names the
-/// turn the process runs.
-#[derive(Debug, Clone)]
-pub struct TurnNow(Arc<AtomicU64>);
-
-impl TurnNow {
-    /// A process spawned for turn `seq`.
-    pub fn new(seq: TurnSeq) -> TurnNow {
-        TurnNow(Arc::new(AtomicU64::new(seq)))
-    }
-
-    /// The turn it serves now.
-    pub fn get(&self) -> TurnSeq {
-        self.0.load(Ordering::SeqCst)
-    }
-
-    /// It serves turn `seq` from now on.
-    pub fn set(&self, seq: TurnSeq) {
-        self.0.store(seq, Ordering::SeqCst)
-    }
-}
 
 /// The running turn's process, as the session holds it.
 #[derive(Debug)]

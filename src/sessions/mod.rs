@@ -7,6 +7,7 @@ pub mod live_turn;
 pub mod old;
 pub mod recording;
 pub mod turn_input;
+pub mod turn_now;
 pub mod view;
 
 use std::collections::HashMap;

@@ -14,7 +14,7 @@ use std::process::ChildStdin;
 use crossbeam_channel::{Sender, TrySendError};
 use room_machines::session::{Input, PromptId, TurnSeq};
 
-use super::live_turn::TurnNow;
+use super::turn_now::TurnNow;
 
 /// The most messages waiting for the writer: more than a session has
 /// approval requests pending, and the steers an app could send meanwhile.
