@@ -17,6 +17,16 @@ function line(text, cls) {
   return h("p", { class: cls || "line" }, text);
 }
 
+/** A tool input in one line: its command or path when it has one. */
+function gist(input) {
+  if (input && typeof input === "object" && !Array.isArray(input)) {
+    const main = input.command ?? input.file_path ?? input.path ?? input.pattern ?? input.url;
+    if (typeof main === "string") return main;
+  }
+  const text = typeof input === "string" ? input : JSON.stringify(input) ?? "";
+  return text.replace(/\s+/g, " ");
+}
+
 function usageText(u) {
   if (!u) return "";
   return ` · ${count(u.input_tokens)} in, ${count(u.output_tokens)} out, ${count(u.cache_read_tokens)} cache read, ${count(u.cache_write_tokens)} cache write, ${usd(u.cost_usd)}`;
@@ -118,7 +128,7 @@ export class Conversation {
         if (this.calls.has(p.id) && p.id) continue;
         const input = typeof p.input === "string" ? p.input : json(p.input);
         const call = h("details", { class: "tool", "data-tool": p.id },
-          h("summary", {}, h("strong", {}, p.name), " ", cut(input.split("\n")[0], 120)),
+          h("summary", {}, h("strong", {}, p.name), " ", cut(gist(p.input), 120)),
           h("pre", { class: "tool-input" }, cut(input, LIMIT)));
         if (p.id) this.calls.set(p.id, call);
         el.append(call);

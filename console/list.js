@@ -56,15 +56,16 @@ export function listPage(main, setStatus) {
     const v = views.get(s.id)?.view;
     const approvals = v && Array.isArray(v.pending_approvals) ? v.pending_approvals.length : 0;
     const queue = `${s.queue.length}${s.queue.paused ? " paused" : ""}`;
+    const cell = (label, attrs, ...content) => h("td", { "data-label": label, ...attrs }, ...content);
     return h("tr", { "data-id": s.id, "data-state": s.state },
-      h("td", {}, h("a", { href: `#/sessions/${encodeURIComponent(s.id)}` }, s.id)),
-      h("td", {}, h("span", { class: "state", "data-state": s.state }, s.state), s.waiting_for ? h("span", { class: "note" }, " waiting for the copy") : null),
-      h("td", {}, s.harness),
-      h("td", { class: "folder" }, v ? v.folder : "…"),
-      h("td", {}, duration(Date.now() - s.created_ms)),
-      h("td", {}, queue),
-      h("td", { class: approvals ? "pending" : "" }, String(approvals)),
-      h("td", {}, v ? usd(v.usage && v.usage.cost_usd) : "…"));
+      cell("session", {}, h("a", { href: `#/sessions/${encodeURIComponent(s.id)}` }, s.id)),
+      cell("state", {}, h("span", { class: "state", "data-state": s.state }, s.state), s.waiting_for ? h("span", { class: "note" }, " waiting for the copy") : null),
+      cell("harness", {}, s.harness),
+      cell("folder", { class: "folder" }, v ? v.folder : "…"),
+      cell("age", {}, duration(Date.now() - s.created_ms)),
+      cell("queue", {}, queue),
+      cell("approvals", { class: approvals ? "pending" : "" }, String(approvals)),
+      cell("cost", {}, v ? usd(v.usage && v.usage.cost_usd) : "…"));
   };
 
   let timer = null;

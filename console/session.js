@@ -70,7 +70,7 @@ export function sessionPage(main, id, setStatus) {
     const from = Math.min(view.created_ms, summary.first);
     const to = live ? Math.max(Date.now(), summary.last) : Math.max(summary.last, from + 1000);
     picture.querySelector("svg")?.remove();
-    picture.prepend(draw(summary, from, to, picture.clientWidth || 600));
+    picture.append(draw(summary, from, to, picture.clientWidth || 600));
     replace(usage, usageTable(summary, view.usage));
   };
   let drawn = 0;

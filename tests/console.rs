@@ -110,6 +110,25 @@ fn the_page_and_its_files_need_no_token_and_carry_the_csp() {
 }
 
 #[test]
+fn the_spec_names_every_console_file() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.json");
+    let spec: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let op = &spec["paths"]["/console/{file}"]["get"];
+    let named: Vec<&str> = op["parameters"][0]["schema"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let served: Vec<&str> = FILES.iter().map(|f| f.name).collect();
+    assert_eq!(named, served);
+    let types = op["responses"]["200"]["content"].as_object().unwrap();
+    for file in FILES {
+        assert!(types.contains_key(file.content_type), "{}", file.name);
+    }
+}
+
+#[test]
 fn an_unknown_file_is_a_404_as_the_api_answers_it() {
     let svc = Service::start(ROOM_CORE, json!({}));
     for path in [
@@ -209,4 +228,46 @@ fn browser_the_token_url_opens_the_live_list() {
 #[test]
 fn browser_a_wrong_token_says_so() {
     scenario("wrong_token", json!({}));
+}
+
+#[test]
+fn browser_a_copy_wait_then_its_turn_live() {
+    scenario("copy_wait", json!({}));
+}
+
+#[test]
+fn browser_send_a_prompt_from_the_keyboard() {
+    scenario("send", json!({}));
+}
+
+#[test]
+fn browser_interrupt_a_long_turn() {
+    scenario("interrupt", json!({}));
+}
+
+#[test]
+fn browser_stop_pauses_the_queue_and_resume_runs_it() {
+    scenario("stop", json!({}));
+}
+
+#[test]
+fn browser_a_reload_mid_stream_misses_and_doubles_nothing() {
+    scenario("reload", json!({}));
+}
+
+#[test]
+fn browser_a_session_of_10000_events_opens_within_a_second() {
+    scenario("large", json!({}));
+}
+
+#[test]
+fn browser_real_transcripts_read_as_a_conversation_and_harness_markup_stays_text() {
+    let harness = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/harness");
+    scenario(
+        "transcript",
+        json!({
+            "claude_program": harness.join("replay-claude"),
+            "codex_program": harness.join("replay-codex"),
+        }),
+    );
 }

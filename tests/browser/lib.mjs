@@ -74,9 +74,14 @@ export async function withPage(scenario) {
   try {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
-    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    // Said at once too, so a scenario that times out shows them.
+    const problem = (p) => {
+      problems.push(p);
+      console.error(p);
+    };
+    page.on("pageerror", (e) => problem(`page error: ${e.message}\n${e.stack}`));
     page.on("console", (m) => {
-      if (m.type() === "error" && !/status of 40[14]/.test(m.text())) problems.push(`console error: ${m.text()}`);
+      if (m.type() === "error" && !/status of 40[14]/.test(m.text())) problem(`console error: ${m.text()}`);
     });
     page.on("dialog", (d) => d.accept());
     await scenario(page, context);
