@@ -36,6 +36,8 @@ export default async function () {
     await page.setViewportSize({ width: 390, height: 844 });
     const wide = await page.evaluate(() => document.documentElement.scrollWidth);
     check(wide <= 390, `the page is ${wide} px wide at 390`);
+    const rows = await page.$$eval("tbody tr", (els) => els.map((e) => e.getBoundingClientRect().right));
+    check(rows.every((r) => r <= 390), `each row fits the screen: ${rows}`);
     await shot(page, "list-phone");
 
     // Every control has a name.
