@@ -2,7 +2,8 @@
 // bounded request, however many sessions, where following each session's
 // stream would hold one of the service's 256 streams per row), and a row's
 // full view (folder, cost, pending approvals, which the list does not carry)
-// is asked only when its last activity or state changed.
+// is asked only when its state changed, or at most every 10 s while it has
+// new events.
 
 import { call, sessionPath } from "./api.js";
 import { h, replace } from "./dom.js";
@@ -10,6 +11,8 @@ import { duration, usd } from "./format.js";
 
 /** How often the list is asked again. */
 const EVERY_MS = 2000;
+/** How often a busy row's view is asked again (its state changes show at once). */
+const VIEW_EVERY_MS = 10000;
 const STATES = ["", "pending", "running", "idle", "closed", "failed"];
 
 /** The filters in the page's address: `#/?workspace=…&state=…`. */
@@ -77,13 +80,15 @@ export function listPage(main, setStatus) {
     try {
       const list = await call("GET", `/v1/sessions?${q}`);
       if (!alive) return;
-      // A row's view again only when it changed since the last one.
+      // A row's view again only when it changed since the last one: at
+      // once for a new state, at most every VIEW_EVERY_MS for new events.
       await Promise.all(list.sessions.map(async (s) => {
         const known = views.get(s.id);
-        const stamp = `${s.state}/${s.last_activity_ms}`;
-        if (known && known.stamp === stamp) return;
+        const now = Date.now();
+        if (known && known.state === s.state && (known.activity === s.last_activity_ms || now - known.at < VIEW_EVERY_MS)) return;
         try {
-          views.set(s.id, { stamp, view: await call("GET", sessionPath(s.id)) });
+          const view = await call("GET", sessionPath(s.id));
+          views.set(s.id, { state: s.state, activity: s.last_activity_ms, at: now, view });
         } catch {
           // Shown without it; asked again next time.
         }

@@ -38,9 +38,19 @@ function waitText(w, now) {
   ];
 }
 
+const OUTCOMES = {
+  landed: "The project copy landed.",
+  failed: "The project copy failed",
+  no_copy: "No project copy was awaited.",
+  mark_too_old: "A copying mark was too old to hold the start.",
+  mark_in_future: "A copying mark dated in the future did not hold the start.",
+  limit: "The copy wait reached its limit; the harness started without it.",
+};
+
 function copyText(copy) {
   if (!copy) return null;
-  return `Project copy: ${copy.outcome}${copy.reason ? ` (${copy.reason})` : ""}`;
+  const said = OUTCOMES[copy.outcome] || `Project copy: ${copy.outcome}.`;
+  return copy.reason ? `${said}: ${copy.reason}` : said;
 }
 
 /** Shows session `id` in `main`; returns what ends the page. */

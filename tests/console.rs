@@ -256,6 +256,13 @@ fn browser_a_reload_mid_stream_misses_and_doubles_nothing() {
 }
 
 #[test]
+fn browser_a_service_restart_mid_stream_resumes_with_last_event_id() {
+    // A fixed port, so the page finds the service again after its restart.
+    let listen = format!("127.0.0.1:{}", room_kit::free_port());
+    scenario("restart", json!({ "listen": listen }));
+}
+
+#[test]
 fn browser_a_session_of_10000_events_opens_within_a_second() {
     scenario("large", json!({}));
 }

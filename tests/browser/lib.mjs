@@ -2,7 +2,7 @@
 // tests/console.rs sets), its API, deadlines, and a page in headless
 // Chromium that fails the scenario on any script error or CSP violation.
 
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
@@ -13,7 +13,15 @@ export const env = {
   work: process.env.CONSOLE_WORK,
   shots: process.env.CONSOLE_SHOTS,
   chromium: process.env.CONSOLE_CHROMIUM || "/usr/bin/chromium",
+  control: process.env.CONSOLE_CONTROL,
 };
+
+/** Has tests/console.rs restart the service (SIGTERM, start again). */
+export async function restartService() {
+  const file = join(env.control, "restart");
+  writeFileSync(file, "");
+  await until("the service's restart", () => !existsSync(file), 60000);
+}
 
 /** Calls the API with the token: `{status, body}`. */
 export async function api(method, path, body) {
@@ -66,9 +74,10 @@ export async function shot(page, name) {
 
 /**
  * Runs `scenario(page, browser)` in a fresh headless Chromium at 1280x800;
- * any page error, console error or CSP violation fails it.
+ * any page error, console error or CSP violation fails it, but console
+ * errors that match `allowed`.
  */
-export async function withPage(scenario) {
+export async function withPage(scenario, allowed = /^$/) {
   const browser = await chromium.launch({ executablePath: env.chromium, args: ["--no-sandbox"] });
   const problems = [];
   try {
@@ -81,7 +90,8 @@ export async function withPage(scenario) {
     };
     page.on("pageerror", (e) => problem(`page error: ${e.message}\n${e.stack}`));
     page.on("console", (m) => {
-      if (m.type() === "error" && !/status of 40[14]/.test(m.text())) problem(`console error: ${m.text()}`);
+      const expected = /status of 40[14]/.test(m.text()) || allowed.test(m.text());
+      if (m.type() === "error" && !expected) problem(`console error: ${m.text()}`);
     });
     page.on("dialog", (d) => d.accept());
     await scenario(page, context);

@@ -2,7 +2,9 @@
 //! headless Chromium through Playwright, one at a time, each against a
 //! service of its own and bounded in time. Without Chromium, node or the
 //! browser tests' `node_modules`, a scenario is skipped with the reason
-//! (and fails in CI, where `.ci/run` installs them).
+//! (and fails in CI, where `.ci/run` installs them). A scenario asks for a
+//! restart of its service by making the file `restart` in
+//! `CONSOLE_CONTROL`, which is removed once the service is back.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -75,7 +77,9 @@ pub fn scenario(name: &str, extra: serde_json::Value) -> Option<String> {
     // Stop and interrupt end a fake turn at once; 1 s bounds one that lingers.
     let mut config = json!({"kill_grace_ms": 1000});
     room_kit::merge(&mut config, extra);
-    let svc = Service::start(ROOM_CORE, config);
+    let mut svc = Service::start(ROOM_CORE, config);
+    let control = svc.root.join("control");
+    std::fs::create_dir_all(&control).unwrap();
     let work = svc.folder("");
     std::fs::create_dir_all(&work).unwrap();
     let out_path = svc.root.join(format!("{name}.out"));
@@ -88,6 +92,7 @@ pub fn scenario(name: &str, extra: serde_json::Value) -> Option<String> {
         .env("CONSOLE_TOKEN", svc.token())
         .env("CONSOLE_WORK", &work)
         .env("CONSOLE_SHOTS", shots())
+        .env("CONSOLE_CONTROL", &control)
         .env("CONSOLE_CHROMIUM", chromium())
         .env("CONSOLE_LIMIT_MS", (LIMIT.as_millis() - 5000).to_string())
         .stdin(Stdio::null())
@@ -95,7 +100,13 @@ pub fn scenario(name: &str, extra: serde_json::Value) -> Option<String> {
         .stderr(out)
         .spawn()
         .expect("run node");
-    let status = poll_until(LIMIT, || child.try_wait().unwrap());
+    let status = poll_until(LIMIT, || {
+        if control.join("restart").exists() {
+            svc.restart();
+            std::fs::remove_file(control.join("restart")).unwrap();
+        }
+        child.try_wait().unwrap()
+    });
     if status.is_none() {
         let _ = child.kill();
         let _ = child.wait();
