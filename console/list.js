@@ -26,6 +26,7 @@ export function listPage(main, setStatus) {
   let alive = true;
   const views = new Map();
   const f = filters();
+  document.title = "Sessions · room-core";
   const workspace = h("input", { id: "workspace", name: "workspace", value: f.workspace, placeholder: "any", autocomplete: "off" });
   const state = h("select", { id: "state", name: "state" }, STATES.map((s) => h("option", { value: s, selected: s === f.state }, s || "any")));
   const form = h("form", { class: "filters", role: "search", "aria-label": "Filter sessions" },

@@ -68,6 +68,7 @@ export function sessionPage(main, id, setStatus) {
   const conv = h("div", { class: "conv", role: "log", "aria-label": "Conversation", tabindex: 0 });
   const earlier = h("button", { type: "button", id: "earlier", hidden: true }, "Show earlier events");
   const ctl = controls(id, (v) => show(v));
+  document.title = `${id} · room-core`;
   replace(main, h("section", { class: "session" },
     h("header", { class: "head" }, h("h1", {}, "Session ", h("code", {}, id)), state, link), meta, wait,
     h("div", { class: "grid" },

@@ -92,6 +92,17 @@ fn the_page_and_its_files_need_no_token_and_carry_the_csp() {
             }
         }
     }
+    // Every file of console/ is served, and nothing else.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("console");
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "index.html")
+        .collect();
+    let mut served: Vec<String> = FILES.iter().map(|f| f.name.to_string()).collect();
+    on_disk.sort();
+    served.sort();
+    assert_eq!(on_disk, served);
     // Every module the page imports is served.
     for file in FILES.iter().filter(|f| f.name.ends_with(".js")) {
         for import in file
