@@ -112,3 +112,10 @@ export async function open(page, hash = "#/") {
   await page.waitForSelector("table.sessions");
   if (hash !== "#/") await page.evaluate((h) => { location.hash = h; }, hash);
 }
+
+/** Fails unless every control on the page has a name (a label, an aria-label or text). */
+export async function allNamed(page) {
+  const unnamed = await page.$$eval("button, input, select, textarea, a, summary", (els) =>
+    els.filter((e) => !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.textContent.trim()).map((e) => e.outerHTML));
+  check(unnamed.length === 0, `controls without a name: ${unnamed.join(", ")}`);
+}

@@ -4,7 +4,7 @@
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { check, env, open, shot, start, until, withPage } from "../lib.mjs";
+import { allNamed, check, env, open, shot, start, until, withPage } from "../lib.mjs";
 
 export default async function () {
   const s = await start("copy-wait", { project_copy: true, prompt: "stamps: 20 100" });
@@ -39,6 +39,7 @@ export default async function () {
     const usage = await page.textContent("table.usage");
     check(usage.includes("turn 1") && usage.includes("$0.00018"), `usage per turn and in total: ${usage}`);
     await shot(page, "session");
+    await allNamed(page);
     await page.setViewportSize({ width: 390, height: 844 });
     // Once the timeline is drawn again for the new width.
     await page.waitForFunction(() => Number(document.querySelector(".timeline").getAttribute("width")) < 390);

@@ -23,6 +23,9 @@ export default async function () {
     check(ms < 1000, `the page took ${ms} ms`);
     const shown = await shownSeqs(page);
     check(shown.length <= 500, `only the tail is rendered (${shown.length})`);
+    // The timeline reads the history behind the tail: the turn's start
+    // (seq 4, long before the tail) moves its bar to the axis's start.
+    await page.waitForFunction(() => Number(document.querySelector(".timeline rect.turn")?.getAttribute("x")) < 100);
     await page.click("#earlier");
     await until("earlier events", async () => (await shownSeqs(page)).length > shown.length);
     const more = await shownSeqs(page);

@@ -2,7 +2,7 @@
 // sessionStorage; the rows show each session; the state filter narrows
 // them; a new session appears by itself; it fits a phone's width.
 
-import { check, env, open, shot, start, session, until, withPage } from "../lib.mjs";
+import { allNamed, check, env, open, shot, start, session, until, withPage } from "../lib.mjs";
 
 export default async function () {
   const idle = await start("list-idle", { prompt: "hello" });
@@ -40,9 +40,6 @@ export default async function () {
     check(rows.every((r) => r <= 390), `each row fits the screen: ${rows}`);
     await shot(page, "list-phone");
 
-    // Every control has a name.
-    const unnamed = await page.$$eval("button, input, select, textarea, a", (els) =>
-      els.filter((e) => !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.textContent.trim()).map((e) => e.outerHTML));
-    check(unnamed.length === 0, `controls without a name: ${unnamed.join(", ")}`);
+    await allNamed(page);
   });
 }

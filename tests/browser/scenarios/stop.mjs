@@ -1,5 +1,5 @@
 // Stop ends the running turn and pauses the queue (a queued prompt waits);
-// Resume runs it.
+// Resume runs it; Close ends the session.
 
 import { check, open, start, session, api, withPage } from "../lib.mjs";
 
@@ -23,5 +23,11 @@ export default async function () {
     await page.waitForFunction(() => document.querySelectorAll(".conv article[data-kind=turn_ended]").length === 2, null, { timeout: 15000 });
     const last = await page.$$eval(".conv article[data-kind=turn_ended]", (els) => els[1].textContent);
     check(last.includes("Turn 2 ended (exit 0)"), `the queued prompt ran: ${last}`);
+    // Close, once confirmed: the stream ends and the controls with it.
+    await page.click("#close");
+    await page.waitForSelector(".conv article[data-kind=closed]");
+    await page.waitForSelector(".state[data-state=closed]");
+    await page.waitForSelector(".link[data-link=ended]");
+    check(await page.isDisabled("#send"), "nothing more can be sent");
   });
 }
