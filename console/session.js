@@ -130,6 +130,10 @@ export function sessionPage(main, id, setStatus) {
 
   const nearEnd = () => conv.scrollHeight - conv.scrollTop - conv.clientHeight < 48;
   let first = true;
+  let shown;
+  const firstShown = new Promise((resolve) => {
+    shown = resolve;
+  });
   const onEvents = (events) => {
     summary.add(events);
     const stick = first || nearEnd();
@@ -138,6 +142,7 @@ export function sessionPage(main, id, setStatus) {
     for (const ev of events) frag.append(conversation.render(ev));
     conv.append(frag);
     if (stick) conv.scrollTop = conv.scrollHeight;
+    shown();
     if (events.some((e) => e.kind !== "harness")) refresh();
     scheduleDraw();
   };
@@ -186,7 +191,9 @@ export function sessionPage(main, id, setStatus) {
       lowest = start + 1;
       earlier.hidden = start === 0;
       stop = follow(id, start, onEvents, onLink);
-      // The whole history for the timeline and the usage, behind the tail.
+      // The whole history for the timeline and the usage, behind the tail
+      // and once it shows, so the two do not share the first moments.
+      await Promise.race([firstShown, new Promise((resolve) => setTimeout(resolve, 1000))]);
       await pages(id, 0, start + 1, (events) => {
         summary.add(events);
         scheduleDraw();
