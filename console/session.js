@@ -13,7 +13,7 @@ import { Summary, draw } from "./timeline.js";
 import { usageTable } from "./usage.js";
 
 /** Events rendered when the page opens: the journal's last ones. */
-const TAIL = 400;
+const TAIL = 200;
 /** Events per page when reading the history. */
 const PAGE = 1024;
 
@@ -142,6 +142,8 @@ export function sessionPage(main, id, setStatus) {
     for (const ev of events) frag.append(conversation.render(ev));
     conv.append(frag);
     if (stick) conv.scrollTop = conv.scrollHeight;
+    // When the page first showed events, for whoever measures it.
+    if (!performance.getEntriesByName("console-events-shown").length) performance.mark("console-events-shown");
     shown();
     if (events.some((e) => e.kind !== "harness")) refresh();
     scheduleDraw();

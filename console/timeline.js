@@ -78,8 +78,10 @@ export function draw(s, from, to, width) {
   }
   for (const t of s.turns.values()) {
     if (t.start === undefined && t.end === undefined) continue;
+    // A turn whose start is not read yet (history still paging in) is drawn at its end.
     const start = t.start ?? t.end;
-    bar(1, start, t.end, `turn${t.by ? ` by-${t.by}` : ""}`, `turn ${t.turn}: ${duration((t.end ?? to) - start)}${t.by ? `, ended by ${t.by}` : ""}`);
+    const cls = `turn${t.by ? ` by-${t.by}` : ""}${t.start === undefined ? " unknown-start" : ""}`;
+    bar(1, start, t.end, cls, `turn ${t.turn}: ${duration((t.end ?? to) - start)}${t.by ? `, ended by ${t.by}` : ""}`);
   }
   for (const a of s.approvals.values()) {
     if (a.start === undefined) continue;
