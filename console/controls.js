@@ -19,7 +19,8 @@ export function controls(id, onView) {
     say(`${label}…`);
     try {
       const view = await call(method, sessionPath(id, path), body);
-      say(`${label}: done.`);
+      // A message's answer says how it was delivered, where the core says so.
+      say(`${label}: ${view && typeof view.delivered === "string" ? view.delivered : "done"}.`);
       if (view && view.id) onView(view);
       return true;
     } catch (e) {
