@@ -39,8 +39,16 @@ function ended(d) {
 }
 
 function copyEnded(d) {
-  const why = d.why && typeof d.why === "object" ? `the copy failed: ${d.why.copy_failed ?? json(d.why)}` : String(d.why);
-  return `The copy wait is over: ${why} after ${duration(d.waited_ms || 0)}`;
+  const after = `after ${duration(d.waited_ms || 0)}`;
+  if (d.why && typeof d.why === "object") return `The project copy failed (${d.why.copy_failed ?? json(d.why)}) ${after}`;
+  const said = {
+    landed: `The project copy landed ${after}`,
+    no_copy: "No project copy to wait for",
+    mark_too_old: "A copying mark too old to wait for",
+    mark_in_future: "A copying mark dated in the future, not waited for",
+    limit: `The copy wait reached its limit ${after}; the harness starts without it`,
+  }[d.why];
+  return said || `The copy wait is over: ${String(d.why)} ${after}`;
 }
 
 /** Renders events; `calls` keeps each tool call's element by its ID. */

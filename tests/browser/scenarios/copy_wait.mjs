@@ -31,7 +31,7 @@ export default async function () {
     await page.waitForSelector(".state[data-state=idle]");
     const text = await page.textContent(".conv");
     check(text.includes("You · prompt 1") && text.includes("stamps: 20 100"), "the prompt is shown");
-    check(text.includes("The copy wait is over: landed"), "the wait's end is shown");
+    check(text.includes("The project copy landed after"), "the wait's end is shown");
     check(text.includes("ok"), "the model's text is shown");
     // The timeline draws the wait and the ended turn.
     await page.waitForSelector(".timeline rect.wait:not(.open)");
