@@ -1,18 +1,22 @@
 // Turns recorded from the real CLIs (fixtures/oneshot/) read as a person
 // reads them: the prompt, the model's text, each tool call with its result
-// folded in; markup a harness prints is text, and a kind the console does
-// not know is shown as it is.
+// folded in; a file change; a harness error; markup a harness prints is
+// text, and a kind the console does not know is shown as it is.
 
 import { check, open, shot, start, session, withPage } from "../lib.mjs";
 
 async function read(page, id) {
   await page.evaluate((h) => { location.hash = h; }, `#/sessions/${id}`);
   await page.waitForSelector(".conv article[data-kind=turn_ended]");
-  check(!(await page.$("#injected")) && !(await page.$(".conv b, .conv script")), "harness markup is not parsed");
+  check(!(await page.$("#injected")) && !(await page.$(".conv b, .conv i, .conv script")), "harness markup is not parsed");
   const text = await page.textContent(".conv");
   check(text.includes("<b>not bold</b>"), "harness markup shows as text");
   check(text.includes("harness mystery") && text.includes("<script>alert(2)</script>"), "an unknown kind shows as it is");
   check(text.includes("FAKE_MODEL_DONE"), "the model's text shows");
+  const change = await page.textContent("details.tool:has(strong:text-is('file change'))");
+  check(change.includes("notes/<i>x</i>.md") && change.includes("completed"), `a file change and its status: ${change}`);
+  const error = await page.textContent(".conv article.error:has-text('stream disconnected')");
+  check(error.includes("<b>mid-turn</b>"), `a harness error, as text: ${error}`);
   const call = await page.$("details.tool");
   check(call, "a tool call");
   check((await call.getAttribute("open")) === null, "folded");
