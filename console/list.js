@@ -2,7 +2,7 @@
 // bounded request, however many sessions, where following each session's
 // stream would hold one of the service's 256 streams per row), and a row's
 // full view (folder, cost, pending approvals, which the list does not carry)
-// is asked only when its state changed, or at most every 10 s while it has
+// is asked only when its state changed, or at most every 5 s while it has
 // new events.
 
 import { call, sessionPath } from "./api.js";
@@ -12,7 +12,7 @@ import { duration, usd } from "./format.js";
 /** How often the list is asked again. */
 const EVERY_MS = 2000;
 /** How often a busy row's view is asked again (its state changes show at once). */
-const VIEW_EVERY_MS = 10000;
+const VIEW_EVERY_MS = 5000;
 const STATES = ["", "pending", "running", "idle", "closed", "failed"];
 
 /** The filters in the page's address: `#/?workspace=…&state=…`. */
