@@ -229,6 +229,17 @@ fn console_url_prints_the_address_with_the_token_and_the_log_has_it_without() {
         "{out:?}"
     );
     assert!(!empty.join("state/token").exists());
+    // `--help` names it; anything after it but a config is a usage error.
+    let help = Command::new(ROOM_CORE).arg("--help").output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("room-core --console-url [--config FILE]")
+    );
+    let out = Command::new(ROOM_CORE)
+        .args(["--console-url", "--bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("Usage: room-core"));
 }
 
 #[test]
