@@ -76,8 +76,14 @@ export function follow(id, after, onEvents, onLink) {
               ended = true;
               break;
             }
-            const event = JSON.parse(e.data);
-            if (event.seq > last) {
+            let event;
+            try {
+              event = JSON.parse(e.data);
+            } catch {
+              // Not an event this page can read; the next ones still are.
+              continue;
+            }
+            if (event && event.seq > last) {
               last = event.seq;
               batch.push(event);
             }
