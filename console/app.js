@@ -59,7 +59,13 @@ function route() {
   forget.hidden = false;
   setStatus("");
   const m = /^#\/sessions\/([^/?]+)/.exec(location.hash);
-  leave = m ? sessionPage(main, decodeURIComponent(m[1]), setStatus) : listPage(main, setStatus);
+  let id = null;
+  try {
+    id = m && decodeURIComponent(m[1]);
+  } catch {
+    id = m && m[1];
+  }
+  leave = id ? sessionPage(main, id, setStatus) : listPage(main, setStatus);
 }
 
 window.addEventListener("room-unauthorized", () => {
