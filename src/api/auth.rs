@@ -7,15 +7,10 @@ use crate::config::Config;
 
 /// The token the app must send as `Authorization: Bearer <token>`.
 pub fn token(config: &Config) -> std::io::Result<String> {
-    if let Some(t) = config.token.as_ref().filter(|t| !t.is_empty()) {
-        return Ok(t.clone());
+    if let Some(t) = saved(config) {
+        return Ok(t);
     }
     let path = config.state_dir.join("token");
-    if let Ok(t) = std::fs::read_to_string(&path) {
-        if !t.trim().is_empty() {
-            return Ok(t.trim().to_string());
-        }
-    }
     let t = format!(
         "{}{}",
         uuid::Uuid::new_v4().simple(),
@@ -30,6 +25,16 @@ pub fn token(config: &Config) -> std::io::Result<String> {
     std::io::Write::write_all(&mut f, t.as_bytes())?;
     eprintln!("room-core: generated an API token in {}", path.display());
     Ok(t)
+}
+
+/// The token as the config or `<state_dir>/token` has it, if either does
+/// (nothing is generated).
+pub fn saved(config: &Config) -> Option<String> {
+    if let Some(t) = config.token.as_ref().filter(|t| !t.is_empty()) {
+        return Some(t.clone());
+    }
+    let t = std::fs::read_to_string(config.state_dir.join("token")).ok()?;
+    Some(t.trim().to_string()).filter(|t| !t.is_empty())
 }
 
 /// Whether the request's headers carry the token (compared in constant

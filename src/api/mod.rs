@@ -3,11 +3,14 @@
 //! thread runs the connections (reading heads and bodies under the limits in
 //! `limits`); the runtime's work runs on a bounded blocking pool
 //! (`http_workers` threads). Routes are in `routes` (one table), bodies in
-//! `bodies`, query strings in `query`, the event stream in `stream`;
+//! `bodies`, query strings in `query`, the event stream in `stream`, the
+//! browser console's files in `console` (its URL in `console_url`);
 //! docs/api.md and docs/openapi.json describe them and every limit.
 
 mod auth;
 pub mod bodies;
+pub mod console;
+mod console_url;
 mod follow;
 mod front;
 pub mod limits;
@@ -26,6 +29,8 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::runtime::Runtime;
 use crate::service::shared::Shared;
+
+pub use console_url::console_url;
 
 /// The running HTTP API and the sessions behind it.
 pub struct Server {
@@ -62,6 +67,8 @@ pub fn start(shared: &Shared) -> std::io::Result<Server> {
     let addr = listener.local_addr()?;
     let cap = limits::connection_cap();
     log::info!("HTTP API on http://{addr} (at most {cap} connections)");
+    // Without the token, which is never logged.
+    log::info!("console on http://{addr}/ (`room-core --console-url` prints it with the token)");
     // The address for scripts and tests; the log line above says it too,
     // so a state dir without room for it (a full disk) stops nothing.
     let listen = config.state_dir.join("listen");

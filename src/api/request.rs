@@ -14,6 +14,7 @@ use hyper::{Request, Response};
 use serde_json::json;
 
 use super::auth;
+use super::console;
 use super::front::{Ctx, Front};
 use super::limits::{BODY_TIMEOUT, LINGER_BYTES, LINGER_TIME, MAX_BODY};
 use super::query::Query;
@@ -39,6 +40,10 @@ pub async fn serve(
     front: Arc<Front>,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
+    // The console's files hold no data and need no token (console.rs).
+    if let Some(response) = console::answer(&request) {
+        return Ok(response);
+    }
     if !auth::allowed(request.headers(), &front.token) {
         // The service reads none of the body: the request is dropped with
         // it (hyper discards what it had buffered) and the connection closes

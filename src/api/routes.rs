@@ -4,7 +4,8 @@
 //! same routes, and a test holds the two together (tests/follow_openapi.rs).
 //! Answers run on the front end's blocking pool (the runtime takes locks and
 //! may fsync), with the body already read and bounded; the event stream is
-//! the one route answered on the async thread (stream.rs). Stop, close,
+//! the one route answered on the async thread (stream.rs), and the console's
+//! files are the routes answered there without the token (console.rs). Stop, close,
 //! interrupt and relaunch `restart` answer only once the turn they end is
 //! gone: they route to [`Routed::AfterTurn`], which the front end awaits
 //! without holding a worker of that pool.
@@ -58,6 +59,10 @@ pub enum Op {
     Approve,
     /// `GET /v1/workspaces/{id}`.
     Workspace,
+    /// `GET /`: the console's page (console.rs).
+    Console,
+    /// `GET /console/{file}`: one of the console's files (console.rs).
+    ConsoleFile,
 }
 
 /// One route.
@@ -65,12 +70,15 @@ pub enum Op {
 pub struct Route {
     /// `GET` or `POST`.
     pub method: &'static str,
-    /// The path; a `{name}` stands for one segment.
+    /// The path; a segment in braces (`{id}`, `{file}`) stands for any one.
     pub path: &'static str,
     /// The query parameters it takes; any other is refused.
     pub params: &'static [&'static str],
     /// What answers it.
     pub op: Op,
+    /// Whether it is answered without the token: only the console's files,
+    /// which hold no data (every data call of the console sends the token).
+    pub public: bool,
 }
 
 const fn route(method: &'static str, path: &'static str, op: Op) -> Route {
@@ -79,6 +87,17 @@ const fn route(method: &'static str, path: &'static str, op: Op) -> Route {
         path,
         params: &[],
         op,
+        public: false,
+    }
+}
+
+const fn public(path: &'static str, op: Op) -> Route {
+    Route {
+        method: "GET",
+        path,
+        params: &[],
+        op,
+        public: true,
     }
 }
 
@@ -93,6 +112,7 @@ const fn with_params(
         path,
         params,
         op,
+        public: false,
     }
 }
 
@@ -129,9 +149,12 @@ pub const ROUTES: &[Route] = &[
         Op::Approve,
     ),
     route("GET", "/v1/workspaces/{id}", Op::Workspace),
+    public("/", Op::Console),
+    public("/console/{file}", Op::ConsoleFile),
 ];
 
-/// The segments of `path` that `pattern` matches as `{id}`, if it matches.
+/// The segments of `path` that `pattern` matches as its `{…}` segments, if
+/// it matches.
 fn matches(pattern: &str, parts: &[&str]) -> Option<Vec<String>> {
     let want: Vec<&str> = pattern.trim_matches('/').split('/').collect();
     if want.len() != parts.len() {
@@ -291,7 +314,7 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         Op::Relaunch => command(rt.relaunch(id, bodies::relaunch(body)?.mode)?),
         Op::Workspace => ok(rt.workspace(id)?),
         // Answered on the async thread before it gets here.
-        Op::Stream => Err(Refusal::new(
+        Op::Stream | Op::Console | Op::ConsoleFile => Err(Refusal::new(
             500,
             "internal",
             "The service failed to answer this request.",
@@ -320,5 +343,17 @@ mod tests {
         assert_eq!(allowed("/v1/sessions"), "GET, POST");
         assert_eq!(allowed("/v1/sessions/x/interrupt"), "POST");
         assert_eq!(allowed("/v2"), "");
+        let (root, _) = find(&Method::GET, "/").unwrap();
+        assert_eq!((root.op, root.public), (Op::Console, true));
+        let (file, ids) = find(&Method::GET, "/console/app.js").unwrap();
+        assert_eq!(
+            (file.op, file.public, ids),
+            (Op::ConsoleFile, true, vec!["app.js".into()])
+        );
+        assert_eq!(find(&Method::POST, "/").unwrap_err().status, 405);
+        assert!(ROUTES
+            .iter()
+            .filter(|r| r.public)
+            .all(|r| r.method == "GET"));
     }
 }

@@ -1,5 +1,6 @@
 //! room-core: the service. `room-core [--config FILE]`, `--help`,
-//! `--version`. The demo is another crate's binary, `room-demo`
+//! `--version`, and `--console-url [--config FILE]` (the browser console's
+//! URL with the token). The demo is another crate's binary, `room-demo`
 //! (reference/); `--demo` says so.
 
 use room_core::config::Config;
@@ -7,6 +8,7 @@ use room_core::config::Config;
 /// What `--help` prints (and a usage error, on stderr).
 const USAGE: &str = "\
 Usage: room-core [--config FILE]
+       room-core --console-url [--config FILE]
        room-core --help | --version
 
 Starts and supervises coding-agent harnesses (Claude Code, Codex) for the
@@ -16,6 +18,8 @@ socket. It runs until SIGTERM, SIGINT, SIGHUP or SIGQUIT.
 Options:
   --config FILE  a JSON config; every field has a default (docs/api.md,
                  Configuration), and an unknown field is refused
+  --console-url  print the browser console's URL with the API token in its
+                 fragment (docs/console.md), and exit
   --help         this text
   --version      the version
 
@@ -24,19 +28,23 @@ or config error.
 ";
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let console_url = args.first().is_some_and(|a| a == "--console-url");
+    if console_url {
+        args.remove(0);
+    }
     let config = match args.as_slice() {
-        [flag] if flag == "--help" || flag == "-h" => {
+        [flag] if !console_url && (flag == "--help" || flag == "-h") => {
             print!("{USAGE}");
             return;
         }
-        [flag] if flag == "--version" || flag == "-V" => {
+        [flag] if !console_url && (flag == "--version" || flag == "-V") => {
             println!("room-core {}", env!("CARGO_PKG_VERSION"));
             return;
         }
         [] => Ok(Config::default()),
         [flag, path] if flag == "--config" => Config::load(path.as_ref()),
-        [flag] if flag == "--demo" => {
+        [flag] if !console_url && flag == "--demo" => {
             eprintln!("room-core: the demo is its own binary, room-demo: `cargo run --release --bin room-demo` in the repository");
             std::process::exit(2);
         }
@@ -45,11 +53,21 @@ fn main() {
             std::process::exit(2);
         }
     };
-    init_log();
     let config = config.unwrap_or_else(|e| {
         eprintln!("room-core: {e}");
         std::process::exit(2);
     });
+    if console_url {
+        match room_core::api::console_url(&config) {
+            Ok(url) => println!("{url}"),
+            Err(e) => {
+                eprintln!("room-core: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    init_log();
     if let Err(e) = room_core::service::run(config) {
         eprintln!("room-core: {e}");
         // A config the service refuses once it sees the machine is a

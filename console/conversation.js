@@ -1,0 +1,165 @@
+// The conversation as a person reads it: one element per event, each with
+// its seq in `data-seq` (in order, each once), built from text only. A
+// tool call is a <details> its result folds into when both are shown.
+
+import { h } from "./dom.js";
+import { clock, count, cut, duration, json, usd } from "./format.js";
+import { parts } from "./harness.js";
+
+const LIMIT = 20000;
+
+function folded(label, value, cls) {
+  const text = typeof value === "string" ? value : json(value);
+  return h("details", { class: cls || "raw" }, h("summary", {}, label), h("pre", {}, cut(text, LIMIT)));
+}
+
+function line(text, cls) {
+  return h("p", { class: cls || "line" }, text);
+}
+
+/** A tool input in one line: its command or path when it has one. */
+function gist(input) {
+  if (input && typeof input === "object" && !Array.isArray(input)) {
+    const main = input.command ?? input.file_path ?? input.path ?? input.pattern ?? input.url;
+    if (typeof main === "string") return main;
+  }
+  const text = typeof input === "string" ? input : JSON.stringify(input) ?? "";
+  return text.replace(/\s+/g, " ");
+}
+
+function usageText(u) {
+  if (!u) return "";
+  return ` · ${count(u.input_tokens)} in, ${count(u.output_tokens)} out, ${count(u.cache_read_tokens)} cache read, ${count(u.cache_write_tokens)} cache write, ${usd(u.cost_usd)}`;
+}
+
+function ended(d) {
+  const exit = d.exit ? ("code" in d.exit ? `exit ${d.exit.code}` : `signal ${d.exit.signal}`) : "no exit status";
+  const by = d.by ? `, ended by ${d.by}` : "";
+  return `Turn ${d.turn} ended (${exit}${by})${usageText(d.usage)}`;
+}
+
+function copyEnded(d) {
+  const after = `after ${duration(d.waited_ms || 0)}`;
+  if (d.why && typeof d.why === "object") return `The project copy failed (${d.why.copy_failed ?? json(d.why)}) ${after}`;
+  const said = {
+    landed: `The project copy landed ${after}`,
+    no_copy: "No project copy to wait for",
+    mark_too_old: "A copying mark too old to wait for",
+    mark_in_future: "A copying mark dated in the future, not waited for",
+    limit: `The copy wait reached its limit ${after}; the harness starts without it`,
+  }[d.why];
+  return said || `The copy wait is over: ${String(d.why)} ${after}`;
+}
+
+/** Renders events; `calls` keeps each tool call's element by its ID. */
+export class Conversation {
+  constructor() {
+    this.calls = new Map();
+  }
+
+  /** The element for one event. */
+  render(ev) {
+    const el = h("article", { class: `ev ev-${String(ev.kind).replace(/[^a-z_]/g, "")}`, "data-seq": ev.seq, "data-kind": ev.kind });
+    el.append(h("span", { class: "at", title: new Date(ev.at_ms).toISOString() }, `#${ev.seq} ${clock(ev.at_ms)}`));
+    try {
+      this.body(el, ev);
+    } catch {
+      el.append(folded(String(ev.kind), ev.data));
+    }
+    return el;
+  }
+
+  body(el, ev) {
+    const d = ev.data;
+    switch (ev.kind) {
+      case "harness":
+        return this.harness(el, d);
+      case "prompt_queued":
+        el.classList.add("user");
+        el.append(h("div", { class: "who" }, `You · prompt ${d.prompt}`), h("div", { class: "text" }, d.text ?? ""));
+        if (d.text_truncated) el.append(line("(the text is cut here; the harness got all of it)", "note"));
+        return;
+      case "state":
+        return el.append(line(`State: ${d.state}`));
+      case "turn_started":
+        return el.append(line(`Turn ${d.turn} began · prompt ${d.prompt}${d.resume ? " · resumed" : ""}`, "turn"));
+      case "turn_ended":
+        return el.append(line(ended(d), "turn"));
+      case "copy_wait_began":
+        return el.append(line(`Waiting for the project copy (${d.on === "copying" ? "the mark says copying" : "no mark yet"}), at most ${duration(d.limit_ms)}`));
+      case "copy_wait_ended":
+        return el.append(line(copyEnded(d)));
+      case "native_id":
+        return el.append(line(`The harness named its session ${d.native_id}`, "note"));
+      case "prompt_requeued":
+        return el.append(line(`Prompt ${d.prompt} went back to the queue (turn ${d.turn} could not run it)`));
+      case "prompt_failed":
+        el.classList.add("error");
+        return el.append(line(`Prompt ${d.prompt} failed: ${d.error}`));
+      case "stopped":
+      case "resumed":
+      case "closed":
+      case "service_stopped":
+        return el.append(line({ stopped: "Stopped (the queue is paused)", resumed: "Resumed", closed: "Closed", service_stopped: "The service stopped" }[ev.kind]));
+      case "interrupted":
+        return el.append(line(`Interrupted turn ${d.turn}`));
+      case "relaunched":
+        return el.append(line(`Relaunched (${d.mode})`));
+      case "error":
+        el.classList.add("error");
+        return el.append(line(`Error: ${d.message}`));
+      case "approval_requested":
+        el.classList.add("approval");
+        el.append(line(`Approval ${d.id} asked in turn ${d.turn}: ${d.tool}${d.reason ? ` (${d.reason})` : ""}`));
+        return el.append(folded("input", d.input, "tool-input"));
+      case "approval_resolved":
+        return el.append(line(`Approval ${d.id}: ${d.decision}${d.by ? ` by ${d.by}` : ""}${d.message ? ` (${d.message})` : ""}`));
+      case "journal_repaired":
+        el.classList.add("error");
+        return el.append(line(`The journal was repaired: ${d.lines} damaged lines skipped`));
+      default:
+        return el.append(folded(String(ev.kind), d));
+    }
+  }
+
+  harness(el, d) {
+    for (const p of parts(d)) {
+      if (p.type === "text") {
+        el.classList.add("model");
+        el.append(h("div", { class: "text" }, p.text));
+      } else if (p.type === "note") {
+        el.append(line(p.text, "note"));
+      } else if (p.type === "error") {
+        el.classList.add("error");
+        el.append(line(`Error: ${p.text}`));
+      } else if (p.type === "call") {
+        if (this.calls.has(p.id) && p.id) continue;
+        const input = typeof p.input === "string" ? p.input : json(p.input);
+        const call = h("details", { class: "tool", "data-tool": p.id },
+          h("summary", {}, h("strong", {}, p.name), " ", cut(gist(p.input), 120)),
+          h("pre", { class: "tool-input" }, cut(input, LIMIT)));
+        if (p.id) this.calls.set(p.id, call);
+        el.append(call);
+      } else if (p.type === "result") {
+        const result = h("div", { class: p.error ? "result error" : "result" },
+          h("div", { class: "who" }, `result${p.status ? ` (${p.status})` : ""}${p.error ? " · error" : ""}`),
+          h("pre", {}, cut(p.text, LIMIT)));
+        const call = this.calls.get(p.id);
+        if (call && !call.contains(result) && !el.contains(call)) {
+          // Folded into its call; this event's element says where it went.
+          call.append(result);
+          call.closest("article")?.classList.toggle("failed", p.error);
+          el.classList.add("folded");
+          el.append(line(`the result of ${call.querySelector("strong")?.textContent || "a tool"} (folded into its call)`, "note"));
+        } else if (call) {
+          call.append(result);
+        } else {
+          el.append(h("details", { class: "tool" }, h("summary", {}, "tool result"), result));
+        }
+      } else {
+        el.append(folded(p.label, p.value));
+      }
+    }
+    if (!el.querySelector(":scope > :not(.at)")) el.append(line("harness event", "note"));
+  }
+}
