@@ -79,6 +79,11 @@ export class Conversation {
         el.append(h("div", { class: "who" }, `You · prompt ${d.prompt}`), h("div", { class: "text" }, d.text ?? ""));
         if (d.text_truncated) el.append(line("(the text is cut here; the harness got all of it)", "note"));
         return;
+      case "prompt_steered":
+        el.classList.add("user");
+        el.append(h("div", { class: "who" }, `You · prompt ${d.prompt}, steered into turn ${d.turn}`), h("div", { class: "text" }, d.text ?? ""));
+        if (d.text_truncated) el.append(line("(the text is cut here; the harness got all of it)", "note"));
+        return;
       case "state":
         return el.append(line(`State: ${d.state}`));
       case "turn_started":

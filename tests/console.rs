@@ -263,6 +263,25 @@ fn browser_send_a_prompt_from_the_keyboard() {
 }
 
 #[test]
+fn browser_steer_a_running_turn() {
+    scenario("steer", json!({}));
+}
+
+#[test]
+fn browser_answer_an_approval_and_see_the_tool_run() {
+    let test = "browser_answer_an_approval_and_see_the_tool_run";
+    let Some(agent) = room_kit::agent_account(test) else {
+        return;
+    };
+    // The agent socket outside the state dir (the service's, 0700).
+    let sockets = room_kit::temp_root();
+    scenario(
+        "approve",
+        json!({"agent_uid": agent.uid.as_raw(), "agent_socket": sockets.join("agent.sock")}),
+    );
+}
+
+#[test]
 fn browser_interrupt_a_long_turn() {
     scenario("interrupt", json!({}));
 }
