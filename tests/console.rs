@@ -282,6 +282,32 @@ fn browser_answer_an_approval_and_see_the_tool_run() {
 }
 
 #[test]
+fn browser_answer_a_real_claudes_approval_and_see_its_write() {
+    let test = "browser_answer_a_real_claudes_approval_and_see_its_write";
+    let (Some(agent), Some(claude)) = (
+        room_kit::agent_account(test),
+        room_kit::real_cli(test, "claude"),
+    ) else {
+        return;
+    };
+    // The fake model and the CLI's homes, the agent's as the app makes them.
+    let dir = room_kit::temp_root();
+    let model = room_kit::Model::start(&dir);
+    let env = model.cli_env(&dir);
+    room_kit::chown_tree(&dir, agent.uid.as_raw(), agent.gid.as_raw());
+    let sockets = room_kit::temp_root();
+    console_support::scenario_with(
+        "approve_real",
+        json!({
+            "agent_uid": agent.uid.as_raw(),
+            "agent_socket": sockets.join("agent.sock"),
+            "claude_program": claude,
+        }),
+        env,
+    );
+}
+
+#[test]
 fn browser_interrupt_a_long_turn() {
     scenario("interrupt", json!({}));
 }

@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Trial};
 
-use real_support::{asked, chown_tree, model_calls, seen, tool_result, Real};
+use real_support::{asked, model_calls, seen, tool_result, Real};
 use room_kit::fake_model::TURN;
 use room_kit::{
-    agent_account, in_ci, land_project, mark, start_body, wait_until, FakeWebsite, Service, AGENT,
-    TOKEN,
+    agent_account, chown_tree, in_ci, land_project, mark, start_body, wait_until, FakeWebsite,
+    Service, AGENT, TOKEN,
 };
 use serde_json::{json, Value};
 

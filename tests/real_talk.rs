@@ -11,11 +11,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use libtest_mimic::{Arguments, Trial};
-use real_support::{asked, chown_tree, model_calls, seen, tool_result, Real};
+use real_support::{asked, model_calls, seen, tool_result, Real};
 use room_kit::events::all_events;
 use room_kit::fake_model::TURN;
 use room_kit::procs::turn_processes;
-use room_kit::{agent_account, in_ci, start_body, temp_root, wait_until};
+use room_kit::{agent_account, chown_tree, in_ci, start_body, temp_root, wait_until};
 use serde_json::{json, Value};
 
 /// The service under test.

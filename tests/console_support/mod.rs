@@ -68,6 +68,16 @@ pub fn shots() -> PathBuf {
 /// test defaults); its output, once it passed. Panics with the output and
 /// the service's log when it fails or outlasts [`LIMIT`].
 pub fn scenario(name: &str, extra: serde_json::Value) -> Option<String> {
+    scenario_with(name, extra, Vec::new())
+}
+
+/// [`scenario`], the service's environment holding `env` too (a real
+/// CLI's, pointed at the fake model).
+pub fn scenario_with(
+    name: &str,
+    extra: serde_json::Value,
+    env: Vec<(String, String)>,
+) -> Option<String> {
     let test = format!("console scenario {name}");
     if let Some(why) = missing() {
         skip(&test, &why);
@@ -77,7 +87,7 @@ pub fn scenario(name: &str, extra: serde_json::Value) -> Option<String> {
     // Stop and interrupt end a fake turn at once; 1 s bounds one that lingers.
     let mut config = json!({"kill_grace_ms": 1000});
     room_kit::merge(&mut config, extra);
-    let mut svc = Service::start(ROOM_CORE, config);
+    let mut svc = Service::builder(ROOM_CORE).config(config).envs(env).start();
     let control = svc.root.join("control");
     std::fs::create_dir_all(&control).unwrap();
     let work = svc.folder("");

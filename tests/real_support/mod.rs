@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use room_kit::fake_model::TURN;
-use room_kit::{absent, temp_root, wait_until, Model, Service, AGENT};
+use room_kit::{find_cli, real_cli, temp_root, wait_until, Model, Service, AGENT};
 use serde_json::{json, Value};
 
 use crate::ROOM_CORE;
@@ -30,30 +30,6 @@ pub fn missing(cli: &str, as_agent: bool) -> Option<String> {
         ));
     }
     None
-}
-
-/// The executable `name` on PATH.
-fn find_cli(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join(name))
-            .find(|p| {
-                p.metadata()
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-    })
-}
-
-/// The real CLI `name` (`claude` or `codex`) on PATH.
-pub fn cli(test: &str, name: &str) -> Option<PathBuf> {
-    match find_cli(name) {
-        Some(p) => Some(p),
-        None => absent(
-            test,
-            &format!("no `{name}` on PATH (.ci/run installs it from npm)"),
-        ),
-    }
 }
 
 /// A room-core whose harnesses are the real CLIs, pointed at a fake model.
@@ -86,7 +62,7 @@ impl Real {
         extra: Value,
         env: Vec<(String, String)>,
     ) -> Option<Real> {
-        let program = cli(test, harness)?;
+        let program = real_cli(test, harness)?;
         let dir = temp_root();
         let model = Model::start(&dir);
         let mut all = model.cli_env(&dir);
@@ -179,18 +155,4 @@ pub fn model_calls(model: &Model) -> usize {
                     || path.starts_with("/v1/responses"))
         })
         .count()
-}
-
-/// Hands `path` and everything under it to `uid`:`gid`.
-pub fn chown_tree(path: &std::path::Path, uid: u32, gid: u32) {
-    let (u, g) = (
-        Some(nix::unistd::Uid::from_raw(uid)),
-        Some(nix::unistd::Gid::from_raw(gid)),
-    );
-    nix::unistd::chown(path, u, g).unwrap();
-    if path.is_dir() && !path.is_symlink() {
-        for e in std::fs::read_dir(path).unwrap() {
-            chown_tree(&e.unwrap().path(), uid, gid);
-        }
-    }
 }
