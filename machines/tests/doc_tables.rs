@@ -472,6 +472,7 @@ fn session_options(promised: bool) -> session::Options {
         promised,
         plan_only: false,
         approvals: session::ApprovalMode::App,
+        budget: Default::default(),
     }
 }
 
@@ -885,6 +886,7 @@ fn session_restore_table() -> String {
     };
     let record = |stage, t: Option<Turn>| Record {
         stage,
+        budget: Default::default(),
         native_id: (stage != Stage::Starting).then(|| "n1".into()),
         queue: [session::Prompt {
             id: 9,

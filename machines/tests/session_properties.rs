@@ -16,9 +16,9 @@ use proptest::test_runner::TestCaseError;
 use room_machines::copy::{CopyMark, Observation};
 use room_machines::launch;
 use room_machines::session::{
-    retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Config, DecidedBy, Decision,
-    Effect, Event, Exit, Failure, Input, LaunchEffect, LaunchInput, Options, Outcome, Process,
-    PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq, Usage,
+    retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Budget, Config, DecidedBy,
+    Decision, Effect, Event, Exit, Failure, Input, LaunchEffect, LaunchInput, Options, Outcome,
+    Process, PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq, Usage,
     UsageReport, Usd, MAX_PENDING,
 };
 use room_machines::Millis;
@@ -121,6 +121,10 @@ fn app() -> impl Strategy<Value = Input> {
     prop_oneof![
         4 => "[a-z]{1,3}".prop_map(Input::Message),
         2 => "[a-z]{1,3}".prop_map(Input::Steer),
+        1 => prop::option::of(1..120u64).prop_map(|max_tokens| Input::SetBudget(Budget {
+            max_cost_usd: None,
+            max_tokens,
+        })),
         2 => Just(Input::Stop),
         1 => Just(Input::Interrupt),
         2 => Just(Input::Resume),
@@ -314,6 +318,7 @@ impl World {
             promised,
             plan_only: false,
             approvals: ApprovalMode::App,
+            budget: Default::default(),
         };
         let s = Session::new(config_for(talks, linger), opts.clone(), first, 0);
         let mut w = World {
@@ -1232,6 +1237,8 @@ fn the_random_lives_reach_every_situation() {
         "Steer",
         "Emit PromptSteered",
         "ContinueTurn",
+        "Emit BudgetSpent",
+        "applied SetBudget",
         "Launch AskPermit",
         "Launch ReleasePermit",
         "Launch WaitFor",

@@ -31,6 +31,8 @@ const CREATE_FIELDS: &[&str] = &[
     "project_copy",
     "prompt",
     "approvals",
+    "max_cost_usd",
+    "max_tokens",
 ];
 
 /// `POST /v1/sessions/{id}/messages`.
@@ -208,7 +210,51 @@ pub fn create(body: &[u8]) -> Result<Start, Refusal> {
     if let Some(p) = c.prompt.as_deref() {
         prompt(p)?;
     }
+    limits(c.max_cost_usd, c.max_tokens)?;
     Ok(c)
+}
+
+/// `POST /v1/sessions/{id}/budget`: the new budget (a field left out is
+/// no limit).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetBudget {
+    /// The most the session's turns may cost in all (USD).
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+    /// The most tokens they may use in all.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+}
+
+/// Parses a new budget.
+pub fn budget(body: &[u8]) -> Result<SetBudget, Refusal> {
+    let b: SetBudget = parse(body, &["max_cost_usd", "max_tokens"])?;
+    limits(b.max_cost_usd, b.max_tokens)?;
+    Ok(b)
+}
+
+/// The most a budget's cost may be (USD), as a harness's costs are read.
+pub const MAX_COST_USD: f64 = 1_000_000.0;
+
+/// A budget's limits: a cost above 0 and at most [`MAX_COST_USD`], at
+/// least one token.
+fn limits(max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> Result<(), Refusal> {
+    if max_cost_usd.is_some_and(|c| !(c > 0.0 && c <= MAX_COST_USD)) {
+        return Err(Refusal::new(
+            422,
+            "invalid_field",
+            "max_cost_usd must be above 0 and at most 1000000.",
+        ));
+    }
+    if max_tokens == Some(0) {
+        return Err(Refusal::new(
+            422,
+            "invalid_field",
+            "max_tokens must be at least 1.",
+        ));
+    }
+    Ok(())
 }
 
 /// The longest folder path accepted, in characters: at most 4 bytes each,

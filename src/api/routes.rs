@@ -57,6 +57,8 @@ pub enum Op {
     Relaunch,
     /// `POST /v1/sessions/{id}/approvals/{approval}`.
     Approve,
+    /// `POST /v1/sessions/{id}/budget`.
+    Budget,
     /// `GET /v1/workspaces/{id}`.
     Workspace,
     /// `GET /`: the console's page (console.rs).
@@ -148,6 +150,7 @@ pub const ROUTES: &[Route] = &[
         "/v1/sessions/{id}/approvals/{approval}",
         Op::Approve,
     ),
+    route("POST", "/v1/sessions/{id}/budget", Op::Budget),
     route("GET", "/v1/workspaces/{id}", Op::Workspace),
     public("/", Op::Console),
     public("/console/{file}", Op::ConsoleFile),
@@ -288,6 +291,10 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         Op::Message => {
             let m = bodies::message(body)?;
             command(rt.message(id, m.prompt, m.deliver == bodies::Deliver::Steer)?)
+        }
+        Op::Budget => {
+            let b = bodies::budget(body)?;
+            command(rt.set_budget(id, b.max_cost_usd, b.max_tokens)?)
         }
         Op::Approve => {
             let d = bodies::decide(body)?;

@@ -64,6 +64,13 @@ pub(super) fn refusal(id: &str, why: Refused) -> Refusal {
             "approval_answered",
             format!("That approval request of session {id} was answered already."),
         ),
+        Refused::BudgetSpent => Refusal::new(
+            409,
+            "budget_spent",
+            format!(
+                "Session {id} has spent its budget; raise it with POST /v1/sessions/{id}/budget."
+            ),
+        ),
     }
 }
 

@@ -212,6 +212,17 @@ impl Runtime {
         Ok(CommandAnswer { view, turn: None })
     }
 
+    /// `POST /v1/sessions/{id}/budget`: the session's new budget.
+    pub fn set_budget(
+        &self,
+        id: &str,
+        max_cost_usd: Option<f64>,
+        max_tokens: Option<u64>,
+    ) -> Result<CommandAnswer, Refusal> {
+        let budget = sessions::budget(max_cost_usd, max_tokens);
+        self.apply(id, Input::SetBudget(budget))
+    }
+
     /// `POST /v1/sessions/{id}/approvals/{approval}`: the app's answer to
     /// an approval request.
     pub fn decide(

@@ -70,6 +70,12 @@ pub struct Start {
     /// Who answers the harness's approval requests (`auto` when not given).
     #[serde(default, skip_serializing_if = "is_auto")]
     pub approvals: machine::ApprovalMode,
+    /// The most the session's turns may cost in all (USD), if limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// The most tokens the session's turns may use in all, if limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 fn is_auto(mode: &machine::ApprovalMode) -> bool {
@@ -230,6 +236,15 @@ pub fn options(start: &Start) -> machine::Options {
         promised: start.project_copy,
         plan_only: start.plan_only,
         approvals: start.approvals,
+        budget: budget(start.max_cost_usd, start.max_tokens),
+    }
+}
+
+/// A budget from its wire fields (a cost the API checked is in range).
+pub fn budget(max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> machine::Budget {
+    machine::Budget {
+        max_cost_usd: max_cost_usd.and_then(machine::Usd::reported),
+        max_tokens,
     }
 }
 

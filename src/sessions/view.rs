@@ -80,6 +80,8 @@ pub fn render(s: &Hosted, clock: &Clock) -> Value {
         "error": r.error.as_ref().map(|f| failure_text::describe(f, start.harness.name())),
         "usage": r.usage,
         "approvals": start.approvals,
+        "budget": r.budget,
+        "budget_spent": s.machine.budget_spent(),
         "pending_approvals": pending_approvals(&r.pending_approvals, clock),
         "created_ms": s.extras.created_ms,
     })

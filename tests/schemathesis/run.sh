@@ -31,9 +31,18 @@ binary=$PWD/target/debug/room-core
 
 work=$(mktemp -d /tmp/room-core-schemathesis.XXXXXX)
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-mkdir -p "$work/state" "$work/sandbox"
+mkdir -p "$work/state" "$work/sandbox" "$work/agent"
+chmod 755 "$work/agent"
+# Harnesses run as the agent account where there is one (.ci/run makes it),
+# so `approvals: "app"`, which needs another account, is served as the spec
+# says; the agent socket lives outside the service's own state dir.
+agent=""
+if uid=$(id -u room-agent 2>/dev/null); then
+  agent="\"agent_uid\": $uid, \"agent_socket\": \"$work/agent/agent.sock\","
+fi
 cat > "$work/config.json" <<JSON
 {
+  $agent
   "listen": "127.0.0.1:0",
   "token": "$token",
   "state_dir": "$work/state",

@@ -28,6 +28,9 @@ impl Session {
         if self.state.record.stage == Stage::Failed {
             return Outcome::Refused(Refusal::Failed);
         }
+        if self.budget_spent() {
+            return Outcome::Refused(Refusal::BudgetSpent);
+        }
         self.accept(text);
         self.pump();
         Outcome::Applied

@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::approval::{ApprovalId, DecidedBy, Decision};
+use super::budget::Budget;
 use super::failure::Failure;
 use super::record::{EndWhy, PromptId, Shown, TurnSeq};
 use super::usage::Usage;
@@ -162,6 +163,19 @@ pub enum Event {
         by: DecidedBy,
         /// The app's message, if it gave one.
         message: Option<String>,
+    },
+    /// The app set the session's budget.
+    BudgetSet {
+        /// The new budget.
+        budget: Budget,
+    },
+    /// What the session used reached its budget: the running turn is
+    /// interrupted, and nothing more runs until the app raises it.
+    BudgetSpent {
+        /// What it used.
+        used: Usage,
+        /// Its budget.
+        budget: Budget,
     },
     /// Something went wrong; the session's `error` says the same.
     Error {

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::approval::{ApprovalId, ApprovalMode, DecidedBy, Decision, Request, APPROVAL_TIMEOUT};
+use super::budget::Budget;
 use super::event::Event;
 use super::launch_io::LaunchInput;
 use super::record::{Process, PromptId, TurnSeq};
@@ -75,6 +76,10 @@ pub struct Options {
     /// `approvals`: who answers the harness's approval requests.
     #[serde(default)]
     pub approvals: ApprovalMode,
+    /// `max_cost_usd`, `max_tokens`: the budget it starts with (the record
+    /// holds the one in force).
+    #[serde(default)]
+    pub budget: Budget,
 }
 
 /// Everything the runtime tells a session.
@@ -90,6 +95,8 @@ pub enum Input {
     ///
     /// [`Session::steerable`]: super::Session::steerable
     Steer(String),
+    /// `POST …/budget`: the session's new budget.
+    SetBudget(Budget),
     /// `POST …/stop`: end the running turn and pause the queue.
     Stop,
     /// `POST …/interrupt`: end the running turn; the queue goes on.
@@ -376,6 +383,8 @@ pub enum Refusal {
     NoApproval,
     /// The request was answered already (409 `approval_answered`).
     ApprovalAnswered,
+    /// The session spent its budget (409 `budget_spent`).
+    BudgetSpent,
 }
 
 /// What an input did.

@@ -12,7 +12,12 @@ impl Session {
     /// session took (nothing when that is unknown or larger) and becomes
     /// the next one's start. A total is taken only once the turn has named
     /// its native session, whose total it is.
-    pub(super) fn handle_usage(&mut self, seq: TurnSeq, report: UsageReport) -> Outcome {
+    pub(super) fn handle_usage(
+        &mut self,
+        now: crate::time::Millis,
+        seq: TurnSeq,
+        report: UsageReport,
+    ) -> Outcome {
         let Some(t) = self
             .live_turn(seq)
             .filter(|t| t.process.is_some() && !t.finished)
@@ -30,8 +35,10 @@ impl Session {
             }
         };
         if let Some(used) = used {
+            let spent_before = self.used();
             let turn = self.rec().turn.as_mut().expect("checked above");
             turn.usage = Some(before.map_or(used, |b| b.plus(used)));
+            self.check_budget(now, spent_before);
         }
         Outcome::Applied
     }

@@ -81,6 +81,7 @@
 
 mod approval;
 mod approvals;
+mod budget;
 mod commands;
 mod durability;
 pub mod event;
@@ -113,6 +114,7 @@ pub use approval::{
     Approval, ApprovalId, ApprovalMode, DecidedBy, Decision, Request as ApprovalRequest,
     APPROVAL_TIMEOUT, MAX_PENDING,
 };
+pub use budget::Budget;
 pub use event::Event;
 pub use excerpt::{excerpt, PROMPT_TEXT_MAX};
 pub use failure::{CutBy, Failure};
@@ -183,7 +185,9 @@ impl Session {
     /// A new start at `now`: its record is persisted first, its first
     /// prompt (if any) queued, and its launch begun (the copy wait).
     pub fn new(config: Config, options: Options, prompt: Option<String>, now: Millis) -> Session {
+        let budget = options.budget;
         let mut s = Session::around(config, options, Record::new());
+        s.state.record.budget = budget;
         s.dirty = true;
         if let Some(text) = prompt {
             s.accept(text);
@@ -308,6 +312,7 @@ impl Session {
         let outcome = match input {
             Input::Message(text) => self.handle_message(text),
             Input::Steer(text) => self.handle_steer(text),
+            Input::SetBudget(budget) => self.handle_set_budget(budget),
             Input::Stop => self.handle_stop(now),
             Input::Interrupt => self.handle_interrupt(now),
             Input::Resume => self.handle_resume(),
@@ -320,7 +325,7 @@ impl Session {
             Input::SpawnFailed { seq, reason } => self.handle_spawn_failed(now, seq, reason),
             Input::PromptUndelivered { seq, error } => self.handle_undelivered(now, seq, error),
             Input::NativeId { seq, native_id } => self.handle_native_id(now, seq, native_id),
-            Input::TurnUsage { seq, report } => self.handle_usage(seq, report),
+            Input::TurnUsage { seq, report } => self.handle_usage(now, seq, report),
             Input::TurnFinished { seq } => self.handle_finished(now, seq),
             Input::SteerUndelivered { seq, prompt, text } => {
                 self.handle_steer_undelivered(seq, prompt, text)
@@ -441,7 +446,8 @@ impl Session {
             && r.stage == Stage::Started
             && !self.launch_live()
             && !r.paused
-            && !r.queue.is_empty();
+            && !r.queue.is_empty()
+            && !self.budget_spent();
         if may && r.turn.is_none() {
             self.spawn_turn(false);
         } else if may && self.lingering() {

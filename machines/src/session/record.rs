@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use super::approval::{Approval, ApprovalId};
+use super::budget::Budget;
 use super::failure::{read_error, Failure};
 use super::usage::Usage;
 
@@ -114,6 +115,9 @@ pub struct Turn {
 pub struct Record {
     /// Where the session is in its life.
     pub stage: Stage,
+    /// What its turns may use in all.
+    #[serde(default, skip_serializing_if = "Budget::is_unlimited")]
+    pub budget: Budget,
     /// The harness's own session ID, once a turn's first event named it.
     #[serde(default)]
     pub native_id: Option<String>,
@@ -162,6 +166,7 @@ impl Record {
     pub fn new() -> Record {
         Record {
             stage: Stage::Starting,
+            budget: Budget::default(),
             native_id: None,
             queue: VecDeque::new(),
             paused: false,

@@ -31,7 +31,7 @@ impl Session {
     }
 
     pub(super) fn handle_steer(&mut self, text: String) -> Outcome {
-        if !self.steerable() {
+        if !self.steerable() || self.budget_spent() {
             return self.handle_message(text);
         }
         let seq = self.state.record.turn.as_ref().map(|t| t.seq);
@@ -56,7 +56,12 @@ impl Session {
         prompt: PromptId,
         text: String,
     ) -> Outcome {
-        if self.state.record.stage == Stage::Closed {
+        let r = &self.state.record;
+        // Once per steered prompt: one never given, or queued already, is not.
+        let known = prompt < r.next_prompt
+            && !r.queue.iter().any(|p| p.id == prompt)
+            && !r.turn.as_ref().is_some_and(|t| t.prompt.id == prompt);
+        if r.stage == Stage::Closed || !known {
             return Outcome::Ignored;
         }
         self.rec().queue.push_front(Prompt { id: prompt, text });

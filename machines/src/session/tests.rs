@@ -1,5 +1,6 @@
 //! Behaviours of the session machine, one test each.
 
+mod budget;
 mod talk;
 mod usage;
 
@@ -20,6 +21,7 @@ fn options(promised: bool) -> Options {
         promised,
         plan_only: false,
         approvals: ApprovalMode::Auto,
+        budget: Default::default(),
     }
 }
 

@@ -327,7 +327,8 @@ impl Session {
         }
         let (seq, spawned, delivered) = (t.seq, t.process.is_some(), t.delivered);
         if t.ending.is_some() {
-            if why != EndWhy::Interrupt && self.state.term_at.take().is_some() {
+            let asks = matches!(why, EndWhy::Interrupt | EndWhy::Budget);
+            if !asks && self.state.term_at.take().is_some() {
                 self.signal_term(now, seq);
             }
             return false;
@@ -335,7 +336,8 @@ impl Session {
         self.deny_pending(seq, why);
         self.rec().turn.as_mut().expect("checked above").ending = Some(why);
         let can_ask = self.config.talks && !self.state.input_closed;
-        if spawned && delivered && why == EndWhy::Interrupt && can_ask {
+        let asked_for = matches!(why, EndWhy::Interrupt | EndWhy::Budget);
+        if spawned && delivered && asked_for && can_ask {
             self.ask_to_stop(now, seq);
         } else if spawned {
             self.signal_term(now, seq);
@@ -420,13 +422,22 @@ impl Session {
                 prompt: id,
                 reason: reason.clone(),
             }),
+            // Held back by the budget: it waits for a raise, queued.
+            (_, Some(EndWhy::Budget)) if !turn.delivered => Fate::Requeue,
             (_, Some(EndWhy::Interrupt)) if !turn.delivered => {
                 Fate::Fail(Failure::InterruptedBeforeDelivery { prompt: id })
             }
             _ if !turn.delivered => Fate::Requeue,
-            (_, Some(EndWhy::Stop | EndWhy::Interrupt | EndWhy::Close | EndWhy::Restart)) => {
-                Fate::Done
-            }
+            (
+                _,
+                Some(
+                    EndWhy::Stop
+                    | EndWhy::Interrupt
+                    | EndWhy::Close
+                    | EndWhy::Restart
+                    | EndWhy::Budget,
+                ),
+            ) => Fate::Done,
             (_, Some(cut @ (EndWhy::ServiceStop | EndWhy::Restore))) => {
                 self.set_error(Failure::Cut {
                     turn: turn.seq,

@@ -99,4 +99,6 @@ pub enum EndWhy {
     /// The service ended without ending the turn (kill -9, a crash); the
     /// restore killed what survived. Only ever reported, never persisted.
     Restore,
+    /// The session spent its budget (`max_cost_usd`, `max_tokens`).
+    Budget,
 }

@@ -178,6 +178,18 @@ fn a_steer_the_harness_never_read_goes_to_the_head_of_the_queue() {
     ));
     let queue: Vec<_> = t.s.record().queue.iter().map(|p| p.id).collect();
     assert_eq!(queue, [4, 3]);
+    // Said twice, or of a prompt never given: once is all.
+    for prompt in [4, 9] {
+        let (o, _) = t.at(
+            t.now,
+            Input::SteerUndelivered {
+                seq: 2,
+                prompt,
+                text: "again".into(),
+            },
+        );
+        assert_eq!(o, Outcome::Ignored, "{prompt}");
+    }
 }
 
 #[test]
