@@ -68,16 +68,25 @@ fn a_spent_budget_refuses_messages_until_the_app_raises_it() {
     }
     for bad in [
         json!({"max_tokens": 0}),
+        json!({"max_tokens": 1.5}),
         json!({"max_cost_usd": -1}),
         json!({"max": 1}),
     ] {
         let (status, v) = svc.post(&format!("/v1/sessions/{id}/budget"), bad.clone());
         assert_eq!(status, 422, "{bad}: {v}");
     }
+    // A request that says nothing lifts no limit.
+    let (status, v) = svc.call("POST", &format!("/v1/sessions/{id}/budget"), None);
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (422, Some("invalid_body")),
+        "{v}"
+    );
     // Raised: the message is taken and runs; a restart keeps the budget.
+    // A whole number may be written as JSON likes (1000.0).
     let (status, v) = svc.post(
         &format!("/v1/sessions/{id}/budget"),
-        json!({"max_tokens": 1000, "max_cost_usd": 1.5}),
+        json!({"max_tokens": 1000.0, "max_cost_usd": 1.5}),
     );
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["budget_spent"], false);

@@ -224,14 +224,41 @@ pub struct SetBudget {
     pub max_cost_usd: Option<f64>,
     /// The most tokens they may use in all.
     #[serde(default)]
-    pub max_tokens: Option<u64>,
+    pub max_tokens: Option<f64>,
 }
 
-/// Parses a new budget.
-pub fn budget(body: &[u8]) -> Result<SetBudget, Refusal> {
+/// Parses a new budget: a JSON object (an empty body is refused, so no
+/// limit is lifted by a request that says nothing); the tokens as a whole
+/// number.
+pub fn budget(body: &[u8]) -> Result<(Option<f64>, Option<u64>), Refusal> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(Refusal::new(
+            422,
+            "invalid_body",
+            "The body must be a JSON object: {\"max_cost_usd\": …, \"max_tokens\": …}.",
+        ));
+    }
     let b: SetBudget = parse(body, &["max_cost_usd", "max_tokens"])?;
-    limits(b.max_cost_usd, b.max_tokens)?;
-    Ok(b)
+    let tokens = whole_tokens(b.max_tokens)?;
+    limits(b.max_cost_usd, tokens)?;
+    Ok((b.max_cost_usd, tokens))
+}
+
+/// The most tokens a budget may hold (as a harness's counts are read).
+pub const MAX_TOKENS: u64 = 1_000_000_000_000;
+
+/// `max_tokens` as JSON gives it: any number that is whole (`1.0` too, as
+/// JSON Schema's integers are) from 1 to [`MAX_TOKENS`].
+pub fn whole_tokens(n: Option<f64>) -> Result<Option<u64>, Refusal> {
+    match n {
+        None => Ok(None),
+        Some(n) if n.fract() == 0.0 && (1.0..=MAX_TOKENS as f64).contains(&n) => Ok(Some(n as u64)),
+        Some(_) => Err(Refusal::new(
+            422,
+            "invalid_field",
+            "max_tokens must be a whole number from 1 to 1000000000000.",
+        )),
+    }
 }
 
 /// The most a budget's cost may be (USD), as a harness's costs are read.
@@ -247,13 +274,7 @@ fn limits(max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> Result<(), Refu
             "max_cost_usd must be above 0 and at most 1000000.",
         ));
     }
-    if max_tokens == Some(0) {
-        return Err(Refusal::new(
-            422,
-            "invalid_field",
-            "max_tokens must be at least 1.",
-        ));
-    }
+    whole_tokens(max_tokens.map(|n| n as f64))?;
     Ok(())
 }
 

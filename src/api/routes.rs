@@ -293,8 +293,8 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
             command(rt.message(id, m.prompt, m.deliver == bodies::Deliver::Steer)?)
         }
         Op::Budget => {
-            let b = bodies::budget(body)?;
-            command(rt.set_budget(id, b.max_cost_usd, b.max_tokens)?)
+            let (max_cost_usd, max_tokens) = bodies::budget(body)?;
+            command(rt.set_budget(id, max_cost_usd, max_tokens)?)
         }
         Op::Approve => {
             let d = bodies::decide(body)?;

@@ -74,8 +74,25 @@ pub struct Start {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
     /// The most tokens the session's turns may use in all, if limited.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole_number"
+    )]
     pub max_tokens: Option<u64>,
+}
+
+/// A count as JSON may write it: a whole number, `1.0` too (JSON Schema's
+/// integers are whole numbers, whatever their notation).
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    use serde::de::Error;
+    match Option::<f64>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) if n.fract() == 0.0 && (0.0..=1e15).contains(&n) => Ok(Some(n as u64)),
+        Some(_) => Err(D::Error::custom(
+            "max_tokens must be a whole number from 1 to 1000000000000",
+        )),
+    }
 }
 
 fn is_auto(mode: &machine::ApprovalMode) -> bool {

@@ -31,14 +31,16 @@ binary=$PWD/target/debug/room-core
 
 work=$(mktemp -d /tmp/room-core-schemathesis.XXXXXX)
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-mkdir -p "$work/state" "$work/sandbox" "$work/agent"
-chmod 755 "$work/agent"
+mkdir -p "$work/state" "$work/sandbox"
 # Harnesses run as the agent account where there is one (.ci/run makes it),
 # so `approvals: "app"`, which needs another account, is served as the spec
-# says; the agent socket lives outside the service's own state dir.
+# says. Its socket is in a folder of its own that account may enter ($work,
+# holding the token, stays 0700).
+sockets=$(mktemp -d /tmp/room-core-schemathesis-socket.XXXXXX)
+chmod 755 "$sockets"
 agent=""
 if uid=$(id -u room-agent 2>/dev/null); then
-  agent="\"agent_uid\": $uid, \"agent_socket\": \"$work/agent/agent.sock\","
+  agent="\"agent_uid\": $uid, \"agent_socket\": \"$sockets/agent.sock\","
 fi
 cat > "$work/config.json" <<JSON
 {
@@ -69,7 +71,7 @@ unshare --mount --propagation private sh -c '
 service=$!
 finish() {
   kill -TERM "$service" 2>/dev/null && wait "$service" || true
-  rm -rf "$work"
+  rm -rf "$work" "$sockets"
 }
 trap finish EXIT
 
