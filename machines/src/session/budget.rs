@@ -1,16 +1,9 @@
 //! A session's budget: what its turns may use in all (`max_cost_usd`,
-//! `max_tokens`). Once what the session used (its ended turns and what the
-//! running turn has reported) reaches it, the running turn is interrupted,
-//! nothing queued starts and a message is refused, until the app raises it.
+//! `max_tokens`); spending.rs holds the session to it.
 
 use serde::{Deserialize, Serialize};
 
-use super::event::Event;
-use super::io::{Outcome, Refusal};
-use super::record::{EndWhy, Stage};
 use super::usage::{Usage, Usd};
-use super::Session;
-use crate::time::Millis;
 
 /// What a session's turns may use in all; none of either: no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,60 +32,5 @@ impl Budget {
         let cost = used.cost_usd.unwrap_or_default();
         self.max_tokens.is_some_and(|max| tokens >= max)
             || self.max_cost_usd.is_some_and(|max| cost >= max)
-    }
-}
-
-impl Session {
-    /// What the session has used: its ended turns' totals and what the
-    /// running turn has reported so far.
-    pub fn used(&self) -> Usage {
-        let r = &self.state.record;
-        let running = r.turn.as_ref().filter(|t| !t.finished);
-        match running.and_then(|t| t.usage) {
-            Some(u) => r.usage.plus(u),
-            None => r.usage,
-        }
-    }
-
-    /// Whether the session has spent its budget.
-    pub fn budget_spent(&self) -> bool {
-        self.state.record.budget.spent_by(&self.used())
-    }
-
-    /// `SetBudget`: the app's new budget; what was held back by the old
-    /// one goes on if the new one allows it.
-    pub(super) fn handle_set_budget(&mut self, budget: Budget) -> Outcome {
-        if self.state.halted {
-            return Outcome::Refused(Refusal::ServiceStopping);
-        }
-        if self.state.record.stage == Stage::Closed {
-            return Outcome::Refused(Refusal::Closed);
-        }
-        if self.state.record.budget != budget {
-            self.rec().budget = budget;
-            self.emit(Event::BudgetSet { budget });
-        }
-        self.pump();
-        Outcome::Applied
-    }
-
-    /// After what the session used grew: once it reaches the budget, the
-    /// journal says so and the running turn is interrupted.
-    pub(super) fn check_budget(&mut self, now: Millis, before: Usage) {
-        let budget = self.state.record.budget;
-        let used = self.used();
-        if budget.spent_by(&before) || !budget.spent_by(&used) {
-            return;
-        }
-        self.emit(Event::BudgetSpent { used, budget });
-        let running = self
-            .state
-            .record
-            .turn
-            .as_ref()
-            .is_some_and(|t| !t.finished && t.ending.is_none());
-        if running {
-            self.end_turn(now, EndWhy::Budget);
-        }
     }
 }

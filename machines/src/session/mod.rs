@@ -94,6 +94,7 @@ mod linger;
 mod metering;
 pub mod record;
 pub mod retry;
+mod spending;
 mod talk;
 mod turns;
 pub mod usage;
