@@ -94,18 +94,25 @@ fn a_follow_up_within_the_linger_spawns_nothing_and_one_after_it_resumes() {
     );
 }
 
+/// A session in `name`'s folder whose first turn is done and whose
+/// process lingers: its ID and that process.
+fn lingering(svc: &Service, name: &str) -> (String, u32) {
+    let folder = svc.folder(name);
+    let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "one"})));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_ended(svc, &id, 1);
+    let pid = svc.await_record(&folder, 1, Duration::from_secs(10))["pid"]
+        .as_u64()
+        .unwrap() as u32;
+    assert!(alive(pid), "it lingers");
+    (id, pid)
+}
+
 #[test]
 fn stop_and_close_end_a_lingering_process_before_they_answer() {
     let svc = Service::start(ROOM_CORE, json!({"linger_ms": 60_000}));
     for end in ["stop", "close"] {
-        let folder = svc.folder(end);
-        let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "one"})));
-        let id = s["id"].as_str().unwrap().to_string();
-        await_ended(&svc, &id, 1);
-        let pid = svc.await_record(&folder, 1, Duration::from_secs(10))["pid"]
-            .as_u64()
-            .unwrap() as u32;
-        assert!(alive(pid));
+        let (id, pid) = lingering(&svc, end);
         let (status, v) = svc.post(&format!("/v1/sessions/{id}/{end}"), json!({}));
         assert_eq!(status, 200, "{v}");
         assert!(!alive(pid), "{end} answered with the process still there");
@@ -114,13 +121,7 @@ fn stop_and_close_end_a_lingering_process_before_they_answer() {
         assert_eq!(ended(&svc, &id).len(), 1);
     }
     // And an interrupt finds nothing to interrupt.
-    let folder = svc.folder("interrupt");
-    let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "one"})));
-    let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
-    let pid = svc.await_record(&folder, 1, Duration::from_secs(10))["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let (id, pid) = lingering(&svc, "interrupt");
     let before = all_events(&svc, &id, 1024).len();
     let (status, _) = svc.post(&format!("/v1/sessions/{id}/interrupt"), json!({}));
     assert_eq!(status, 200);

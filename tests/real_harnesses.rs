@@ -14,13 +14,13 @@ mod real_support;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use libtest_mimic::{Arguments, Trial};
+use libtest_mimic::Arguments;
 
-use real_support::{asked, model_calls, seen, tool_result, Real};
+use real_support::{asked, model_calls, seen, tool_result, trial, Real};
 use room_kit::fake_model::TURN;
 use room_kit::{
-    agent_account, chown_tree, in_ci, land_project, mark, start_body, wait_until, FakeWebsite,
-    Service, AGENT, TOKEN,
+    agent_account, chown_tree, land_project, mark, start_body, wait_until, FakeWebsite, Service,
+    AGENT, TOKEN,
 };
 use serde_json::{json, Value};
 
@@ -612,19 +612,6 @@ fn awkward_prompts_reach_the_fake_harnesses_on_stdin() {
 }
 
 // ------------------------------------------------------------ the list
-
-/// One check: ignored, with why, where what it needs is absent (outside CI).
-fn trial(name: &str, cli: Option<&str>, as_agent: bool, check: fn()) -> Trial {
-    let missing = cli.and_then(|c| real_support::missing(c, as_agent));
-    let trial = Trial::test(name, move || {
-        check();
-        Ok(())
-    });
-    match missing {
-        Some(why) if !in_ci() => trial.with_kind(why).with_ignored_flag(true),
-        _ => trial,
-    }
-}
 
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();

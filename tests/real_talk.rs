@@ -10,12 +10,12 @@ mod real_support;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use libtest_mimic::{Arguments, Trial};
-use real_support::{asked, model_calls, seen, tool_result, Real};
+use libtest_mimic::Arguments;
+use real_support::{asked, model_calls, seen, tool_result, trial, Real};
 use room_kit::events::all_events;
 use room_kit::fake_model::TURN;
 use room_kit::procs::turn_processes;
-use room_kit::{agent_account, chown_tree, in_ci, start_body, temp_root, wait_until};
+use room_kit::{agent_account, chown_tree, start_body, temp_root, wait_until};
 use serde_json::{json, Value};
 
 /// The service under test.
@@ -112,26 +112,35 @@ fn claude_asks_the_app_before_a_write_and_runs_only_what_it_allows() {
     );
 }
 
+/// A claude session in the service's `code` folder with `prompt`: its ID.
+fn session_with(real: &Real, prompt: &str) -> String {
+    let folder = real.svc.folder("code");
+    let s = real
+        .svc
+        .start_session(start_body(&folder, "claude", json!({ "prompt": prompt })));
+    id_of(&s)
+}
+
+/// Waits until the model has answered a turn request with a reply `f`
+/// accepts (`tool:<name>`, `slow_text`, ...).
+fn await_reply(real: &Real, what: &str, f: impl Fn(&str) -> bool) {
+    wait_until(what, TURN, || {
+        real.model
+            .turn_requests("claude")
+            .iter()
+            .any(|r| r["reply"].as_str().is_some_and(&f))
+            .then_some(())
+    });
+}
+
 fn claude_takes_a_steer_in_the_turn_whose_tool_runs() {
     let test = "claude_takes_a_steer_in_the_turn_whose_tool_runs";
     let Some(real) = Real::start(test, "claude", json!({}), vec![]) else {
         return;
     };
-    let folder = real.svc.folder("code");
-    let s = real.svc.start_session(start_body(
-        &folder,
-        "claude",
-        json!({"prompt": "TOOL_RUN sleep 3"}),
-    ));
-    let id = id_of(&s);
+    let id = session_with(&real, "TOOL_RUN sleep 3");
     // The model has asked for the command: the tool runs now.
-    wait_until("the tool call", TURN, || {
-        real.model
-            .turn_requests("claude")
-            .iter()
-            .any(|r| r["reply"].as_str().is_some_and(|r| r.starts_with("tool:")))
-            .then_some(())
-    });
+    await_reply(&real, "the tool call", |r| r.starts_with("tool:"));
     let (status, v) = real.svc.post(
         &format!("/v1/sessions/{id}/messages"),
         json!({"prompt": "STEERED_2718", "deliver": "steer"}),
@@ -160,20 +169,8 @@ fn claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running() {
     let Some(real) = Real::start(test, "claude", json!({}), vec![]) else {
         return;
     };
-    let folder = real.svc.folder("code");
-    let s = real.svc.start_session(start_body(
-        &folder,
-        "claude",
-        json!({"prompt": "SLOW_TEXT 400 50"}),
-    ));
-    let id = id_of(&s);
-    wait_until("the answer streaming", TURN, || {
-        real.model
-            .turn_requests("claude")
-            .iter()
-            .any(|r| r["reply"] == "slow_text")
-            .then_some(())
-    });
+    let id = session_with(&real, "SLOW_TEXT 400 50");
+    await_reply(&real, "the answer streaming", |r| r == "slow_text");
     std::thread::sleep(Duration::from_millis(500));
     let (status, v) = real
         .svc
@@ -221,13 +218,7 @@ fn claude_takes_a_follow_up_in_its_lingering_process() {
     let Some(real) = Real::start(test, "claude", json!({"linger_ms": 60_000}), vec![]) else {
         return;
     };
-    let folder = real.svc.folder("code");
-    let s = real.svc.start_session(start_body(
-        &folder,
-        "claude",
-        json!({"prompt": "WARM_FIRST_4242"}),
-    ));
-    let id = id_of(&s);
+    let id = session_with(&real, "WARM_FIRST_4242");
     real.model.await_answers("claude", 1);
     real.await_idle(&id);
     let before = marked(&id);
@@ -263,39 +254,30 @@ fn claude_takes_a_follow_up_in_its_lingering_process() {
     assert_eq!(turn_processes(&id), Vec::<u32>::new());
 }
 
-/// One check: ignored, with why, where what it needs is absent (outside CI).
-fn trial(name: &str, as_agent: bool, check: fn()) -> Trial {
-    let missing = real_support::missing("claude", as_agent);
-    let trial = Trial::test(name, move || {
-        check();
-        Ok(())
-    });
-    match missing {
-        Some(why) if !in_ci() => trial.with_kind(why).with_ignored_flag(true),
-        _ => trial,
-    }
-}
-
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();
     let trials = vec![
         trial(
             "claude_asks_the_app_before_a_write_and_runs_only_what_it_allows",
+            Some("claude"),
             true,
             claude_asks_the_app_before_a_write_and_runs_only_what_it_allows,
         ),
         trial(
             "claude_takes_a_steer_in_the_turn_whose_tool_runs",
+            Some("claude"),
             false,
             claude_takes_a_steer_in_the_turn_whose_tool_runs,
         ),
         trial(
             "claude_takes_a_follow_up_in_its_lingering_process",
+            Some("claude"),
             false,
             claude_takes_a_follow_up_in_its_lingering_process,
         ),
         trial(
             "claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running",
+            Some("claude"),
             false,
             claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running,
         ),

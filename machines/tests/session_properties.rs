@@ -1008,29 +1008,31 @@ impl World {
 
     /// A turn that got SIGTERM gets SIGKILL within the grace unless it ended.
     fn kill_follows_term(&self) -> Check {
-        let grace = config().kill_grace;
-        for &(seq, at, run) in &self.terms {
-            if run != self.run || self.now < at + grace {
-                continue;
-            }
-            let within = |list: &[(TurnSeq, Millis, u32)]| {
-                list.iter()
-                    .any(|&(s, t, r)| s == seq && r == run && t >= at && t <= at + grace)
-            };
-            prop_assert!(
-                within(&self.kills) || within(&self.ends),
-                "turn {seq} got SIGTERM at {at} and neither ended nor got SIGKILL by {}",
-                at + grace
-            );
-        }
-        Ok(())
+        self.follows_within_grace(&self.terms, &self.kills, "got SIGTERM", "SIGKILL")
     }
 
     /// A turn asked in its protocol to stop gets SIGTERM within the kill
     /// grace unless it ended.
     fn term_follows_asking(&self) -> Check {
+        self.follows_within_grace(
+            &self.asked_to_stop,
+            &self.terms,
+            "was asked to stop",
+            "SIGTERM",
+        )
+    }
+
+    /// Each of this run's `causes` (turn, when, run) is followed within the
+    /// kill grace by one of `effects` for its turn, or by the turn's end.
+    fn follows_within_grace(
+        &self,
+        causes: &[(TurnSeq, Millis, u32)],
+        effects: &[(TurnSeq, Millis, u32)],
+        cause: &str,
+        effect: &str,
+    ) -> Check {
         let grace = config().kill_grace;
-        for &(seq, at, run) in &self.asked_to_stop {
+        for &(seq, at, run) in causes {
             if run != self.run || self.now < at + grace {
                 continue;
             }
@@ -1039,8 +1041,8 @@ impl World {
                     .any(|&(s, t, r)| s == seq && r == run && t >= at && t <= at + grace)
             };
             prop_assert!(
-                within(&self.terms) || within(&self.ends),
-                "turn {seq} was asked to stop at {at} and neither ended nor got SIGTERM by {}",
+                within(effects) || within(&self.ends),
+                "turn {seq} {cause} at {at} and neither ended nor got {effect} by {}",
                 at + grace
             );
         }

@@ -8,8 +8,9 @@
 
 use std::path::PathBuf;
 
+use libtest_mimic::Trial;
 use room_kit::fake_model::TURN;
-use room_kit::{find_cli, real_cli, temp_root, wait_until, Model, Service, AGENT};
+use room_kit::{find_cli, in_ci, real_cli, temp_root, wait_until, Model, Service, AGENT};
 use serde_json::{json, Value};
 
 use crate::ROOM_CORE;
@@ -155,4 +156,19 @@ pub fn model_calls(model: &Model) -> usize {
                     || path.starts_with("/v1/responses"))
         })
         .count()
+}
+
+/// One check of a libtest-mimic list: ignored, with why, where what it
+/// needs (the CLI `cli`, and with `as_agent` root and the agent account)
+/// is absent, outside CI.
+pub fn trial(name: &str, cli: Option<&str>, as_agent: bool, check: fn()) -> Trial {
+    let missing = cli.and_then(|c| missing(c, as_agent));
+    let trial = Trial::test(name, move || {
+        check();
+        Ok(())
+    });
+    match missing {
+        Some(why) if !in_ci() => trial.with_kind(why).with_ignored_flag(true),
+        _ => trial,
+    }
 }
