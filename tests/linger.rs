@@ -128,3 +128,36 @@ fn stop_and_close_end_a_lingering_process_before_they_answer() {
     assert!(alive(pid), "an interrupt ends no lingering process");
     assert_eq!(all_events(&svc, &id, 1024).len(), before);
 }
+
+#[test]
+fn after_a_kill_9_a_warm_turn_and_its_process_are_killed_and_said_cut() {
+    let mut svc = Service::start(ROOM_CORE, json!({"linger_ms": 60_000}));
+    let (id, pid) = lingering(&svc, "crash");
+    // The warm turn runs in the lingering process.
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "sleep: 60"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    svc.await_session(&id, "running", |v| v["state"] == "running");
+    svc.kill9();
+    assert!(alive(pid), "a kill -9 of the service leaves it");
+    svc.start_again();
+    svc.await_listen();
+    assert!(
+        exited_within(pid, Duration::from_secs(10)).is_some(),
+        "the restore killed it"
+    );
+    assert_eq!(turn_processes(&id), Vec::<u32>::new());
+    let view = svc.await_session(&id, "idle", |v| v["state"] == "idle");
+    let ended = ended(&svc, &id);
+    assert_eq!(ended.last().unwrap()["turn"], 2, "{ended:?}");
+    assert_eq!(ended.last().unwrap()["by"], "restore");
+    assert!(
+        view["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("turn 2 was cut"),
+        "{view}"
+    );
+}
