@@ -20,11 +20,13 @@ use room_machines::body_keys::RESERVED_KEYS;
 use room_machines::copy::MAX_MARK_BYTES;
 use room_machines::policy::Scope;
 use room_machines::request::Value as BodyValue;
+use room_machines::session::{DecidedBy, Decision};
 use room_machines::{Command, CopyMark, Observation, Parsed};
 
 use crate::api::bodies;
 use crate::api::query::Query;
 use crate::error::Refusal;
+use crate::harness::talk::{self, Heard};
 use crate::harness::Harness;
 use crate::journal::{Journal, Journalled, NewEvent, MAX_PAGE};
 use crate::procfs;
@@ -161,6 +163,43 @@ pub fn harness_codex(data: &[u8]) {
     harness_output(Harness::Codex, data);
 }
 
+/// What a talking harness's line says to the session, and every line
+/// room-core would write back for it: a request's fields within their caps
+/// (its input still JSON), each answer one JSON line that claude can read.
+fn protocol_line(harness: Harness, text: &str) {
+    let one_line = |line: &str| {
+        let body = line.strip_suffix('\n').expect("a line ends in a newline");
+        assert!(!body.contains('\n'), "one line: {line:?}");
+        serde_json::from_str::<serde_json::Value>(body).expect("JSON");
+    };
+    match harness.hear(text) {
+        Some(Heard::Asked(req)) => {
+            assert!(req.harness_ref.len() <= 256 && req.tool.len() <= 1024);
+            assert!(!req.reason.as_ref().is_some_and(|r| r.len() > 1024));
+            assert!(
+                req.input.len() <= talk::INPUT_MAX + 64,
+                "{}",
+                req.input.len()
+            );
+            serde_json::from_str::<serde_json::Value>(&req.input).expect("the input is JSON");
+            for decision in [Decision::Allow, Decision::Deny, Decision::AllowForSession] {
+                let answer = harness
+                    .answer_line(
+                        &req.harness_ref,
+                        &req.tool,
+                        decision,
+                        DecidedBy::App,
+                        Some(text),
+                    )
+                    .expect("a talking harness takes answers");
+                one_line(&answer);
+            }
+        }
+        Some(Heard::Unserved(answer)) => one_line(&answer),
+        Some(Heard::Finished) | None => {}
+    }
+}
+
 /// The longest line the harness targets keep: small, so that inputs of a
 /// fuzzer's size reach the reader's over-the-cap path (the service's is
 /// `LINE_CAP`, 1 MiB; the code is the same).
@@ -180,6 +219,7 @@ fn harness_output(harness: Harness, data: &[u8]) {
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
             let _ = harness.native_id(&value);
         }
+        protocol_line(harness, &text);
         let Some(event) = NewEvent::harness(&text) else {
             continue;
         };
