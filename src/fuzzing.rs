@@ -176,11 +176,7 @@ fn protocol_line(harness: Harness, text: &str) {
         Some(Heard::Asked(req)) => {
             assert!(req.harness_ref.len() <= 256 && req.tool.len() <= 1024);
             assert!(!req.reason.as_ref().is_some_and(|r| r.len() > 1024));
-            assert!(
-                req.input.len() <= talk::INPUT_MAX + 64,
-                "{}",
-                req.input.len()
-            );
+            assert!(req.input.len() <= talk::INPUT_MAX, "{}", req.input.len());
             serde_json::from_str::<serde_json::Value>(&req.input).expect("the input is JSON");
             for decision in [Decision::Allow, Decision::Deny, Decision::AllowForSession] {
                 let answer = harness

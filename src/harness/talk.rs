@@ -150,18 +150,24 @@ fn ending(why: EndWhy) -> &'static str {
     }
 }
 
-/// A tool's input as JSON text, cut to [`INPUT_MAX`]: a longer one is kept
-/// as a JSON string holding its start, so the text is always JSON.
+/// A tool's input as JSON text of at most [`INPUT_MAX`] bytes: a longer
+/// one is kept as a JSON string holding its start, so the text is always
+/// JSON. Escaping can make that string longer than the text it holds, so
+/// the start is shortened until the whole fits.
 fn input_text(input: &Value) -> String {
     let text = input.to_string();
     if text.len() <= INPUT_MAX {
         return text;
     }
-    Value::String(format!(
-        "{}… (cut at {INPUT_MAX} bytes)",
-        cut(&text, INPUT_MAX)
-    ))
-    .to_string()
+    let mut keep = INPUT_MAX;
+    loop {
+        let held = format!("{}… (cut at {INPUT_MAX} bytes)", cut(&text, keep));
+        let json = Value::String(held).to_string();
+        if json.len() <= INPUT_MAX || keep == 0 {
+            return json;
+        }
+        keep = keep.saturating_sub(json.len() - INPUT_MAX);
+    }
 }
 
 /// `s`'s first `max` bytes, at a character boundary.
@@ -215,11 +221,14 @@ mod tests {
 
     #[test]
     fn a_huge_input_is_kept_as_json_text_cut_to_the_cap() {
-        let big = serde_json::json!({"content": "x".repeat(INPUT_MAX * 2)});
-        let text = input_text(&big);
-        assert!(text.len() <= INPUT_MAX + 64, "{}", text.len());
-        let v: Value = serde_json::from_str(&text).expect("still JSON");
-        assert!(v.as_str().unwrap().ends_with("(cut at 262144 bytes)"));
+        // Quotes double in the string that holds them: still within the cap.
+        for content in ["x", "\"", "\u{1}"] {
+            let big = serde_json::json!({"content": content.repeat(INPUT_MAX * 2)});
+            let text = input_text(&big);
+            assert!(text.len() <= INPUT_MAX, "{}", text.len());
+            let v: Value = serde_json::from_str(&text).expect("still JSON");
+            assert!(v.as_str().unwrap().ends_with("(cut at 262144 bytes)"));
+        }
     }
 
     #[test]
