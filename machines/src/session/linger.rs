@@ -80,6 +80,7 @@ impl Session {
         });
         let resume = r.native_id.clone();
         self.state.linger_until = None;
+        self.state.steered = false;
         self.emit(Event::TurnStarted {
             turn: seq,
             prompt: prompt.id,

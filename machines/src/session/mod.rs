@@ -153,6 +153,11 @@ pub struct State {
     /// When the finished turn's lingering process stops waiting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linger_until: Option<Millis>,
+    /// A prompt was steered into the current turn: claude may run it as a
+    /// part of its own after the turn's `result`, so the turn does not
+    /// linger; its process ends with all of its parts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub steered: bool,
     /// The last `Persist` failed: the record is written again then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persist_retry_at: Option<Millis>,
@@ -241,6 +246,7 @@ impl Session {
                 term_at: None,
                 input_closed: false,
                 linger_until: None,
+                steered: false,
                 persist_retry_at: None,
                 undelivered: None,
             },

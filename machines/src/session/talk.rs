@@ -47,6 +47,7 @@ impl Session {
             text_truncated,
         });
         self.staged.push(Effect::Steer { seq, prompt, text });
+        self.state.steered = true;
         Outcome::Applied
     }
 
@@ -81,7 +82,8 @@ impl Session {
         if !talking || self.state.input_closed || t.finished {
             return Outcome::Ignored;
         }
-        if self.config.linger > 0 && t.ending.is_none() && t.reported {
+        let lingers = self.config.linger > 0 && t.ending.is_none() && t.reported;
+        if lingers && !self.state.steered {
             self.linger(now, seq);
         } else {
             self.close_input(seq);

@@ -51,6 +51,7 @@ impl Session {
         self.state.term_at = None;
         self.state.input_closed = false;
         self.state.linger_until = None;
+        self.state.steered = false;
         self.void_pending(seq);
         self.rec().turn.take()
     }

@@ -358,6 +358,29 @@ fn stop_ends_a_lingering_process_and_interrupt_finds_nothing_to_interrupt() {
 }
 
 #[test]
+fn a_turn_with_a_steer_does_not_linger_since_its_harness_may_run_it_after_its_result() {
+    let mut t = talking_lingering(LINGER);
+    t.go(Input::Steer("and then this".into()));
+    let e = t.go(Input::TurnFinished { seq: 2 });
+    assert_eq!(e, vec![Effect::CloseInput { seq: 2 }]);
+    assert_eq!(
+        t.s.shown(),
+        Shown::Running,
+        "until its process has run it all"
+    );
+    t.end(2, Exit::Code(0));
+    // The next turn lingers again.
+    t.go(Input::Message("three".into()));
+    t.go(Input::TurnSpawned { seq: 3, process: P });
+    t.go(Input::NativeId {
+        seq: 3,
+        native_id: "n1".into(),
+    });
+    let e = t.go(Input::TurnFinished { seq: 3 });
+    assert!(!has(&e, &Effect::CloseInput { seq: 3 }), "{e:?}");
+}
+
+#[test]
 fn an_interrupted_turn_does_not_linger() {
     let mut t = talking_lingering(LINGER);
     t.go(Input::Interrupt);
