@@ -34,7 +34,7 @@ fn await_ended(svc: &Service, id: &str, n: usize) -> Vec<Value> {
 
 #[test]
 fn a_follow_up_within_the_linger_spawns_nothing_and_one_after_it_resumes() {
-    let svc = Service::start(ROOM_CORE, json!({"linger_ms": 1500}));
+    let svc = Service::start(ROOM_CORE, json!({"linger_ms": 3000}));
     let folder = svc.folder("warm");
     let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
     let id = s["id"].as_str().unwrap().to_string();
@@ -68,7 +68,7 @@ fn a_follow_up_within_the_linger_spawns_nothing_and_one_after_it_resumes() {
 
     // After the linger it exits by itself, and nothing of the session runs.
     assert!(
-        exited_within(pid, Duration::from_secs(6)).is_some(),
+        exited_within(pid, Duration::from_secs(10)).is_some(),
         "it outlived its linger"
     );
     assert_eq!(turn_processes(&id), Vec::<u32>::new());
@@ -139,7 +139,13 @@ fn after_a_kill_9_a_warm_turn_and_its_process_are_killed_and_said_cut() {
         json!({"prompt": "sleep: 60"}),
     );
     assert_eq!(status, 200, "{v}");
-    svc.await_session(&id, "running", |v| v["state"] == "running");
+    // On record as begun (its harness named the session for turn 2), so
+    // the restore does not run its prompt again.
+    let path = svc.state.join("sessions").join(format!("{id}.json"));
+    wait_until("turn 2 on record as begun", Duration::from_secs(10), || {
+        let record: Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+        (record["turn"]["seq"] == 2 && record["turn"]["reported"] == true).then_some(())
+    });
     svc.kill9();
     assert!(alive(pid), "a kill -9 of the service leaves it");
     svc.start_again();
