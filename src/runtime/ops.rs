@@ -44,11 +44,8 @@ impl Runtime {
             kill_grace: self.config.kill_grace_ms,
             approval_timeout: self.config.approval_timeout_ms,
             talks: harness.talks(),
-            linger: if harness.talks() {
-                self.config.linger_ms
-            } else {
-                0
-            },
+            // Only a harness that talks lingers; the machine reads it so.
+            linger: self.config.linger_ms,
         }
     }
 

@@ -75,12 +75,7 @@ impl Runtime {
                 .push_back(Input::SteerUndelivered { seq, prompt, text });
             return;
         };
-        let say = Say::Steer { prompt, text, line };
-        let said = match s.live.as_ref().filter(|l| l.seq == seq) {
-            Some(live) => live.input.say(say),
-            None => Err(say),
-        };
-        if let Err(say) = said {
+        if let Err(say) = hand(s, seq, Say::Steer { prompt, text, line }) {
             undelivered(seq, say, "the turn takes no more input", |input| {
                 pass.inputs.push_back(input)
             });
@@ -109,15 +104,20 @@ impl Runtime {
     /// Hands `say` to turn `seq`'s stdin writer; a turn that is gone or
     /// does not read needs it no more (its end is on its way).
     fn say(&self, s: &Hosted, seq: TurnSeq, say: Say, what: &str) {
-        let said = match s.live.as_ref().filter(|l| l.seq == seq) {
-            Some(live) => live.input.say(say),
-            None => Err(say),
-        };
-        if said.is_err() {
+        if hand(s, seq, say).is_err() {
             log::warn!(
                 "{}: turn {seq} takes no more input; {what} is dropped",
                 s.id
             );
         }
+    }
+}
+
+/// Hands `say` to turn `seq`'s stdin writer; gives it back when the turn
+/// has no process any more or its writer takes nothing more.
+fn hand(s: &Hosted, seq: TurnSeq, say: Say) -> Result<(), Say> {
+    match s.live.as_ref().filter(|l| l.seq == seq) {
+        Some(live) => live.input.say(say),
+        None => Err(say),
     }
 }
