@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::harness::codex_protocol::ApprovalPolicy;
 use crate::harness::modes::{ClaudePermissionMode, CodexSandbox, Modes};
 
 /// Everything room-core can be told. Unknown fields are refused so a typo in a
@@ -303,6 +304,9 @@ impl Config {
             claude_allowed_tools: self.claude_allowed_tools.clone(),
             codex: self.codex_sandbox,
             codex_network: self.codex_network,
+            // Nothing asks: what the sandbox refuses fails, as the
+            // configured modes say.
+            codex_approvals: ApprovalPolicy::Never,
         }
     }
 

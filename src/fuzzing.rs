@@ -26,7 +26,9 @@ use room_machines::{Command, CopyMark, Observation, Parsed};
 use crate::api::bodies;
 use crate::api::query::Query;
 use crate::error::Refusal;
-use crate::harness::talk::{self, Heard};
+use crate::harness::codex_protocol::{ApprovalPolicy, SandboxMode};
+use crate::harness::codex_talk::Opening;
+use crate::harness::talk::{self, Answer, Heard, Out, Said, Talker};
 use crate::harness::Harness;
 use crate::journal::{Journal, Journalled, NewEvent, MAX_PAGE};
 use crate::procfs;
@@ -158,41 +160,58 @@ pub fn harness_claude(data: &[u8]) {
     harness_output(Harness::Claude, data);
 }
 
-/// A codex turn's stdout (`exec --json`), as the turn reader takes it.
+/// A codex process's stdout (its app server), as the turn reader takes it.
 pub fn harness_codex(data: &[u8]) {
     harness_output(Harness::Codex, data);
 }
 
-/// What a talking harness's line says to the session, and every line
-/// room-core would write back for it: a request's fields within their caps
-/// (its input still JSON), each answer one JSON line that claude can read.
-fn protocol_line(harness: Harness, text: &str) {
-    let one_line = |line: &str| {
-        let body = line.strip_suffix('\n').expect("a line ends in a newline");
-        assert!(!body.contains('\n'), "one line: {line:?}");
+/// A talker whose turn runs: claude's, or codex's once its thread is open
+/// and its turn's ID known, so that answers and steers are worded too.
+fn talking(harness: Harness) -> Talker {
+    let opening = Opening {
+        cwd: "/w".into(),
+        resume: None,
+        approval_policy: ApprovalPolicy::Untrusted,
+        sandbox: SandboxMode::WorkspaceWrite,
+    };
+    let mut talker = Talker::new(harness, opening);
+    talker.say(Said::Prompt("p".into()));
+    if harness == Harness::Codex {
+        talker.hear(r#"{"id":2,"result":{"thread":{"id":"t"}}}"#);
+        talker.hear(r#"{"id":3,"result":{"turn":{"id":"u"}}}"#);
+    }
+    talker
+}
+
+/// What a harness's line says to the session, and every line room-core
+/// would write back for it: a request's fields within their caps (its
+/// input still JSON), each line one JSON line that the CLI can read.
+fn protocol_line(talker: &mut Talker, text: &str) {
+    let one_line = |out: &Out| {
+        let body = out
+            .line
+            .strip_suffix('\n')
+            .expect("a line ends in a newline");
+        assert!(!body.contains('\n'), "one line: {:?}", out.line);
         serde_json::from_str::<serde_json::Value>(body).expect("JSON");
     };
-    match harness.hear(text) {
-        Some(Heard::Asked(req)) => {
-            assert!(req.harness_ref.len() <= 256 && req.tool.len() <= 1024);
-            assert!(!req.reason.as_ref().is_some_and(|r| r.len() > 1024));
-            assert!(req.input.len() <= talk::INPUT_MAX, "{}", req.input.len());
-            serde_json::from_str::<serde_json::Value>(&req.input).expect("the input is JSON");
-            for decision in [Decision::Allow, Decision::Deny, Decision::AllowForSession] {
-                let answer = harness
-                    .answer_line(
-                        &req.harness_ref,
-                        &req.tool,
-                        decision,
-                        DecidedBy::App,
-                        Some(text),
-                    )
-                    .expect("a talking harness takes answers");
-                one_line(&answer);
-            }
+    let hearing = talker.hear(text);
+    hearing.writes.iter().for_each(one_line);
+    if let Some(Heard::Asked(req)) = hearing.heard {
+        assert!(req.harness_ref.len() <= 256 && req.tool.len() <= 1024);
+        assert!(!req.reason.as_ref().is_some_and(|r| r.len() > 1024));
+        assert!(req.input.len() <= talk::INPUT_MAX, "{}", req.input.len());
+        serde_json::from_str::<serde_json::Value>(&req.input).expect("the input is JSON");
+        for decision in [Decision::Allow, Decision::Deny, Decision::AllowForSession] {
+            let answer = Said::Answer(Answer {
+                harness_ref: req.harness_ref.clone(),
+                tool: req.tool.clone(),
+                decision,
+                by: DecidedBy::App,
+                message: Some(text.to_string()),
+            });
+            talker.say(answer).iter().for_each(one_line);
         }
-        Some(Heard::Unserved(answer)) => one_line(&answer),
-        Some(Heard::Finished) | None => {}
     }
 }
 
@@ -206,6 +225,7 @@ const HARNESS_LINE_CAP: usize = 512;
 /// the journal that restores to the same data byte for byte.
 fn harness_output(harness: Harness, data: &[u8]) {
     let mut lines = LineReader::with_cap(data, HARNESS_LINE_CAP);
+    let mut talker = talking(harness);
     let mut count = 0;
     while let Some(line) = lines.next_line().expect("a slice cannot fail to read") {
         count += 1;
@@ -213,9 +233,9 @@ fn harness_output(harness: Harness, data: &[u8]) {
         let Line::Text(text) = line else { continue };
         assert!(text.len() <= HARNESS_LINE_CAP && !text.contains('\n'));
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
-            let _ = harness.native_id(&value);
+            let _ = harness.usage(&value);
         }
-        protocol_line(harness, &text);
+        protocol_line(&mut talker, &text);
         let Some(event) = NewEvent::harness(&text) else {
             continue;
         };

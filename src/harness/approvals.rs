@@ -2,24 +2,17 @@
 //! An approval means something only if the agent cannot give it itself: a
 //! tool running as the service's own account can read the API token and
 //! answer its own request, so the harness must run as another account
-//! (`agent_uid`). And only a harness that talks a protocol asks at all.
+//! (`agent_uid`).
 
 use room_machines::session::ApprovalMode;
 
-use super::{account, Harness};
+use super::account;
 
 /// Why `approvals` cannot be `mode` for a `harness` session under this
 /// `agent_uid`, in a sentence; `None` when it can.
-pub fn refusal(mode: ApprovalMode, harness: Harness, agent_uid: Option<u32>) -> Option<String> {
+pub fn refusal(mode: ApprovalMode, agent_uid: Option<u32>) -> Option<String> {
     if mode == ApprovalMode::Auto {
         return None;
-    }
-    if !harness.talks() {
-        return Some(format!(
-            "approvals \"app\" needs a harness that asks over a protocol; {} turns run \
-             one-shot and ask nothing.",
-            harness.name()
-        ));
     }
     match account::for_agent(agent_uid) {
         Ok(Some(_)) => None,
@@ -40,14 +33,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_app_answers_only_a_harness_that_asks_under_another_account() {
+    fn the_app_answers_only_a_harness_under_another_account() {
         let me = nix::unistd::geteuid().as_raw();
-        assert_eq!(refusal(ApprovalMode::Auto, Harness::Codex, None), None);
+        assert_eq!(refusal(ApprovalMode::Auto, None), None);
         for own in [None, Some(me)] {
-            let why = refusal(ApprovalMode::App, Harness::Claude, own).unwrap();
+            let why = refusal(ApprovalMode::App, own).unwrap();
             assert!(why.contains("could read the API token"), "{why}");
         }
-        let why = refusal(ApprovalMode::App, Harness::Codex, Some(me)).unwrap();
-        assert!(why.contains("codex turns run one-shot"), "{why}");
     }
 }

@@ -3,8 +3,9 @@
 //! --permission-prompt-tool stdio [--resume <id>] --permission-mode <mode>
 //! [--allowedTools <tool>...]`, the prompt a user message on stdin (so no
 //! prompt can be taken for an option). The turn's first event,
-//! `{"type":"system","subtype":"init","session_id":…}`, names the session;
-//! its `result` ends the turn and says what it used.
+//! `{"type":"system","subtype":"init","session_id":…}`, names the session
+//! (claude_talk.rs hears it); its `result` ends the turn and says what it
+//! used.
 
 use room_machines::session::{Usage, UsageReport};
 use serde_json::Value;
@@ -27,13 +28,6 @@ pub fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {
         a.extend(modes.claude_allowed_tools.iter().cloned());
     }
     a
-}
-
-/// The session ID from the `system`/`init` event.
-pub fn native_id(event: &Value) -> Option<String> {
-    (event["type"] == "system" && event["subtype"] == "init")
-        .then(|| event["session_id"].as_str().map(str::to_string))
-        .flatten()
 }
 
 /// The turn's usage from its `result` event: `model_usage_since_last_result`
@@ -114,9 +108,6 @@ mod tests {
                 "plan"
             ]
         );
-        let e = serde_json::json!({"type":"system","subtype":"init","session_id":"s1"});
-        assert_eq!(native_id(&e), Some("s1".into()));
-        assert_eq!(native_id(&serde_json::json!({"type":"assistant"})), None);
     }
 
     /// The events the real CLI printed (fixtures/oneshot/record.py).

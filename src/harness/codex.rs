@@ -1,66 +1,58 @@
-//! Codex: `codex exec --json --skip-git-repo-check --sandbox <mode>
-//! [-c sandbox_workspace_write.network_access=true] [resume <id>] -`, the
-//! prompt on stdin (`-`). `--json` and the sandbox are `exec` options, so
-//! they go before the `resume` subcommand (which has no `--sandbox` of its
-//! own; they apply to it all the same). A session's folder is rarely a git
-//! work tree, and codex refuses one that is not without
-//! `--skip-git-repo-check`. The first JSONL event,
-//! `{"type":"thread.started","thread_id":…}`, names the session; the last,
-//! `turn.completed`, says what the thread has used so far.
+//! Codex on its app server (codex_protocol.rs, codex_talk.rs): `codex
+//! app-server [-c sandbox_workspace_write.network_access=true]`, JSON-RPC
+//! on stdio. The thread's folder, sandbox and approval policy go in
+//! `thread/start` (or `thread/resume`, which continues a native session by
+//! its thread ID); the network switch is config, so it goes on the command
+//! line. `thread/tokenUsage/updated`, after each model request, says what
+//! the thread has used so far.
 
 use room_machines::session::{Usage, UsageReport};
 use serde_json::Value;
 
+use super::codex_protocol::PROTOCOL_ARGS;
+use super::codex_talk::Opening;
 use super::figures::count;
 use super::modes::{CodexSandbox, Modes};
 
-/// The argv (without the program) of one turn.
-pub fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        "exec".into(),
-        "--json".into(),
-        "--skip-git-repo-check".into(),
-        "--sandbox".into(),
-        modes.codex.flag().into(),
-    ];
+/// The argv (without the program) of a process.
+pub fn argv(modes: &Modes) -> Vec<String> {
+    let mut a: Vec<String> = PROTOCOL_ARGS.iter().map(|s| s.to_string()).collect();
     if modes.codex == CodexSandbox::WorkspaceWrite && modes.codex_network {
         a.extend([
             "-c".into(),
             "sandbox_workspace_write.network_access=true".into(),
         ]);
     }
-    if let Some(id) = native_id {
-        a.extend(["resume".into(), id.into()]);
-    }
-    // The prompt: read from stdin.
-    a.push("-".into());
     a
 }
 
-/// The thread ID from the `thread.started` event.
-pub fn native_id(event: &Value) -> Option<String> {
-    (event["type"] == "thread.started")
-        .then(|| event["thread_id"].as_str().map(str::to_string))
-        .flatten()
+/// How a process opens its thread in `folder`: a new one, or `native_id`.
+pub fn opening(folder: &str, native_id: Option<&str>, modes: &Modes) -> Opening {
+    Opening {
+        cwd: folder.to_string(),
+        resume: native_id.map(str::to_string),
+        approval_policy: modes.codex_approvals,
+        sandbox: modes.codex.mode(),
+    }
 }
 
-/// The usage in a `turn.completed` event: the thread's running total, over
-/// every turn and resumed process (not the turn's own). codex's
-/// `input_tokens` holds its `cached_input_tokens` and
-/// `cache_write_input_tokens`; room-core's input is what is left. Its
-/// output holds its reasoning. codex reports no cost.
+/// The usage in a `thread/tokenUsage/updated` notification: the thread's
+/// running total, over every turn and resumed process (not the turn's
+/// own). codex's `inputTokens` holds its `cachedInputTokens` and
+/// `cacheWriteInputTokens`; room-core's input is what is left. Its output
+/// holds its reasoning. codex reports no cost.
 pub fn usage(event: &Value) -> Option<UsageReport> {
-    let u = &event["usage"];
-    if event["type"] != "turn.completed" || !u.is_object() {
+    let u = &event["params"]["tokenUsage"]["total"];
+    if event["method"] != "thread/tokenUsage/updated" || !u.is_object() {
         return None;
     }
-    let read = count(&u["cached_input_tokens"]);
-    let write = count(&u["cache_write_input_tokens"]);
+    let read = count(&u["cachedInputTokens"]);
+    let write = count(&u["cacheWriteInputTokens"]);
     Some(UsageReport::Total(Usage {
-        input_tokens: count(&u["input_tokens"])
+        input_tokens: count(&u["inputTokens"])
             .saturating_sub(read)
             .saturating_sub(write),
-        output_tokens: count(&u["output_tokens"]),
+        output_tokens: count(&u["outputTokens"]),
         cache_read_tokens: read,
         cache_write_tokens: write,
         cost_usd: None,
@@ -71,34 +63,39 @@ pub fn usage(event: &Value) -> Option<UsageReport> {
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::harness::codex_protocol::{ApprovalPolicy, SandboxMode};
 
     #[test]
-    fn resumes_by_thread_id_and_plans_read_only() {
+    fn the_network_switch_is_config_and_the_rest_opens_the_thread() {
         let config = Config::default();
-        let base = ["exec", "--json", "--skip-git-repo-check", "--sandbox"];
-        let net = ["-c", "sandbox_workspace_write.network_access=true"];
-        let a = argv(None, &config.modes(false));
-        assert_eq!(a[..4], base);
-        assert_eq!(a[4..], ["workspace-write", net[0], net[1], "-"]);
-        let a = argv(Some("t1"), &config.modes(false));
+        let net = "sandbox_workspace_write.network_access=true";
+        assert_eq!(argv(&config.modes(false)), ["app-server", "-c", net]);
+        assert_eq!(argv(&config.modes(true)), ["app-server"]);
+        let o = opening("/w", Some("t1"), &config.modes(false));
+        assert_eq!(o.resume.as_deref(), Some("t1"));
         assert_eq!(
-            a[4..],
-            ["workspace-write", net[0], net[1], "resume", "t1", "-"]
+            (o.approval_policy, o.sandbox),
+            (ApprovalPolicy::Never, SandboxMode::WorkspaceWrite)
         );
-        let a = argv(Some("t1"), &config.modes(true));
-        assert_eq!(a[4..], ["read-only", "resume", "t1", "-"]);
-        let e = serde_json::json!({"type":"thread.started","thread_id":"t1"});
-        assert_eq!(native_id(&e), Some("t1".into()));
+        let o = opening("/w", None, &config.modes(false).asking());
+        assert_eq!(o.approval_policy, ApprovalPolicy::Untrusted);
+        let o = opening("/w", None, &config.modes(true));
+        assert_eq!(
+            (o.approval_policy, o.sandbox),
+            (ApprovalPolicy::Never, SandboxMode::ReadOnly)
+        );
     }
 
-    /// The events the real CLI printed (fixtures/oneshot/record.py).
+    /// The messages the real CLI printed (fixtures/protocols/codex/).
     fn recorded(name: &str) -> Vec<Value> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("fixtures/oneshot/codex/{name}.jsonl"));
+            .join(format!("fixtures/protocols/codex/{name}.jsonl"));
         std::fs::read_to_string(path)
             .unwrap()
             .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|l| l["dir"] == "from_cli")
+            .map(|l| l["msg"].clone())
             .collect()
     }
 
@@ -113,21 +110,18 @@ mod tests {
     }
 
     #[test]
-    fn turn_completed_reports_the_threads_running_total_with_cached_input_split_out() {
+    fn token_usage_reports_the_threads_running_total_with_cached_input_split_out() {
         let reports = |name| -> Vec<_> { recorded(name).iter().filter_map(usage).collect() };
         // The fake model's 10 input hold 3 cached and 7 cache-write.
-        assert_eq!(reports("first"), [total(0, 5, 3, 7)]);
-        // Resumed, two requests: the thread's three, not the turn's two.
-        assert_eq!(reports("resumed"), [total(0, 15, 9, 21)]);
-        let odd = serde_json::json!({"type": "turn.completed",
-            "usage": {"input_tokens": 100, "cached_input_tokens": -3, "output_tokens": "5"}});
+        assert_eq!(reports("turn"), [total(0, 5, 3, 7), total(0, 10, 6, 14)]);
+        let odd = serde_json::json!({"method": "thread/tokenUsage/updated", "params": {
+            "tokenUsage": {"total": {"inputTokens": 100, "cachedInputTokens": -3,
+                                     "outputTokens": "5"}}}});
         assert_eq!(usage(&odd), Some(total(100, 0, 0, 0)));
-        let short = serde_json::json!({"type": "turn.completed",
-            "usage": {"input_tokens": 2, "cached_input_tokens": 3}});
-        assert_eq!(usage(&short), Some(total(0, 0, 3, 0)));
         for none in [
-            serde_json::json!({"type": "turn.completed"}),
-            serde_json::json!({"type": "turn.failed", "usage": {"input_tokens": 1}}),
+            serde_json::json!({"method": "thread/tokenUsage/updated"}),
+            serde_json::json!({"method": "turn/completed",
+                               "params": {"tokenUsage": {"total": {"inputTokens": 1}}}}),
         ] {
             assert_eq!(usage(&none), None, "{none}");
         }

@@ -1,11 +1,11 @@
 //! One turn's command: what to run, with which arguments, environment,
-//! folder, stdin and account. `TurnSpec` is plain data so any spawner can
+//! folder, protocol and account. `TurnSpec` is plain data so any spawner can
 //! take it: `TurnSpec::command` makes a `std::process::Command`, and a
 //! spawner of its own (fork/exec, a cgroup) reads the same fields.
 //!
-//! The prompt is never an argument: both CLIs read it from stdin (claude
-//! `-p` with no prompt argument, codex's prompt `-`), so no prompt, however
-//! it begins, can be taken for an option.
+//! The prompt is never an argument: both CLIs read it from stdin on their
+//! protocol (claude a user message, codex `turn/start`), so no prompt,
+//! however it begins, can be taken for an option.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -16,6 +16,8 @@ use std::process::{ChildStdin, Command, Stdio};
 use room_machines::session::ApprovalMode;
 
 use super::account::{self, Account};
+use super::codex;
+use super::talk::Talker;
 use super::{Harness, Programs};
 use crate::config::Config;
 
@@ -33,10 +35,9 @@ pub struct TurnSpec {
     pub env: Vec<(OsString, OsString)>,
     /// The working folder: the session's folder.
     pub cwd: PathBuf,
-    /// The bytes to write to stdin first: the prompt (as a user message
-    /// for a harness that talks; stdin is then closed for one that does
-    /// not).
-    pub stdin: Vec<u8>,
+    /// What is said on its stdin (the prompt, then whatever the session
+    /// says), in its protocol.
+    pub talker: Talker,
     /// The account to run as; `None`: the service's own.
     pub account: Option<Account>,
 }
@@ -46,8 +47,6 @@ pub struct TurnSpec {
 pub struct Turn<'a> {
     /// Which CLI.
     pub harness: Harness,
-    /// The prompt.
-    pub prompt: &'a str,
     /// The native session to resume, if any.
     pub native_id: Option<&'a str>,
     /// A read-only turn.
@@ -86,12 +85,14 @@ pub fn build(
     if turn.approvals == ApprovalMode::App && !turn.plan_only {
         modes = modes.asking();
     }
+    let folder = turn.folder.to_string_lossy();
+    let opening = codex::opening(&folder, turn.native_id, &modes);
     Ok(TurnSpec {
         program,
         args: turn.harness.argv(turn.native_id, &modes),
         env,
         cwd: turn.folder.to_path_buf(),
-        stdin: turn.harness.prompt_bytes(turn.prompt),
+        talker: Talker::new(turn.harness, opening),
         account,
     })
 }
@@ -282,6 +283,7 @@ pub fn feed_stdin(mut stdin: ChildStdin, bytes: Vec<u8>) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::talk::Said;
 
     fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
         pairs
@@ -396,7 +398,7 @@ mod tests {
     }
 
     #[test]
-    fn the_prompt_is_stdin_and_never_an_argument() {
+    fn the_prompt_is_said_on_stdin_and_never_an_argument() {
         let config = Config {
             token: Some("tok-never-in-env".into()),
             ..Config::default()
@@ -409,14 +411,22 @@ mod tests {
             for prompt in ["-x", "--help", "--", "two\nlines", ""] {
                 let turn = Turn {
                     harness,
-                    prompt,
                     native_id: Some("abc"),
                     plan_only: false,
                     approvals: ApprovalMode::Auto,
                     folder: Path::new("/work/s1"),
                 };
-                let spec = build(&config, &programs, &secrets(&config), &turn).unwrap();
-                assert_eq!(spec.stdin, harness.prompt_bytes(prompt));
+                let mut spec = build(&config, &programs, &secrets(&config), &turn).unwrap();
+                let said = spec.talker.say(Said::Prompt(prompt.into()));
+                let mut heard = said.iter().map(|o| o.line.clone()).collect::<String>();
+                if harness == Harness::Codex {
+                    // codex takes the prompt once its thread is open.
+                    let open = r#"{"id":2,"result":{"thread":{"id":"abc"}}}"#;
+                    heard = spec.talker.hear(open).writes.remove(0).line;
+                    assert!(said[2].line.contains(r#""threadId":"abc""#), "{said:?}");
+                }
+                let text = serde_json::to_string(prompt).unwrap();
+                assert!(heard.contains(&text), "{heard}");
                 assert!(!spec.args.iter().any(|a| a == prompt), "{:?}", spec.args);
                 assert_eq!(spec.cwd, Path::new("/work/s1"));
                 assert_eq!(spec.program, programs.of(harness));
@@ -436,7 +446,6 @@ mod tests {
         };
         let turn = Turn {
             harness: Harness::Codex,
-            prompt: "hi",
             native_id: Some("--dangerously-bypass-approvals-and-sandbox"),
             plan_only: false,
             approvals: ApprovalMode::Auto,

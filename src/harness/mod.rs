@@ -1,16 +1,19 @@
-//! claude and codex adapters: the argv of one turn, the native session ID
-//! and the usage in a turn's JSON event stream, and (`talk`) what is said
-//! on the stdin of a harness that talks a protocol there. A turn is one
-//! process run in the session's folder, its prompt on stdin; a later turn
-//! resumes the native session. `command` builds a turn's whole spec (program, argv,
-//! environment, folder, stdin, account); docs/harnesses.md describes it.
+//! claude and codex adapters: the argv of a harness process, the usage in
+//! its JSON output, and (`talk`) what is said on its stdin and heard on its
+//! stdout on each CLI's protocol. A process runs in the session's folder
+//! and serves one turn, or several while it lingers; a process of a later
+//! turn resumes the native session. `command` builds a process's whole
+//! spec (program, argv, environment, folder, talker, account);
+//! docs/harnesses.md describes it.
 
 pub mod account;
 pub mod approvals;
 pub mod claude;
 pub mod claude_protocol;
+mod claude_talk;
 pub mod codex;
 pub mod codex_protocol;
+pub mod codex_talk;
 pub mod command;
 pub mod figures;
 mod lenient;
@@ -43,20 +46,13 @@ impl Harness {
         }
     }
 
-    /// The arguments of one turn (a new session, or a resume of
-    /// `native_id`); the prompt is not among them, it goes on stdin.
+    /// The arguments of a process (claude's name the native session it
+    /// resumes, codex's thread is resumed on its protocol); the prompt is
+    /// not among them, it goes on stdin.
     pub fn argv(self, native_id: Option<&str>, modes: &modes::Modes) -> Vec<String> {
         match self {
             Harness::Claude => claude::argv(native_id, modes),
-            Harness::Codex => codex::argv(native_id, modes),
-        }
-    }
-
-    /// The native session ID if `event` is the one that announces it.
-    pub fn native_id(self, event: &serde_json::Value) -> Option<String> {
-        match self {
-            Harness::Claude => claude::native_id(event),
-            Harness::Codex => codex::native_id(event),
+            Harness::Codex => codex::argv(modes),
         }
     }
 
@@ -74,7 +70,7 @@ impl Harness {
     pub fn may_report_usage(self, line: &str) -> bool {
         match self {
             Harness::Claude => line.contains("\"result\""),
-            Harness::Codex => line.contains("\"turn.completed\""),
+            Harness::Codex => line.contains("\"thread/tokenUsage/updated\""),
         }
     }
 }
@@ -141,23 +137,26 @@ mod tests {
     use super::*;
 
     /// Every line the real CLIs printed that reports usage passes the cheap
-    /// look the stdout reader takes before parsing a line
-    /// (fixtures/oneshot/record.py).
+    /// look the stdout reader takes before parsing a line.
     #[test]
     fn the_lines_that_report_usage_are_the_ones_worth_parsing() {
-        for harness in [Harness::Claude, Harness::Codex] {
-            let mut reports = 0;
-            for name in ["first", "resumed"] {
-                let path = fixtures_dir().join(format!("oneshot/{}/{name}.jsonl", harness.name()));
-                for line in std::fs::read_to_string(path).unwrap().lines() {
-                    let event: serde_json::Value = serde_json::from_str(line).unwrap();
-                    if harness.usage(&event).is_some() {
-                        reports += 1;
-                        assert!(harness.may_report_usage(line), "{line}");
-                    }
+        for (harness, file, reports) in [
+            (Harness::Claude, "oneshot/claude/resumed.jsonl", 1),
+            (Harness::Codex, "protocols/codex/turn.jsonl", 2),
+        ] {
+            let mut seen = 0;
+            let text = std::fs::read_to_string(fixtures_dir().join(file)).unwrap();
+            for line in text.lines() {
+                let mut event: serde_json::Value = serde_json::from_str(line).unwrap();
+                if harness == Harness::Codex {
+                    event = event["msg"].take();
+                }
+                if harness.usage(&event).is_some() {
+                    seen += 1;
+                    assert!(harness.may_report_usage(&event.to_string()), "{line}");
                 }
             }
-            assert_eq!(reports, 2, "one report per turn");
+            assert_eq!(seen, reports, "{file}");
         }
     }
 }

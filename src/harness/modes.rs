@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::codex_protocol::{ApprovalPolicy, SandboxMode};
+
 /// claude's `--permission-mode` for a normal turn (its own names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClaudePermissionMode {
@@ -58,12 +60,12 @@ pub enum CodexSandbox {
 }
 
 impl CodexSandbox {
-    /// The value of `--sandbox`.
-    pub fn flag(self) -> &'static str {
+    /// The app server's name for it (a thread's `sandbox`).
+    pub fn mode(self) -> SandboxMode {
         match self {
-            CodexSandbox::WorkspaceWrite => "workspace-write",
-            CodexSandbox::DangerFullAccess => "danger-full-access",
-            CodexSandbox::ReadOnly => "read-only",
+            CodexSandbox::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            CodexSandbox::DangerFullAccess => SandboxMode::DangerFullAccess,
+            CodexSandbox::ReadOnly => SandboxMode::ReadOnly,
         }
     }
 }
@@ -81,16 +83,21 @@ pub struct Modes {
     /// calls reach Core through a Unix socket, which the sandbox's network
     /// filter otherwise refuses).
     pub codex_network: bool,
+    /// When codex asks (a thread's `approvalPolicy`).
+    pub codex_approvals: ApprovalPolicy,
 }
 
 impl Modes {
     /// A turn of a session whose app answers approvals (`approvals: app`):
     /// claude in its `default` mode with no tool allowed up front, so every
-    /// tool use that changes something (Write, Edit, Bash) is asked about.
+    /// tool use that changes something (Write, Edit, Bash) is asked about;
+    /// codex `untrusted`, so every command it does not know to be
+    /// read-only is.
     pub fn asking(self) -> Modes {
         Modes {
             claude: ClaudePermissionMode::Default,
             claude_allowed_tools: Vec::new(),
+            codex_approvals: ApprovalPolicy::Untrusted,
             ..self
         }
     }
@@ -102,6 +109,7 @@ impl Modes {
             claude_allowed_tools: Vec::new(),
             codex: CodexSandbox::ReadOnly,
             codex_network: false,
+            codex_approvals: ApprovalPolicy::Never,
         }
     }
 }

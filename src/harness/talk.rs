@@ -1,15 +1,15 @@
-//! What room-core says to a harness that talks a protocol on its stdin
-//! (claude's stream-json), and what it hears back that the session must
-//! know: an approval request and the end of a turn. Pure: lines in,
-//! lines out; the runtime's turn threads carry them.
-//!
-//! A harness that does not talk (codex's one-shot `exec`) reads its prompt
-//! and the end of stdin, and nothing else is said to it.
+//! What room-core says to a harness on its stdin and what it hears back
+//! that the session must know, for both protocols: claude's stream-json
+//! (claude_talk.rs) and codex's app server (codex_talk.rs). Pure: what the
+//! session wants said goes in, lines to write come out; a stdout line goes
+//! in, what it means (and any line it must be answered with) comes out.
+//! A turn's stdin writer holds one [`Talker`] per process.
 
-use room_machines::session::{ApprovalRequest, DecidedBy, Decision, EndWhy};
+use room_machines::session::{ApprovalRequest, DecidedBy, Decision, EndWhy, PromptId};
 use serde_json::Value;
 
-use super::claude_protocol::{self as claude, CliRequest, Incoming};
+use super::claude_talk;
+use super::codex_talk::{CodexTalk, Opening};
 use super::Harness;
 
 /// The longest tool input kept in an approval request, as JSON text: the
@@ -18,104 +18,148 @@ use super::Harness;
 pub const INPUT_MAX: usize = 256 << 10;
 
 /// The longest tool name or reason kept.
-const TEXT_MAX: usize = 1024;
+pub(super) const TEXT_MAX: usize = 1024;
 
-/// The longest request ID answered: claude's are UUIDs.
-const REF_MAX: usize = 256;
+/// The longest request ID answered: claude's are UUIDs, codex's numbers.
+pub(super) const REF_MAX: usize = 256;
+
+/// What the session wants said to the harness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Said {
+    /// A turn's prompt: the first of the process, or a warm follow-up.
+    Prompt(String),
+    /// A prompt for the running turn.
+    Steer {
+        /// Its number.
+        prompt: PromptId,
+        /// Its text.
+        text: String,
+    },
+    /// Stop the running turn.
+    Interrupt,
+    /// The answer to an approval request.
+    Answer(Answer),
+}
+
+/// The answer to the approval request `harness_ref` about `tool`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The harness's own ID of the request.
+    pub harness_ref: String,
+    /// The tool asked about.
+    pub tool: String,
+    /// What was decided.
+    pub decision: Decision,
+    /// By whom.
+    pub by: DecidedBy,
+    /// What the model reads with a denial.
+    pub message: Option<String>,
+}
+
+/// What a line written to the harness carries, so that one that cannot be
+/// written is reported as what it meant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Carries {
+    /// The turn's prompt.
+    Prompt,
+    /// A steered prompt, handed back to the queue if it is not written.
+    Steer {
+        /// Its number.
+        prompt: PromptId,
+        /// Its text.
+        text: String,
+    },
+    /// Anything else (a handshake, an answer, an interrupt), named for the log.
+    Other(&'static str),
+}
+
+/// One line for the harness's stdin, newline included.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Out {
+    /// The line.
+    pub line: String,
+    /// What it carries.
+    pub carries: Carries,
+}
+
+impl Out {
+    pub(super) fn other(line: String, what: &'static str) -> Out {
+        Out {
+            line,
+            carries: Carries::Other(what),
+        }
+    }
+}
 
 /// What a stdout line says that the session must hear.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Heard {
     /// The harness asks before it runs a tool.
     Asked(ApprovalRequest),
-    /// Its turn is done (claude's `result`); it waits for more input.
+    /// Its turn is done; it waits for more input.
     Finished,
-    /// A request room-core does not serve: answer it with this line, so
-    /// the harness does not wait for it.
-    Unserved(String),
+    /// A steered prompt did not reach the turn (it had ended): it goes
+    /// back to the queue.
+    SteerRefused {
+        /// Its number.
+        prompt: PromptId,
+        /// Its text.
+        text: String,
+    },
+    /// The harness refused to take the turn's prompt, and why (codex: an
+    /// unknown thread, a refused `turn/start`).
+    PromptRefused(String),
 }
 
-impl Harness {
-    /// Whether this harness talks a protocol on its stdin.
-    pub fn talks(self) -> bool {
-        matches!(self, Harness::Claude)
+/// What one stdout line means.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Hearing {
+    /// The native session the turn runs in, when this line names it.
+    pub named: Option<String>,
+    /// What the session must hear.
+    pub heard: Option<Heard>,
+    /// Lines to write in answer (a request room-core does not serve, a
+    /// prompt held until the harness could take it).
+    pub writes: Vec<Out>,
+}
+
+/// One harness process's side of its protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Talker {
+    /// claude's stream-json: nothing to remember between lines.
+    Claude,
+    /// codex's app server: the thread, the running turn, the requests
+    /// waiting for codex's answers.
+    Codex(Box<CodexTalk>),
+}
+
+impl Talker {
+    /// The talker for a new process of `harness`; codex opens its thread
+    /// as `opening` says.
+    pub fn new(harness: Harness, opening: Opening) -> Talker {
+        match harness {
+            Harness::Claude => Talker::Claude,
+            Harness::Codex => Talker::Codex(Box::new(CodexTalk::new(opening))),
+        }
     }
 
-    /// What a turn's stdin gets first: claude a user message (stdin stays
-    /// open), codex the prompt itself (then stdin closes).
-    pub fn prompt_bytes(self, prompt: &str) -> Vec<u8> {
+    /// The lines that say `said`, now or as soon as the harness can take
+    /// them (codex: a prompt before its thread is open, a steer or an
+    /// interrupt before its turn's ID is known).
+    pub fn say(&mut self, said: Said) -> Vec<Out> {
         match self {
-            Harness::Claude => claude::user_message(prompt).into_bytes(),
-            Harness::Codex => prompt.as_bytes().to_vec(),
+            Talker::Claude => claude_talk::say(said),
+            Talker::Codex(codex) => codex.say(said),
         }
     }
 
-    /// A prompt for the running turn, if this harness takes one.
-    pub fn steer_line(self, text: &str) -> Option<String> {
-        self.talks().then(|| claude::user_message(text))
-    }
-
-    /// The request that stops the running turn, if this harness takes one.
-    pub fn interrupt_line(self) -> Option<String> {
-        self.talks()
-            .then(|| claude::interrupt("room-core-interrupt"))
-    }
-
-    /// The answer to approval request `harness_ref` about `tool`.
-    pub fn answer_line(
-        self,
-        harness_ref: &str,
-        tool: &str,
-        decision: Decision,
-        by: DecidedBy,
-        message: Option<&str>,
-    ) -> Option<String> {
-        if !self.talks() {
-            return None;
-        }
-        let denial;
-        let decision = match decision {
-            Decision::Allow => claude::Decision::Allow,
-            Decision::AllowForSession => claude::Decision::AllowForSession,
-            Decision::Deny => {
-                denial = message.map_or_else(|| denial_text(by), str::to_string);
-                claude::Decision::Deny { message: &denial }
-            }
-        };
-        Some(claude::permission_response(harness_ref, tool, decision))
-    }
-
-    /// What `line`, from this harness's stdout, says that the session must
-    /// hear, if anything. Lines are looked at before they are parsed, so
-    /// the bulk of a turn's output costs no parse.
-    pub fn hear(self, line: &str) -> Option<Heard> {
-        if !self.talks() || !(line.contains("\"control_request\"") || line.contains("\"result\"")) {
-            return None;
-        }
-        match claude::decode(line) {
-            Incoming::Result(_) => Some(Heard::Finished),
-            Incoming::ControlRequest {
-                request_id,
-                request,
-            } if request_id.len() <= REF_MAX => Some(match request {
-                CliRequest::CanUseTool(req) => Heard::Asked(ApprovalRequest {
-                    harness_ref: request_id,
-                    tool: cut(&req.tool_name, TEXT_MAX),
-                    input: input_text(&req.input),
-                    reason: req
-                        .decision_reason
-                        .or(req.description)
-                        .map(|r| cut(&r, TEXT_MAX)),
-                }),
-                CliRequest::Other { subtype } => Heard::Unserved(claude::error_response(
-                    &request_id,
-                    &format!(
-                        "room-core does not serve {} requests",
-                        cut(subtype.as_deref().unwrap_or("these"), 64)
-                    ),
-                )),
-            }),
-            _ => None,
+    /// What `line`, from the harness's stdout, means. Lines are looked at
+    /// before they are parsed, so the bulk of a turn's output costs no
+    /// parse.
+    pub fn hear(&mut self, line: &str) -> Hearing {
+        match self {
+            Talker::Claude => claude_talk::hear(line),
+            Talker::Codex(codex) => codex.hear(line),
         }
     }
 }
@@ -154,7 +198,7 @@ fn ending(why: EndWhy) -> &'static str {
 /// one is kept as a JSON string holding its start, so the text is always
 /// JSON. Escaping can make that string longer than the text it holds, so
 /// the start is shortened until the whole fits.
-fn input_text(input: &Value) -> String {
+pub(super) fn input_text(input: &Value) -> String {
     let text = input.to_string();
     if text.len() <= INPUT_MAX {
         return text;
@@ -171,7 +215,7 @@ fn input_text(input: &Value) -> String {
 }
 
 /// `s`'s first `max` bytes, at a character boundary.
-fn cut(s: &str, max: usize) -> String {
+pub(super) fn cut(s: &str, max: usize) -> String {
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
@@ -184,42 +228,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn claudes_requests_and_results_are_heard_and_the_rest_is_not_parsed() {
-        let ask = r#"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"touch x"},"decision_reason":"Path is outside allowed working directories"}}"#;
-        assert_eq!(
-            Harness::Claude.hear(ask),
-            Some(Heard::Asked(ApprovalRequest {
-                harness_ref: "r1".into(),
-                tool: "Bash".into(),
-                input: r#"{"command":"touch x"}"#.into(),
-                reason: Some("Path is outside allowed working directories".into()),
-            }))
-        );
-        let result = r#"{"type":"result","subtype":"success","is_error":false}"#;
-        assert_eq!(Harness::Claude.hear(result), Some(Heard::Finished));
-        let hook =
-            r#"{"type":"control_request","request_id":"h1","request":{"subtype":"hook_callback"}}"#;
-        let Some(Heard::Unserved(line)) = Harness::Claude.hear(hook) else {
-            panic!("unserved");
-        };
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["response"]["request_id"], "h1");
-        assert_eq!(v["response"]["subtype"], "error");
-        for quiet in [
-            r#"{"type":"assistant","message":{"content":"the word \"result\" in text"}}"#,
-            "not json \"result\"",
-            r#"{"type":"control_request","request_id":"r1"}"#,
-        ] {
-            assert!(
-                !matches!(Harness::Claude.hear(quiet), Some(Heard::Asked(_))),
-                "{quiet}"
-            );
-        }
-        // codex's one-shot output is never heard.
-        assert_eq!(Harness::Codex.hear(result), None);
-    }
-
-    #[test]
     fn a_huge_input_is_kept_as_json_text_cut_to_the_cap() {
         // Quotes double in the string that holds them: still within the cap.
         for content in ["x", "\"", "\u{1}"] {
@@ -229,36 +237,5 @@ mod tests {
             let v: Value = serde_json::from_str(&text).expect("still JSON");
             assert!(v.as_str().unwrap().ends_with("(cut at 262144 bytes)"));
         }
-    }
-
-    #[test]
-    fn a_denial_without_a_message_says_why_and_an_allow_runs_what_was_asked() {
-        let line = Harness::Claude
-            .answer_line("r1", "Bash", Decision::Deny, DecidedBy::Timeout, None)
-            .unwrap();
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(
-            v["response"]["response"],
-            serde_json::json!({"behavior": "deny",
-                "message": "Denied: nobody answered the approval request in time."})
-        );
-        let line = Harness::Claude
-            .answer_line(
-                "r1",
-                "Bash",
-                Decision::Deny,
-                DecidedBy::App,
-                Some("use make"),
-            )
-            .unwrap();
-        assert!(line.contains("\"message\":\"use make\""), "{line}");
-        let line = Harness::Claude
-            .answer_line("r1", "Bash", Decision::Allow, DecidedBy::App, None)
-            .unwrap();
-        assert!(!line.contains("updatedInput"), "{line}");
-        assert_eq!(
-            Harness::Codex.answer_line("r1", "Bash", Decision::Allow, DecidedBy::App, None),
-            None
-        );
     }
 }

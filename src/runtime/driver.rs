@@ -217,7 +217,7 @@ impl Runtime {
             Effect::Signal { seq, signal } => self.signal_turn(s, seq, signal),
             Effect::KillSurvivor { seq, process } => self.kill_survivor(s, seq, process),
             Effect::CloseInput { seq } => self.close_input(s, seq),
-            Effect::InterruptTurn { seq } => self.interrupt_turn(s, seq),
+            Effect::InterruptTurn { seq } => self.interrupt_turn(s, pass, seq),
             Effect::Steer { seq, prompt, text } => self.steer(s, pass, seq, prompt, text),
             Effect::ContinueTurn { seq, prompt } => self.continue_turn(s, pass, seq, prompt),
             Effect::AnswerApproval {
@@ -227,13 +227,7 @@ impl Runtime {
                 decision,
                 by,
                 message,
-            } => self.answer_approval(
-                s,
-                seq,
-                &harness_ref,
-                &tool,
-                (decision, by, message.as_deref()),
-            ),
+            } => self.answer_approval(s, pass, seq, (harness_ref, tool), (decision, by, message)),
             Effect::Emit(event) => {
                 if let Event::TurnEnded {
                     exit, by, usage, ..

@@ -35,16 +35,15 @@ fn fields(s: &Start) -> StartFields<'_, Harness, Kind> {
 }
 
 impl Runtime {
-    /// The session machine's limits, from the config, for a session of
-    /// `harness`.
-    pub(super) fn machine_config(&self, harness: Harness) -> machine::Config {
+    /// The session machine's limits, from the config.
+    pub(super) fn machine_config(&self) -> machine::Config {
         machine::Config {
             launch: self.config.launch(),
             startup_timeout: self.config.startup_timeout_ms,
             kill_grace: self.config.kill_grace_ms,
             approval_timeout: self.config.approval_timeout_ms,
-            talks: harness.talks(),
-            // Only a harness that talks lingers; the machine reads it so.
+            // Both CLIs run on their interactive protocols.
+            talks: true,
             linger: self.config.linger_ms,
         }
     }
@@ -60,7 +59,7 @@ impl Runtime {
         Some(Box::new(Recording::begin(
             dir,
             &s.id,
-            self.machine_config(s.start.harness),
+            self.machine_config(),
             sessions::options(&s.start),
             begin,
         )))
@@ -72,8 +71,7 @@ impl Runtime {
     /// read of the status file runs on the event pool and shows in the view
     /// a moment later.
     pub fn create(&self, start: Start) -> Result<(Value, bool), Refusal> {
-        if let Some(why) = approvals::refusal(start.approvals, start.harness, self.config.agent_uid)
-        {
+        if let Some(why) = approvals::refusal(start.approvals, self.config.agent_uid) {
             return Err(Refusal::new(422, "approvals_refused", why));
         }
         loop {
@@ -117,7 +115,7 @@ impl Runtime {
             let now = self.clock.now();
             let prompt = start.prompt.clone();
             let m = machine::Session::new(
-                self.machine_config(start.harness),
+                self.machine_config(),
                 sessions::options(&start),
                 prompt.clone(),
                 now,

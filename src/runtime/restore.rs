@@ -49,7 +49,7 @@ impl Runtime {
                 let now = self.clock.now();
                 let core = record.core.clone();
                 let m = machine::Session::restore(
-                    self.machine_config(record.start.harness),
+                    self.machine_config(),
                     sessions::options(&record.start),
                     core.clone(),
                     now,

@@ -1,32 +1,36 @@
-//! The effects said on a turn's stdin to a harness that talks (claude's
-//! stream-json): the end of its input, an interrupt, a steered prompt and
-//! an approval's answer. The harness adapter words each line; the turn's
+//! The effects said on a turn's stdin: the end of its input, an interrupt,
+//! a steered prompt, a warm follow-up's prompt and an approval's answer.
+//! The process's talker words each in its harness's protocol; the turn's
 //! stdin writer writes it.
 
 use room_machines::session::{DecidedBy, Decision, Input, PromptId, TurnSeq};
 
 use super::driver::Pass;
 use super::Runtime;
-use crate::sessions::turn_input::{undelivered, Say};
+use crate::harness::talk::{Answer, Carries, Said};
+use crate::sessions::turn_input::undelivered;
 use crate::sessions::Hosted;
 
 impl Runtime {
     /// `CloseInput`: the end of the turn's stdin.
     pub(super) fn close_input(&self, s: &Hosted, seq: TurnSeq) {
-        self.say(s, seq, Say::Close, "the end of its input");
+        let closed = live(s, seq).map_or(Err(()), |l| l.input.close());
+        if closed.is_err() {
+            log::warn!(
+                "{}: turn {seq} takes no more input; its end is dropped",
+                s.id
+            );
+        }
     }
 
     /// `InterruptTurn`: the harness's own interrupt request.
-    pub(super) fn interrupt_turn(&self, s: &Hosted, seq: TurnSeq) {
-        match s.start.harness.interrupt_line() {
-            Some(line) => self.say(s, seq, Say::Line(line), "an interrupt"),
-            None => log::warn!("{}: turn {seq}'s harness takes no interrupt", s.id),
-        }
+    pub(super) fn interrupt_turn(&self, s: &Hosted, pass: &mut Pass, seq: TurnSeq) {
+        self.say(s, pass, seq, Said::Interrupt);
     }
 
     /// `ContinueTurn`: the lingering process serves turn `seq` from now
     /// on (its record, its threads' reports); the turn's start is
-    /// journalled, then its prompt handed to the process's stdin.
+    /// journalled, then its prompt said to the process.
     pub(super) fn continue_turn(
         &self,
         s: &mut Hosted,
@@ -34,7 +38,6 @@ impl Runtime {
         seq: TurnSeq,
         prompt: String,
     ) {
-        let harness = s.start.harness;
         let Some(live) = s.live.as_mut() else {
             pass.inputs.push_back(Input::PromptUndelivered {
                 seq,
@@ -50,14 +53,7 @@ impl Runtime {
             *at = seq;
         }
         self.flush_events(s, pass);
-        let Some(live) = s.live.as_ref() else {
-            return;
-        };
-        if let Err(say) = live.input.say(Say::Prompt(harness.prompt_bytes(&prompt))) {
-            undelivered(seq, say, "its stdin's writer is gone", |input| {
-                pass.inputs.push_back(input)
-            });
-        }
+        self.say(s, pass, seq, Said::Prompt(prompt));
     }
 
     /// `Steer`: a prompt for the running turn; `SteerUndelivered` when it
@@ -70,54 +66,50 @@ impl Runtime {
         prompt: PromptId,
         text: String,
     ) {
-        let Some(line) = s.start.harness.steer_line(&text) else {
-            pass.inputs
-                .push_back(Input::SteerUndelivered { seq, prompt, text });
-            return;
-        };
-        if let Err(say) = hand(s, seq, Say::Steer { prompt, text, line }) {
-            undelivered(seq, say, "the turn takes no more input", |input| {
-                pass.inputs.push_back(input)
-            });
-        }
+        self.say(s, pass, seq, Said::Steer { prompt, text });
     }
 
     /// `AnswerApproval`: the answer, in the harness's words.
     pub(super) fn answer_approval(
         &self,
         s: &Hosted,
+        pass: &mut Pass,
         seq: TurnSeq,
-        harness_ref: &str,
-        tool: &str,
-        (decision, by, message): (Decision, DecidedBy, Option<&str>),
+        (harness_ref, tool): (String, String),
+        (decision, by, message): (Decision, DecidedBy, Option<String>),
     ) {
-        match s
-            .start
-            .harness
-            .answer_line(harness_ref, tool, decision, by, message)
-        {
-            Some(line) => self.say(s, seq, Say::Line(line), "an approval's answer"),
-            None => log::error!("{}: turn {seq}'s harness takes no approval's answer", s.id),
-        }
+        let answer = Answer {
+            harness_ref,
+            tool,
+            decision,
+            by,
+            message,
+        };
+        self.say(s, pass, seq, Said::Answer(answer));
     }
 
-    /// Hands `say` to turn `seq`'s stdin writer; a turn that is gone or
-    /// does not read needs it no more (its end is on its way).
-    fn say(&self, s: &Hosted, seq: TurnSeq, say: Say, what: &str) {
-        if hand(s, seq, say).is_err() {
-            log::warn!(
-                "{}: turn {seq} takes no more input; {what} is dropped",
-                s.id
-            );
+    /// Says `said` to turn `seq`'s process; what cannot be handed to its
+    /// writer is reported as what it carried (a prompt, a steer; the rest
+    /// only in the log: a turn that is gone or does not read needs it no
+    /// more, its end is on its way).
+    fn say(&self, s: &Hosted, pass: &mut Pass, seq: TurnSeq, said: Said) {
+        let said = match live(s, seq) {
+            Some(live) => live.input.say(said),
+            None => Err(match said {
+                Said::Prompt(_) => vec![Carries::Prompt],
+                Said::Steer { prompt, text } => vec![Carries::Steer { prompt, text }],
+                Said::Interrupt => vec![Carries::Other("an interrupt")],
+                Said::Answer(_) => vec![Carries::Other("an approval's answer")],
+            }),
+        };
+        for carries in said.err().unwrap_or_default() {
+            let why = "the turn takes no more input";
+            undelivered(seq, carries, why, |input| pass.inputs.push_back(input));
         }
     }
 }
 
-/// Hands `say` to turn `seq`'s stdin writer; gives it back when the turn
-/// has no process any more or its writer takes nothing more.
-fn hand(s: &Hosted, seq: TurnSeq, say: Say) -> Result<(), Say> {
-    match s.live.as_ref().filter(|l| l.seq == seq) {
-        Some(live) => live.input.say(say),
-        None => Err(say),
-    }
+/// Turn `seq`'s process, if it still serves that turn.
+fn live(s: &Hosted, seq: TurnSeq) -> Option<&crate::sessions::live_turn::LiveTurn> {
+    s.live.as_deref().filter(|l| l.seq == seq)
 }

@@ -9,17 +9,18 @@
 //!   a daemon the harness left could hold it open;
 //! - the stdout reader (started once the turn's start is journalled)
 //!   journals every JSON line as a `harness` event, batching lines that
-//!   arrived together, and feeds `NativeId` for the first event that names
-//!   the session and `TurnUsage` for each event that says what the turn
-//!   used (the harness adapter reads both); lines over the cap or not
+//!   arrived together; it feeds `TurnUsage` for each event that says what
+//!   the turn used, and what the process's talker hears (`NativeId` for
+//!   the first line that names the session, an approval request, the end
+//!   of the turn, a refused prompt or steer); lines over the cap or not
 //!   UTF-8 are skipped and reading goes on. When the journal has no room for an event (its caps), it
 //!   feeds `OutputCapped` once and from then on reads the pipe to its end
 //!   and drops what it reads, so the harness never blocks on a full pipe
 //!   and nothing is held;
 //! - the stderr drain reads to the end, keeping a tail for the error;
-//! - the prompt writer writes the prompt to stdin and closes it
-//!   (`PromptUndelivered` if that fails), so no prompt meets an argv limit
-//!   and a big one blocks no shared thread.
+//! - the stdin writer (sessions/turn_input.rs) writes what the talker
+//!   words, so no prompt meets an argv limit and a big one blocks no
+//!   shared thread.
 
 use std::cell::Cell;
 use std::io::Read;
@@ -38,13 +39,13 @@ use serde_json::Value;
 use super::driver::Pass;
 use super::job::Job;
 use super::Runtime;
-use crate::harness::talk::Heard;
+use crate::harness::talk::{Heard, Said, Talker};
 use crate::harness::{account, command, Harness};
 use crate::journal::{Journal, NewEvent, MAX_LINE};
 use crate::nofollow;
 use crate::procfs::ProcKey;
 use crate::sessions::live_turn::LiveTurn;
-use crate::sessions::turn_input::{undelivered, Say, TurnInput};
+use crate::sessions::turn_input::{undelivered, TurnInput};
 use crate::sessions::turn_now::TurnNow;
 use crate::sessions::SessionHandle;
 use crate::sessions::{self, lock, turn_key, Hosted};
@@ -105,14 +106,13 @@ impl Runtime {
         let harness = s.start.harness;
         let turn = command::Turn {
             harness,
-            prompt: &prompt,
             native_id: resume.as_deref(),
             plan_only,
             approvals: sessions::options(&s.start).approvals,
             folder: &folder,
         };
-        let spec = command::build(&self.config, &self.programs, &self.secrets, &turn)?;
-        let prompt = spec.stdin.clone();
+        let mut spec = command::build(&self.config, &self.programs, &self.secrets, &turn)?;
+        let talker = std::mem::replace(&mut spec.talker, Talker::Claude);
         let mut started = self
             .supervisor
             .start(&key, spawn_spec(spec))
@@ -129,7 +129,7 @@ impl Runtime {
         let rt = self.me.upgrade().expect("the runtime is alive");
         let (writer_rt, writer_handle) = (rt.clone(), s.me.clone());
         let now = TurnNow::new(seq);
-        let input = TurnInput::start(stdin, now.clone(), move |input| {
+        let input = TurnInput::start(stdin, talker, now.clone(), move |input| {
             writer_rt.feed(&writer_handle, input)
         });
         let (handle, tree, child) = (s.me.clone(), started.tree.clone(), started.child);
@@ -171,8 +171,7 @@ impl Runtime {
         })
     }
 
-    /// `DeliverPrompt`: hands the prompt to the turn's stdin writer (and
-    /// the end of stdin, for a harness that does not talk), then journals
+    /// `DeliverPrompt`: says the prompt on the turn's stdin, then journals
     /// what the pass has emitted (the turn's start) and only then starts
     /// reading the turn's output, so the start comes before anything the
     /// harness prints.
@@ -187,14 +186,12 @@ impl Runtime {
             return;
         };
         if let Some(prompt) = live.prompt.take() {
-            let mut said = live.input.say(Say::Prompt(prompt));
-            if said.is_ok() && !harness.talks() {
-                said = live.input.say(Say::Close);
-            }
-            if let Err(say) = said {
-                undelivered(seq, say, "its stdin's writer is gone", |input| {
-                    pass.inputs.push_back(input)
-                });
+            if let Err(lost) = live.input.say(Said::Prompt(prompt)) {
+                for carries in lost {
+                    undelivered(seq, carries, "its stdin's writer is gone", |input| {
+                        pass.inputs.push_back(input)
+                    });
+                }
             }
         }
         self.flush_events(s, pass);
@@ -345,29 +342,25 @@ impl Runtime {
                     break;
                 }
             };
-            // Parsed only when it can matter: until the turn names the
-            // session, and for the lines that can say what the turn used.
+            // Parsed here only when it can report usage; the talker looks
+            // at what can name the session, ask or end the turn.
             let seq = now.get();
-            let unnamed = named != Some(seq);
-            let event = (unnamed || harness.may_report_usage(&line))
+            let usage = harness
+                .may_report_usage(&line)
                 .then(|| serde_json::from_str::<Value>(&line).ok())
-                .flatten();
-            let usage = event.as_ref().and_then(|e| harness.usage(e));
-            let native_id = event
-                .as_ref()
-                .filter(|_| unnamed)
-                .and_then(|e| harness.native_id(e))
-                .filter(|id| {
-                    let ok = plausible_native_id(id);
-                    if !ok {
-                        log::warn!(
-                            "{what}: ignored a session ID of {} bytes that is not an ID",
-                            id.len()
-                        );
-                    }
-                    ok
-                });
-            let heard = harness.hear(&line);
+                .flatten()
+                .and_then(|e| harness.usage(&e));
+            let hearing = input.hear(&line);
+            let native_id = hearing.named.filter(|_| named != Some(seq)).filter(|id| {
+                let ok = plausible_native_id(id);
+                if !ok {
+                    log::warn!(
+                        "{what}: ignored a session ID of {} bytes that is not an ID",
+                        id.len()
+                    );
+                }
+                ok
+            });
             if let Some(event) = NewEvent::harness(&line) {
                 batch.push(event);
             }
@@ -375,7 +368,7 @@ impl Runtime {
             // fdatasync), up to BATCH_MAX of them, so a batch of tiny
             // lines never holds much memory; one that names the session,
             // reports usage, asks or ends the turn before it is fed.
-            let feeds = native_id.is_some() || usage.is_some() || heard.is_some();
+            let feeds = native_id.is_some() || usage.is_some() || hearing.heard.is_some();
             if feeds || !lines.has_line() || batch.len() >= BATCH_MAX {
                 if let Some(cap) = append(&journal, &mut batch, &what) {
                     capped = true;
@@ -391,21 +384,16 @@ impl Runtime {
             if let Some(report) = usage {
                 self.feed(&handle, Input::TurnUsage { seq, report });
             }
-            let unanswered = match heard {
-                Some(Heard::Asked(request)) => {
-                    self.feed(&handle, Input::ApprovalRequested { seq, request });
-                    None
+            let fed = match hearing.heard {
+                Some(Heard::Asked(request)) => Input::ApprovalRequested { seq, request },
+                Some(Heard::Finished) => Input::TurnFinished { seq },
+                Some(Heard::SteerRefused { prompt, text }) => {
+                    Input::SteerUndelivered { seq, prompt, text }
                 }
-                Some(Heard::Finished) => {
-                    self.feed(&handle, Input::TurnFinished { seq });
-                    None
-                }
-                Some(Heard::Unserved(answer)) => input.say(Say::Line(answer)).err(),
-                None => None,
+                Some(Heard::PromptRefused(error)) => Input::PromptUndelivered { seq, error },
+                None => continue,
             };
-            if unanswered.is_some() {
-                log::warn!("{what}: cannot answer a request that is not served");
-            }
+            self.feed(&handle, fed);
         }
         if !capped {
             if let Some(cap) = append(&journal, &mut batch, &what) {

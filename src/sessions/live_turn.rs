@@ -23,8 +23,8 @@ pub struct LiveTurn {
     pub(crate) input: TurnInput,
     /// Its stdout, until the reader starts.
     pub(crate) stdout: Option<ChildStdout>,
-    /// Its prompt as its stdin gets it, until it is handed over.
-    pub(crate) prompt: Option<Vec<u8>>,
+    /// Its prompt, until it is handed over.
+    pub(crate) prompt: Option<String>,
     /// The stdout reader, once started; the exit watcher waits for it.
     pub(crate) reader: Option<JoinHandle<()>>,
 }

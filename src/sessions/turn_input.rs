@@ -1,111 +1,146 @@
-//! A turn's stdin: one writer thread owns the pipe and writes what the
-//! turn's effects say, in order, through a bounded channel, so a harness
+//! A turn's stdin: one writer thread owns the pipe and writes, in order,
+//! the lines the process's [`Talker`] words for what the session says and
+//! for what the harness asked, through a bounded channel, so a harness
 //! that stops reading blocks only its own writer, never a shared thread,
-//! and what waits to be written is bounded.
+//! and what waits to be written is bounded. Lines are worded and queued
+//! under one lock, so what the runtime says and what the stdout reader
+//! answers reach the pipe in the order the talker worded them.
 //!
 //! What could not be written is reported where it matters: the prompt as
 //! `PromptUndelivered`, a steered prompt as `SteerUndelivered` (it goes
-//! back to the queue); an approval's answer or an interrupt only in the
-//! log (the turn is ending then, and the machine's grace ends it anyway).
+//! back to the queue); anything else only in the log (the turn is ending
+//! then, and the machine's grace ends it anyway).
 
 use std::io::Write;
 use std::process::ChildStdin;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crossbeam_channel::{Sender, TrySendError};
-use room_machines::session::{Input, PromptId, TurnSeq};
+use room_machines::session::{Input, TurnSeq};
 
 use super::turn_now::TurnNow;
+use crate::harness::talk::{Carries, Hearing, Out, Said, Talker};
 
-/// The most messages waiting for the writer: more than a session has
+/// The most lines waiting for the writer: more than a session has
 /// approval requests pending, and the steers an app could send meanwhile.
 const WAITING_MAX: usize = 256;
 
-/// Something to write to a turn's stdin.
+/// What the writer does next.
 #[derive(Debug)]
-pub enum Say {
-    /// The turn's prompt.
-    Prompt(Vec<u8>),
-    /// A prompt for the running turn.
-    Steer {
-        /// Its number.
-        prompt: PromptId,
-        /// Its text, handed back to the queue if it cannot be written.
-        text: String,
-        /// What is written.
-        line: String,
-    },
-    /// An approval's answer, an interrupt, an answer to a request that is
-    /// not served.
-    Line(String),
-    /// The end of stdin.
+enum Next {
+    /// Writes a line.
+    Line(Out),
+    /// Closes stdin: the harness sees the end of its input.
     Close,
 }
 
 /// The sending end of a turn's stdin; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct TurnInput {
-    tx: Sender<Say>,
+    tx: Sender<Next>,
+    talker: Arc<Mutex<Talker>>,
 }
 
 impl TurnInput {
-    /// Starts the writer of the `stdin` of a process serving `turn`;
-    /// `report` gets the inputs for what could not be written.
+    /// Starts the writer of the `stdin` of a process serving `turn`, which
+    /// talks as `talker` does; `report` gets the inputs for what could not
+    /// be written.
     pub fn start(
         stdin: ChildStdin,
+        talker: Talker,
         turn: TurnNow,
         report: impl Fn(Input) + Send + 'static,
     ) -> std::io::Result<TurnInput> {
-        let (tx, rx) = crossbeam_channel::bounded::<Say>(WAITING_MAX);
+        let (tx, rx) = crossbeam_channel::bounded::<Next>(WAITING_MAX);
         std::thread::Builder::new()
             .name(format!("turn-{}-in", turn.get()))
             .spawn(move || {
                 let mut stdin = Some(stdin);
-                for say in rx {
+                for write in rx {
                     let seq = turn.get();
-                    let Some(pipe) = stdin.as_mut() else {
-                        undelivered(seq, say, "its stdin is closed", &report);
-                        continue;
-                    };
-                    let bytes: &[u8] = match &say {
-                        Say::Prompt(b) => b,
-                        Say::Steer { line, .. } | Say::Line(line) => line.as_bytes(),
-                        Say::Close => {
+                    let out = match write {
+                        Next::Line(out) => out,
+                        Next::Close => {
                             // Dropping it closes it: the harness sees the end.
                             stdin = None;
                             continue;
                         }
                     };
+                    let Some(pipe) = stdin.as_mut() else {
+                        undelivered(seq, out.carries, "its stdin is closed", &report);
+                        continue;
+                    };
+                    let bytes = out.line.as_bytes();
                     if let Err(e) = pipe.write_all(bytes).and_then(|()| pipe.flush()) {
                         stdin = None;
-                        undelivered(seq, say, &why(&e), &report);
+                        undelivered(seq, out.carries, &why(&e), &report);
                     }
                 }
             })?;
-        Ok(TurnInput { tx })
+        Ok(TurnInput {
+            tx,
+            talker: Arc::new(Mutex::new(talker)),
+        })
     }
 
-    /// Queues `say` for the writer; gives it back when the writer is gone
-    /// or has [`WAITING_MAX`] messages waiting (the harness does not read).
-    pub fn say(&self, say: Say) -> Result<(), Say> {
-        self.tx.try_send(say).map_err(|e| match e {
-            TrySendError::Full(s) | TrySendError::Disconnected(s) => s,
-        })
+    /// Words `said` and queues its lines for the writer. What cannot be
+    /// queued (the writer is gone, or has [`WAITING_MAX`] lines waiting:
+    /// the harness does not read) is given back, as what each line carried.
+    pub fn say(&self, said: Said) -> Result<(), Vec<Carries>> {
+        let mut talker = self.talker.lock().unwrap_or_else(PoisonError::into_inner);
+        let lines = talker.say(said);
+        self.queue(lines)
+    }
+
+    /// What a line of the harness's stdout means; the lines it must be
+    /// answered with are queued here (one that cannot be is logged).
+    pub fn hear(&self, line: &str) -> Hearing {
+        let mut talker = self.talker.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut hearing = talker.hear(line);
+        let writes = std::mem::take(&mut hearing.writes);
+        if let Err(lost) = self.queue(writes) {
+            log::warn!(
+                "{} lines for the harness could not be queued: {lost:?}",
+                lost.len()
+            );
+        }
+        hearing
+    }
+
+    /// Closes stdin once what is queued before is written.
+    pub fn close(&self) -> Result<(), ()> {
+        self.tx.try_send(Next::Close).map_err(drop)
+    }
+
+    fn queue(&self, lines: Vec<Out>) -> Result<(), Vec<Carries>> {
+        let mut lost = Vec::new();
+        for out in lines {
+            if let Err(e) = self.tx.try_send(Next::Line(out)) {
+                let (TrySendError::Full(w) | TrySendError::Disconnected(w)) = e;
+                if let Next::Line(out) = w {
+                    lost.push(out.carries);
+                }
+            }
+        }
+        if lost.is_empty() {
+            Ok(())
+        } else {
+            Err(lost)
+        }
     }
 }
 
-/// Reports what `say` not being written means.
-pub fn undelivered(seq: TurnSeq, say: Say, error: &str, mut report: impl FnMut(Input)) {
-    match say {
-        Say::Prompt(_) => report(Input::PromptUndelivered {
+/// Reports what a line that carried `carries` not being written means.
+pub fn undelivered(seq: TurnSeq, carries: Carries, error: &str, mut report: impl FnMut(Input)) {
+    match carries {
+        Carries::Prompt => report(Input::PromptUndelivered {
             seq,
             error: error.to_string(),
         }),
-        Say::Steer { prompt, text, .. } => report(Input::SteerUndelivered { seq, prompt, text }),
-        Say::Line(line) => log::warn!(
-            "turn {seq}: a message of {} bytes for its harness was not written: {error}",
-            line.len()
-        ),
-        Say::Close => {}
+        Carries::Steer { prompt, text } => report(Input::SteerUndelivered { seq, prompt, text }),
+        Carries::Other(what) => {
+            log::warn!("turn {seq}: {what} for its harness was not written: {error}")
+        }
     }
 }
 

@@ -1,0 +1,413 @@
+//! codex's side of [`Talker`](super::talk::Talker): the app server's
+//! JSON-RPC needs remembering. Its thread must be opened (`initialize`,
+//! then `thread/start` or `thread/resume`) before a prompt can go as
+//! `turn/start`, and a steer or an interrupt names the running turn, whose
+//! ID comes in `turn/start`'s answer. So a prompt waits here for its thread,
+//! a steer or an interrupt for its turn's ID, and each request room-core
+//! sends is remembered until codex answers it, to know what a refusal
+//! means (a refused steer goes back to the queue).
+//!
+//! What codex writes is untrusted: an answer to nothing is ignored, a
+//! request room-core does not serve is answered with an error, and what is
+//! remembered is bounded.
+
+use room_machines::session::{ApprovalRequest, DecidedBy, Decision, PromptId};
+use rustc_hash::FxHashMap;
+use serde_json::json;
+
+use super::codex_protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, RequestId};
+use super::codex_protocol::{Item, Notification, SandboxMode, ServerRequest};
+use super::talk::{cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said};
+use super::talk::{REF_MAX, TEXT_MAX};
+
+/// The most requests of room-core's remembered while codex has not
+/// answered them: a codex that answers nothing cannot grow this.
+const WAITING_MAX: usize = 1024;
+
+/// The most steers and interrupts held for a turn whose ID is not known
+/// yet; later ones go at once and codex refuses them (a refused steer goes
+/// back to the queue).
+const HELD_MAX: usize = 64;
+
+/// JSON-RPC's "method not found".
+const NOT_SERVED: i64 = -32601;
+
+/// How a process opens its thread: from the turn's command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opening {
+    /// The session's folder.
+    pub cwd: String,
+    /// The thread to resume, if any.
+    pub resume: Option<String>,
+    /// When codex asks.
+    pub approval_policy: ApprovalPolicy,
+    /// Its sandbox.
+    pub sandbox: SandboxMode,
+}
+
+/// A request of room-core's that codex has not answered yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Waiting {
+    Initialize,
+    Thread,
+    Turn,
+    Steer { prompt: PromptId, text: String },
+    Other,
+}
+
+/// One codex process's side of the app server's protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodexTalk {
+    opening: Opening,
+    next_id: u64,
+    opened: bool,
+    thread: Option<String>,
+    /// The prompt, until the thread is open.
+    prompt: Option<String>,
+    /// The running turn, once `turn/start`'s answer names it.
+    turn: Option<String>,
+    /// `turn/start` is sent and not answered yet.
+    starting: bool,
+    /// Steers and an interrupt waiting for the turn's ID.
+    held: Vec<Said>,
+    waiting: FxHashMap<u64, Waiting>,
+    /// The latest file change announced (its item's ID and files): its
+    /// approval request names it and holds nothing else.
+    change: Option<(String, Vec<String>)>,
+}
+
+impl CodexTalk {
+    /// A process that has said nothing yet.
+    pub fn new(opening: Opening) -> CodexTalk {
+        CodexTalk {
+            opening,
+            next_id: 1,
+            opened: false,
+            thread: None,
+            prompt: None,
+            turn: None,
+            starting: false,
+            held: Vec::new(),
+            waiting: FxHashMap::default(),
+            change: None,
+        }
+    }
+
+    /// The lines that say `said` now; what cannot go yet is held.
+    pub fn say(&mut self, said: Said) -> Vec<Out> {
+        match said {
+            Said::Prompt(text) => self.prompt(text),
+            Said::Steer { prompt, text } => match self.turn.clone() {
+                Some(turn) => vec![self.steer(&turn, prompt, text)],
+                None if self.awaits_turn() && self.held.len() < HELD_MAX => {
+                    self.held.push(Said::Steer { prompt, text });
+                    Vec::new()
+                }
+                // No turn runs: codex refuses it, and it goes back to the queue.
+                None => vec![self.steer("", prompt, text)],
+            },
+            Said::Interrupt => match self.turn.clone() {
+                Some(turn) => vec![self.interrupt(&turn)],
+                None if self.awaits_turn() => {
+                    if !self.held.contains(&Said::Interrupt) {
+                        self.held.push(Said::Interrupt);
+                    }
+                    Vec::new()
+                }
+                None => Vec::new(),
+            },
+            Said::Answer(answer) => self.answer(answer),
+        }
+    }
+
+    /// What `line` means, and what must be written for it.
+    pub fn hear(&mut self, line: &str) -> Hearing {
+        let mut hearing = Hearing::default();
+        if is_chatter(line) {
+            return hearing;
+        }
+        match codex::decode(line) {
+            Incoming::Response { id, result } => match self.answered(&id) {
+                Some(Waiting::Thread) => match codex::thread_id(&result) {
+                    Some(thread) => {
+                        self.thread = Some(thread);
+                        if let Some(text) = self.prompt.take() {
+                            hearing.writes.push(self.turn_start(text));
+                        }
+                    }
+                    None => {
+                        hearing.heard = Some(Heard::PromptRefused(
+                            "codex answered without a thread".into(),
+                        ))
+                    }
+                },
+                Some(Waiting::Turn) => {
+                    self.starting = false;
+                    if let Some(turn) = codex::turn_id(&result) {
+                        self.turn_known(turn, &mut hearing);
+                    }
+                }
+                _ => {}
+            },
+            Incoming::Error {
+                id: Some(id),
+                message,
+                ..
+            } => match self.answered(&id) {
+                Some(Waiting::Initialize | Waiting::Thread | Waiting::Turn) => {
+                    self.starting = false;
+                    hearing.heard = Some(Heard::PromptRefused(format!(
+                        "codex refused the turn: {}",
+                        cut(&message, TEXT_MAX)
+                    )));
+                }
+                Some(Waiting::Steer { prompt, text }) => {
+                    hearing.heard = Some(Heard::SteerRefused { prompt, text });
+                }
+                _ => {}
+            },
+            Incoming::Request { id, request } => self.asked(id, request, &mut hearing),
+            Incoming::Notification(Notification::TurnStarted { turn_id, .. }) => {
+                if self.turn.is_none() {
+                    self.turn_known(turn_id, &mut hearing);
+                }
+            }
+            Incoming::Notification(Notification::TurnCompleted { turn_id, .. }) => {
+                let ours = match &self.turn {
+                    Some(turn) => *turn == turn_id,
+                    None => self.starting,
+                };
+                if ours {
+                    self.turn = None;
+                    self.starting = false;
+                    // Held for a turn that is over: codex refuses them, and
+                    // a steer goes back to the queue.
+                    for said in std::mem::take(&mut self.held) {
+                        if let Said::Steer { prompt, text } = said {
+                            hearing.writes.push(self.steer("", prompt, text));
+                        }
+                    }
+                    hearing.heard = Some(Heard::Finished);
+                }
+            }
+            Incoming::Notification(Notification::ItemStarted(started)) => {
+                if let Item::FileChange { id, paths, .. } = started.item {
+                    self.change = Some((id, paths));
+                }
+            }
+            _ => {}
+        }
+        hearing
+    }
+
+    /// Whether a turn is on its way whose ID is not known yet.
+    fn awaits_turn(&self) -> bool {
+        self.starting || self.prompt.is_some()
+    }
+
+    fn prompt(&mut self, text: String) -> Vec<Out> {
+        if self.thread.is_some() {
+            return vec![self.turn_start(text)];
+        }
+        self.prompt = Some(text);
+        if self.opened {
+            return Vec::new();
+        }
+        self.opened = true;
+        let client = ClientInfo {
+            name: "room-core",
+            title: Some("room-core"),
+            version: env!("CARGO_PKG_VERSION"),
+        };
+        let init = self.ask(Waiting::Initialize);
+        let open = self.ask(Waiting::Thread);
+        let o = &self.opening;
+        let thread = match &o.resume {
+            Some(thread_id) => codex::thread_resume(
+                open,
+                &codex::ThreadResumeParams {
+                    thread_id,
+                    cwd: &o.cwd,
+                    approval_policy: o.approval_policy,
+                    sandbox: o.sandbox,
+                },
+            ),
+            None => codex::thread_start(
+                open,
+                &codex::ThreadStartParams {
+                    cwd: &o.cwd,
+                    approval_policy: o.approval_policy,
+                    sandbox: o.sandbox,
+                },
+            ),
+        };
+        // Each carries the prompt: if none can be written, neither can it.
+        [
+            codex::initialize(init, client),
+            codex::initialized(),
+            thread,
+        ]
+        .into_iter()
+        .map(|line| Out {
+            line,
+            carries: Carries::Prompt,
+        })
+        .collect()
+    }
+
+    fn turn_start(&mut self, text: String) -> Out {
+        self.starting = true;
+        let id = self.ask(Waiting::Turn);
+        Out {
+            line: codex::turn_start(id, self.thread.as_deref().unwrap_or_default(), &text),
+            carries: Carries::Prompt,
+        }
+    }
+
+    fn steer(&mut self, turn: &str, prompt: PromptId, text: String) -> Out {
+        let id = self.ask(Waiting::Steer {
+            prompt,
+            text: text.clone(),
+        });
+        let thread = self.thread.as_deref().unwrap_or_default();
+        Out {
+            line: codex::turn_steer(id, thread, turn, &text),
+            carries: Carries::Steer { prompt, text },
+        }
+    }
+
+    fn interrupt(&mut self, turn: &str) -> Out {
+        let id = self.ask(Waiting::Other);
+        let thread = self.thread.as_deref().unwrap_or_default();
+        Out::other(codex::turn_interrupt(id, thread, turn), "an interrupt")
+    }
+
+    /// A decline has no room for a message: the model reads "rejected by
+    /// user", and the message follows as a steer of the same turn (which
+    /// codex gives the model right after the rejection). A turn being
+    /// ended gets no message: nothing of it will run.
+    fn answer(&mut self, a: Answer) -> Vec<Out> {
+        let Ok(id) = serde_json::from_str::<RequestId>(&a.harness_ref) else {
+            return Vec::new();
+        };
+        let decision = match a.decision {
+            Decision::Allow => codex::Decision::Accept,
+            Decision::AllowForSession => codex::Decision::AcceptForSession,
+            Decision::Deny => codex::Decision::Decline,
+        };
+        let mut out = vec![Out::other(
+            codex::approval_answer(&id, decision),
+            "an approval's answer",
+        )];
+        let explained = !matches!(a.by, DecidedBy::TurnEnding(_) | DecidedBy::TurnGone);
+        if let (Decision::Deny, true, Some(turn)) = (a.decision, explained, self.turn.clone()) {
+            let message = a.message.unwrap_or_else(|| denial_text(a.by));
+            let steer = self.ask(Waiting::Other);
+            let thread = self.thread.as_deref().unwrap_or_default();
+            out.push(Out::other(
+                codex::turn_steer(steer, thread, &turn, &message),
+                "a denial's message",
+            ));
+        }
+        out
+    }
+
+    /// A request of codex's: an approval is heard, anything else is
+    /// answered with an error so codex does not wait for it.
+    fn asked(&mut self, id: RequestId, request: ServerRequest, hearing: &mut Hearing) {
+        let harness_ref = serde_json::to_string(&id).unwrap_or_default();
+        let (tool, input, reason) = match request {
+            ServerRequest::CommandApproval(c) => (
+                "command",
+                json!({"command": c.command, "cwd": c.cwd}),
+                c.reason,
+            ),
+            ServerRequest::FileChangeApproval(f) => {
+                let files = self
+                    .change
+                    .as_ref()
+                    .filter(|(item, _)| f.item_id.as_deref() == Some(item.as_str()))
+                    .map(|(_, paths)| paths.clone());
+                (
+                    "fileChange",
+                    json!({"files": files, "grantRoot": f.grant_root}),
+                    f.reason,
+                )
+            }
+            ServerRequest::Other { method } => {
+                let why = format!("room-core does not serve {} requests", cut(&method, 64));
+                hearing.writes.push(Out::other(
+                    codex::error_answer(&id, NOT_SERVED, &why),
+                    "an answer to a request that is not served",
+                ));
+                return;
+            }
+        };
+        if harness_ref.len() > REF_MAX {
+            let why = "room-core does not answer a request ID this long";
+            hearing.writes.push(Out::other(
+                codex::error_answer(&id, NOT_SERVED, why),
+                "an answer to a request that is not served",
+            ));
+            return;
+        }
+        hearing.heard = Some(Heard::Asked(ApprovalRequest {
+            harness_ref,
+            tool: tool.into(),
+            input: input_text(&input),
+            reason: reason.map(|r| cut(&r, TEXT_MAX)),
+        }));
+    }
+
+    /// The running turn's ID is known: it names the session's turn, and
+    /// what was held for it goes.
+    fn turn_known(&mut self, turn: String, hearing: &mut Hearing) {
+        self.turn = Some(turn.clone());
+        hearing.named = self.thread.clone();
+        for said in std::mem::take(&mut self.held) {
+            hearing.writes.push(match said {
+                Said::Steer { prompt, text } => self.steer(&turn, prompt, text),
+                _ => self.interrupt(&turn),
+            });
+        }
+    }
+
+    /// A new request's ID, remembered as `what` until it is answered.
+    fn ask(&mut self, what: Waiting) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        if self.waiting.len() < WAITING_MAX {
+            self.waiting.insert(id, what);
+        }
+        id
+    }
+
+    /// What codex answered, if it was waited for.
+    fn answered(&mut self, id: &RequestId) -> Option<Waiting> {
+        match id {
+            RequestId::Number(n) => self.waiting.remove(&u64::try_from(*n).ok()?),
+            RequestId::Text(_) => None,
+        }
+    }
+}
+
+/// Whether `line` is one of the notifications that make up the bulk of a
+/// turn's output and mean nothing to the session (a streamed answer's
+/// pieces, a finished item, usage, which the reader takes itself): not
+/// parsed here.
+fn is_chatter(line: &str) -> bool {
+    [
+        "\"item/agentMessage/delta\"",
+        "\"item/completed\"",
+        "\"thread/tokenUsage/updated\"",
+        "\"item/commandExecution/outputDelta\"",
+        "\"item/reasoning/",
+        "\"turn/diff/updated\"",
+    ]
+    .iter()
+    .any(|m| line.contains(m))
+}
+
+#[cfg(test)]
+#[path = "codex_talk_tests.rs"]
+mod tests;

@@ -1,0 +1,284 @@
+use serde_json::Value;
+
+use super::*;
+use crate::harness::talk::Answer;
+
+/// The messages the real CLI printed in a recorded scenario
+/// (fixtures/protocols/codex/), as lines.
+fn from_cli(name: &str) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("fixtures/protocols/codex/{name}.jsonl"));
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["dir"] == "from_cli")
+        .map(|l| l["msg"].to_string())
+        .collect()
+}
+
+fn json(out: &Out) -> Value {
+    serde_json::from_str(&out.line).unwrap()
+}
+
+fn opening(resume: Option<&str>) -> Opening {
+    Opening {
+        cwd: "<work>".into(),
+        resume: resume.map(str::to_string),
+        approval_policy: ApprovalPolicy::Untrusted,
+        sandbox: SandboxMode::WorkspaceWrite,
+    }
+}
+
+/// A talker fed `lines`, gathering what it heard and wrote.
+fn hear_all(talk: &mut CodexTalk, lines: &[String]) -> (Vec<Heard>, Vec<Out>, Vec<String>) {
+    let (mut heard, mut writes, mut named) = (Vec::new(), Vec::new(), Vec::new());
+    for line in lines {
+        let h = talk.hear(line);
+        heard.extend(h.heard);
+        writes.extend(h.writes);
+        named.extend(h.named);
+    }
+    (heard, writes, named)
+}
+
+#[test]
+fn a_prompt_opens_the_thread_first_and_goes_once_codex_names_it() {
+    let mut talk = CodexTalk::new(opening(None));
+    let said = talk.say(Said::Prompt("hello".into()));
+    let methods: Vec<Value> = said.iter().map(|o| json(o)["method"].clone()).collect();
+    assert_eq!(methods, ["initialize", "initialized", "thread/start"]);
+    assert!(said.iter().all(|o| o.carries == Carries::Prompt));
+    assert_eq!(
+        json(&said[2])["params"],
+        serde_json::json!({"cwd": "<work>", "approvalPolicy": "untrusted",
+                           "sandbox": "workspace-write"})
+    );
+    let lines = from_cli("turn");
+    let done = lines
+        .iter()
+        .position(|l| l.contains("turn/completed"))
+        .unwrap();
+    let (heard, writes, named) = hear_all(&mut talk, &lines[..=done]);
+    let start = json(&writes[0]);
+    assert_eq!(start["method"], "turn/start");
+    assert_eq!(start["id"], 3);
+    assert_eq!(start["params"]["input"][0]["text"], "hello");
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    // The turn is named once its ID is known, and `turn/completed` ends it.
+    assert_eq!(named, ["01a23bbb-f7ce-7fe1-84a4-9a72904c9226"]);
+    assert_eq!(heard, [Heard::Finished]);
+    // A warm follow-up goes at once.
+    let next = talk.say(Said::Prompt("again".into()));
+    assert_eq!(json(&next[0])["method"], "turn/start");
+    assert_eq!(
+        json(&next[0])["params"]["threadId"],
+        start["params"]["threadId"]
+    );
+}
+
+#[test]
+fn a_resumed_thread_is_resumed_and_an_unknown_one_refuses_the_prompt() {
+    let mut talk = CodexTalk::new(opening(Some("t-1")));
+    let said = talk.say(Said::Prompt("hi".into()));
+    assert_eq!(json(&said[2])["method"], "thread/resume");
+    assert_eq!(json(&said[2])["params"]["threadId"], "t-1");
+    let refused =
+        r#"{"error":{"code":-32600,"message":"no rollout found for thread id t-1"},"id":2}"#;
+    assert_eq!(
+        talk.hear(refused).heard,
+        Some(Heard::PromptRefused(
+            "codex refused the turn: no rollout found for thread id t-1".into()
+        ))
+    );
+}
+
+#[test]
+fn a_steer_and_an_interrupt_wait_for_the_turns_id_and_name_it() {
+    let mut talk = CodexTalk::new(opening(None));
+    talk.say(Said::Prompt("hello".into()));
+    let lines = from_cli("turn");
+    // Up to the thread's answer: turn/start is out, its answer is not in.
+    let answer_of = |key: &str| {
+        let is = |l: &String| serde_json::from_str::<Value>(l).unwrap()["result"][key].is_object();
+        lines.iter().position(is).unwrap()
+    };
+    let open = answer_of("thread");
+    let (_, writes, _) = hear_all(&mut talk, &lines[..=open]);
+    assert_eq!(json(&writes[0])["method"], "turn/start");
+    let steer = Said::Steer {
+        prompt: 7,
+        text: "use the other file".into(),
+    };
+    assert_eq!(talk.say(steer), []);
+    assert_eq!(talk.say(Said::Interrupt), []);
+    let answer = answer_of("turn");
+    let (_, writes, _) = hear_all(&mut talk, &lines[open + 1..=answer]);
+    let steer = json(&writes[0]);
+    assert_eq!(steer["method"], "turn/steer");
+    assert_eq!(
+        steer["params"]["expectedTurnId"],
+        "01a23bbb-f7e8-75b0-8db1-527e047ffffc"
+    );
+    assert_eq!(
+        writes[0].carries,
+        Carries::Steer {
+            prompt: 7,
+            text: "use the other file".into()
+        }
+    );
+    assert_eq!(json(&writes[1])["method"], "turn/interrupt");
+    // Refused (the turn had ended): the steer goes back to the queue.
+    let refused = format!(
+        r#"{{"error":{{"code":-32600,"message":"no active turn to steer"}},"id":{}}}"#,
+        steer["id"]
+    );
+    assert_eq!(
+        talk.hear(&refused).heard,
+        Some(Heard::SteerRefused {
+            prompt: 7,
+            text: "use the other file".into()
+        })
+    );
+    // With no turn running, a steer goes as one codex refuses; an
+    // interrupt is not sent at all.
+    let done = lines
+        .iter()
+        .position(|l| l.contains("turn/completed"))
+        .unwrap();
+    hear_all(&mut talk, &lines[answer + 1..=done]);
+    let late = talk.say(Said::Steer {
+        prompt: 8,
+        text: "late".into(),
+    });
+    assert_eq!(json(&late[0])["params"]["expectedTurnId"], "");
+    assert_eq!(talk.say(Said::Interrupt), []);
+}
+
+fn answered(
+    talk: &mut CodexTalk,
+    harness_ref: &str,
+    decision: Decision,
+    by: DecidedBy,
+) -> Vec<Value> {
+    let said = talk.say(Said::Answer(Answer {
+        harness_ref: harness_ref.into(),
+        tool: "command".into(),
+        decision,
+        by,
+        message: None,
+    }));
+    said.iter().map(json).collect()
+}
+
+#[test]
+fn a_command_approval_is_heard_and_each_decision_answers_it() {
+    let mut talk = CodexTalk::new(opening(None));
+    talk.say(Said::Prompt("p".into()));
+    let (heard, _, _) = hear_all(&mut talk, &from_cli("approval_accept"));
+    let Heard::Asked(req) = &heard[0] else {
+        panic!("{heard:?}")
+    };
+    assert_eq!(
+        (req.harness_ref.as_str(), req.tool.as_str()),
+        ("0", "command")
+    );
+    let input: Value = serde_json::from_str(&req.input).unwrap();
+    assert!(
+        input["command"].as_str().unwrap().contains("accepted.txt"),
+        "{input}"
+    );
+    assert_eq!(input["cwd"], "<work>");
+
+    // The turn is still running for these answers.
+    let mut talk = CodexTalk::new(opening(None));
+    talk.say(Said::Prompt("p".into()));
+    let lines = from_cli("approval_accept");
+    let asked = lines
+        .iter()
+        .position(|l| l.contains("requestApproval"))
+        .unwrap();
+    hear_all(&mut talk, &lines[..=asked]);
+    let allow = answered(&mut talk, "0", Decision::Allow, DecidedBy::App);
+    assert_eq!(
+        allow,
+        [serde_json::json!({"jsonrpc": "2.0", "id": 0,
+                                          "result": {"decision": "accept"}})]
+    );
+    let session = answered(&mut talk, "0", Decision::AllowForSession, DecidedBy::App);
+    assert_eq!(session[0]["result"]["decision"], "acceptForSession");
+    // A denial declines, and says why in a steer of the same turn.
+    let deny = answered(&mut talk, "\"q1\"", Decision::Deny, DecidedBy::Timeout);
+    assert_eq!(deny[0]["id"], "q1");
+    assert_eq!(deny[0]["result"]["decision"], "decline");
+    assert_eq!(deny[1]["method"], "turn/steer");
+    assert_eq!(
+        deny[1]["params"]["input"][0]["text"],
+        "Denied: nobody answered the approval request in time."
+    );
+    // A turn being ended gets no message; a ref that is not an ID, nothing.
+    let ending = answered(&mut talk, "0", Decision::Deny, DecidedBy::TurnGone);
+    assert_eq!(ending.len(), 1);
+    assert!(answered(&mut talk, "not json", Decision::Allow, DecidedBy::App).is_empty());
+}
+
+#[test]
+fn a_file_change_approval_names_the_files_of_its_item() {
+    let mut talk = CodexTalk::new(opening(None));
+    talk.say(Said::Prompt("p".into()));
+    let (heard, _, _) = hear_all(&mut talk, &from_cli("file_change_approval"));
+    let Heard::Asked(req) = &heard[0] else {
+        panic!("{heard:?}")
+    };
+    assert_eq!(req.tool, "fileChange");
+    let input: Value = serde_json::from_str(&req.input).unwrap();
+    assert_eq!(
+        input["files"],
+        serde_json::json!(["/nonexistent-room-proto/bd9665b1.txt"])
+    );
+}
+
+#[test]
+fn what_codex_must_not_wait_for_is_answered_and_odd_lines_mean_nothing() {
+    let mut talk = CodexTalk::new(opening(None));
+    talk.say(Said::Prompt("p".into()));
+    let h = talk.hear(r#"{"id":"h1","method":"item/tool/requestUserInput","params":{}}"#);
+    assert_eq!(h.heard, None);
+    let answer = json(&h.writes[0]);
+    assert_eq!(answer["id"], "h1");
+    assert_eq!(answer["error"]["code"], -32601);
+    let long = format!(
+        r#"{{"id":"{}","method":"item/commandExecution/requestApproval","params":{{}}}}"#,
+        "x".repeat(300)
+    );
+    let h = talk.hear(&long);
+    assert_eq!(
+        (h.heard, json(&h.writes[0])["error"]["code"].clone()),
+        (None, (-32601).into())
+    );
+    for quiet in [
+        "not json",
+        r#"{"id":99,"result":{"thread":{"id":"t"}}}"#,
+        r#"{"id":"nobody-asked","result":{}}"#,
+        r#"{"method":"turn/completed","params":{"turn":{"id":"other"}}}"#,
+        r#"{"method":"item/completed","params":{"item":{"type":"agentMessage"}}}"#,
+    ] {
+        let h = talk.hear(quiet);
+        assert_eq!(h, Hearing::default(), "{quiet}");
+    }
+}
+
+#[test]
+fn a_codex_that_never_answers_cannot_grow_what_is_remembered() {
+    let mut talk = CodexTalk::new(opening(None));
+    talk.say(Said::Prompt("p".into()));
+    talk.hear(r#"{"id":2,"result":{"thread":{"id":"t"}}}"#);
+    talk.hear(r#"{"id":3,"result":{"turn":{"id":"u"}}}"#);
+    for n in 0..5000 {
+        talk.say(Said::Steer {
+            prompt: n,
+            text: "x".into(),
+        });
+    }
+    assert!(talk.waiting.len() <= WAITING_MAX);
+}
