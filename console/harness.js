@@ -1,8 +1,10 @@
 // What a harness's own JSON line says, as parts of a conversation: claude's
-// stream-json (`system`, `assistant`, `user`, `result`) and codex exec
-// --json (`thread.started`, `item.*`, `turn.*`). Everything here is the
-// harness's and untrusted: the parts hold values, which the page shows as
-// text. A line this does not know is one `raw` part.
+// stream-json (`system`, `assistant`, `user`, `result`) and codex
+// app-server's JSON-RPC (`turn/*` and `item/*` notifications, the answers to
+// room-core's requests). Everything here is the harness's and untrusted: the
+// parts hold values, which the page shows as text. A line this does not know
+// is one `raw` part; what only room-core needs (deltas, usage, approvals,
+// status) is no part at all.
 
 const str = (v) => (typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v));
 
@@ -54,66 +56,130 @@ function claude(d) {
   }
 }
 
+const obj = (v) => (v && typeof v === "object" && !Array.isArray(v) ? v : null);
+
+/** The text of a `userMessage` item's content (codex's user inputs). */
+function inputText(content) {
+  if (!Array.isArray(content)) return str(content);
+  return content.map((c) => (obj(c) && c.type === "text" ? str(c.text) : str(c))).join("\n");
+}
+
+/** A command's result: its output, and its exit code or, without one, its status. */
+function commandResult(id, item) {
+  const code = typeof item.exitCode === "number" ? item.exitCode : null;
+  const status = str(item.status);
+  const said = code === null ? status : status && status !== "completed" ? `${status}, exit ${code}` : `exit ${code}`;
+  return {
+    type: "result",
+    id,
+    text: str(item.aggregatedOutput),
+    error: (code !== null && code !== 0) || status === "declined" || status === "failed",
+    status: said,
+  };
+}
+
+/** The parts of an app-server item, as `item/started` (`started`) or `item/completed` says it. */
 function codexItem(started, item) {
   const id = str(item.id);
   switch (item.type) {
-    case "agent_message":
+    case "agentMessage":
       return started ? [] : [{ type: "text", text: str(item.text) }];
-    case "reasoning":
-      return started ? [] : [{ type: "raw", label: "reasoning", value: str(item.text) }];
-    case "command_execution":
-      return started
-        ? [{ type: "call", id, name: "command", input: str(item.command) }]
-        : [
-            { type: "call", id, name: "command", input: str(item.command), once: true },
-            {
-              type: "result",
-              id,
-              text: str(item.aggregated_output),
-              error: typeof item.exit_code === "number" && item.exit_code !== 0,
-              status: item.exit_code === undefined || item.exit_code === null ? str(item.status) : `exit ${item.exit_code}`,
-            },
-          ];
-    case "file_change":
-      return started
-        ? [{ type: "call", id, name: "file change", input: item.changes }]
-        : [
-            { type: "call", id, name: "file change", input: item.changes, once: true },
-            { type: "result", id, text: str(item.status), error: item.status === "failed" },
-          ];
-    case "mcp_tool_call":
-      return started
-        ? [{ type: "call", id, name: `${str(item.server)} ${str(item.tool)}`, input: item.arguments }]
-        : [
-            { type: "call", id, name: `${str(item.server)} ${str(item.tool)}`, input: item.arguments, once: true },
-            { type: "result", id, text: resultText(item.result ?? item.error ?? item.status), error: !!item.error },
-          ];
-    case "error":
-      return [{ type: "error", text: str(item.message) }];
+    case "userMessage":
+      // A turn's prompt, and each prompt steered into it, as codex read them.
+      return started ? [] : [{ type: "note", text: `codex read: ${inputText(item.content)}` }];
+    case "reasoning": {
+      if (started) return [];
+      const said = [item.summary, item.content].filter(Array.isArray).flat().map(str).join("\n");
+      return [{ type: "raw", label: "reasoning", value: said }];
+    }
+    case "commandExecution": {
+      const call = { type: "call", id, name: "command", input: str(item.command) };
+      return started ? [call] : [{ ...call, once: true }, commandResult(id, item)];
+    }
+    case "fileChange": {
+      const call = { type: "call", id, name: "file change", input: item.changes };
+      if (started) return [call];
+      const status = str(item.status);
+      return [{ ...call, once: true }, { type: "result", id, text: status, status, error: status === "failed" || status === "declined" }];
+    }
+    case "mcpToolCall": {
+      const call = { type: "call", id, name: `${str(item.server)} ${str(item.tool)}`, input: item.arguments };
+      if (started) return [call];
+      const error = obj(item.error);
+      const result = obj(item.result);
+      const text = error ? str(error.message) : result ? resultText(result.content) : str(item.status);
+      return [{ ...call, once: true }, { type: "result", id, text, status: str(item.status), error: !!error || item.status === "failed" }];
+    }
     default:
       return [{ type: "raw", label: `${started ? "started" : "completed"} ${str(item.type)}`, value: item }];
   }
 }
 
-function codex(d) {
-  switch (d.type) {
-    case "thread.started":
-      return [{ type: "note", text: "codex started" }];
-    case "turn.started":
+/** What the app-server says as it runs a turn, or only for room-core, which shows nothing. */
+const QUIET = new Set([
+  "item/agentMessage/delta",
+  "item/commandExecution/outputDelta",
+  "thread/tokenUsage/updated",
+  "thread/status/changed",
+  "thread/started",
+  "turn/diff/updated",
+  "account/rateLimits/updated",
+  "configWarning",
+  "remoteControl/status/changed",
+  "serverRequest/resolved",
+  // room-core shows its approvals from its own events.
+  "item/commandExecution/requestApproval",
+  "item/fileChange/requestApproval",
+]);
+
+/** A notification or a request from codex app-server (JSON-RPC with a `method`). */
+function codexMethod(d) {
+  if (QUIET.has(d.method)) return [];
+  const p = obj(d.params) || {};
+  switch (d.method) {
+    case "turn/started":
       return [{ type: "note", text: "codex's turn began" }];
-    case "turn.completed":
-      return [{ type: "note", text: "codex's turn: completed" }];
-    case "turn.failed":
-      return [{ type: "error", text: str(d.error && d.error.message) || "the turn failed" }];
-    case "error":
-      return [{ type: "error", text: str(d.message) }];
-    case "item.started":
-    case "item.updated":
-    case "item.completed":
-      return d.item && typeof d.item === "object" ? codexItem(d.type !== "item.completed", d.item) : null;
+    case "turn/completed": {
+      const turn = obj(p.turn) || {};
+      const status = str(turn.status) || "ended";
+      const parts = [{ type: "note", text: `codex's turn: ${status}` }];
+      if (status === "failed") {
+        parts.push({ type: "error", text: str(obj(turn.error) && turn.error.message) || "the turn failed" });
+      }
+      return parts;
+    }
+    case "error": {
+      const error = obj(p.error);
+      const text = str(error ? error.message : p.message) || "an error";
+      return [{ type: "error", text: p.willRetry === true ? `${text} (codex retries)` : text }];
+    }
+    case "item/started":
+    case "item/completed":
+      return obj(p.item) ? codexItem(d.method === "item/started", p.item) : null;
     default:
       return null;
   }
+}
+
+/** codex app-server's answer to one of room-core's requests. */
+function codexResponse(d) {
+  if ("error" in d) {
+    const error = obj(d.error);
+    return [{ type: "error", text: str(error ? error.message : d.error) || "codex refused a request" }];
+  }
+  const result = obj(d.result);
+  if (!result) return null;
+  if (obj(result.thread) && typeof result.thread.id === "string") return [{ type: "note", text: "codex thread started" }];
+  // The handshake's, a turn's start, a steer's and an interrupt's answers: room-core's business.
+  if ("userAgent" in result || "turn" in result || "turnId" in result || Object.keys(result).length === 0) return [];
+  return null;
+}
+
+/** A line of codex app-server's JSON-RPC (without the `jsonrpc` field, as codex writes it). */
+function codex(d) {
+  if (typeof d.method === "string") return codexMethod(d);
+  if ("id" in d && ("result" in d || "error" in d)) return codexResponse(d);
+  return null;
 }
 
 /** The parts of one harness line `d`. */
@@ -127,5 +193,5 @@ export function parts(d) {
   } catch {
     out = null;
   }
-  return out || [{ type: "raw", label: `harness ${str(d.type) || "event"}`, value: d }];
+  return out || [{ type: "raw", label: `harness ${str(d.type) || str(d.method) || "event"}`, value: d }];
 }
