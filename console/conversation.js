@@ -128,7 +128,14 @@ export class Conversation {
   }
 
   harness(el, d) {
-    for (const p of parts(d)) {
+    const said = parts(d);
+    if (!said.length) {
+      // Protocol chatter (a streamed piece, usage, a status): kept in the
+      // list, so every seq is there once, and not shown.
+      el.hidden = true;
+      return;
+    }
+    for (const p of said) {
       if (p.type === "text") {
         el.classList.add("model");
         el.append(h("div", { class: "text" }, p.text));

@@ -272,17 +272,17 @@ fn prompts_run_in_order_one_turn_at_a_time_resuming_the_native_session() {
     assert_eq!(
         third["argv"],
         json!([
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "--sandbox",
-            "workspace-write",
+            "app-server",
             "-c",
-            "sandbox_workspace_write.network_access=true",
-            "resume",
-            records[0]["native_id"],
-            "-"
+            "sandbox_workspace_write.network_access=true"
         ])
+    );
+    // The third process resumed the thread the first one started.
+    assert_eq!(records[0]["thread"]["method"], "thread/start");
+    assert_eq!(
+        third["thread"],
+        json!({"method": "thread/resume", "approvalPolicy": "never",
+               "sandbox": "workspace-write", "cwd": folder.to_str().unwrap()})
     );
     let v = svc.await_session(id, "idle", |v| v["state"] == "idle");
     assert_eq!(v["native_id"], records[0]["native_id"]);
