@@ -96,8 +96,12 @@ fn main() {
 
 // ---------------------------------------------------------------- modes ----
 
-/// The fake codex: stamp, first event, exit 0.
+/// The fake codex on its app server: the stamp as it starts, then the
+/// least of the protocol that names the session (the answers to
+/// `initialize`, `thread/start` and `turn/start`), the prompt's stamps,
+/// `turn/completed`, and exit 0 at the end of stdin.
 fn harness_mode(dir: &Path) -> ! {
+    use std::io::BufRead;
     let at = realtime_us();
     let cwd = std::env::current_dir().unwrap_or_default();
     let name = cwd.file_name().map_or_else(
@@ -107,27 +111,54 @@ fn harness_mode(dir: &Path) -> ! {
     let tmp = dir.join(format!(".{name}.tmp"));
     let _ =
         std::fs::write(&tmp, at.to_string()).and_then(|()| std::fs::rename(&tmp, dir.join(&name)));
-    println!(
-        r#"{{"type":"thread.started","thread_id":"{}"}}"#,
-        uuid::Uuid::new_v4()
-    );
-    // After the first event, so the other sections' figures stay comparable.
-    let mut prompt = String::new();
-    let _ = std::io::stdin().read_to_string(&mut prompt);
-    if let Some(rest) = prompt.trim().strip_prefix("stamps: ") {
-        let mut words = rest
-            .split_whitespace()
-            .map(|w| w.parse::<u64>().unwrap_or(0));
-        let (n, gap) = (words.next().unwrap_or(0), words.next().unwrap_or(0));
-        for i in 0..n {
-            if i > 0 {
-                std::thread::sleep(Duration::from_millis(gap));
+    let thread = uuid::Uuid::new_v4().to_string();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(m) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let id = &m["id"];
+        match m["method"].as_str() {
+            Some("initialize") => println!("{}", json!({"id": id, "result": {}})),
+            Some("thread/start" | "thread/resume") => {
+                println!(
+                    "{}",
+                    json!({"id": id, "result": {"thread": {"id": thread}}})
+                )
             }
-            // stdout is line-buffered: each line goes out as printed.
-            println!(r#"{{"type":"stamp","n":{i},"us":{}}}"#, realtime_us());
+            Some("turn/start") => {
+                println!("{}", json!({"id": id, "result": {"turn": {"id": "u1"}}}));
+                let prompt = m["params"]["input"][0]["text"].as_str().unwrap_or_default();
+                stamps(prompt);
+                println!(
+                    "{}",
+                    json!({"method": "turn/completed",
+                           "params": {"turn": {"id": "u1", "status": "completed"}}})
+                );
+            }
+            _ => {}
         }
     }
     std::process::exit(0);
+}
+
+/// A `stamps: <n> <gap ms>` prompt's events, `gap` apart, each with the
+/// realtime clock as it is printed.
+fn stamps(prompt: &str) {
+    let Some(rest) = prompt.trim().strip_prefix("stamps: ") else {
+        return;
+    };
+    let mut words = rest
+        .split_whitespace()
+        .map(|w| w.parse::<u64>().unwrap_or(0));
+    let (n, gap) = (words.next().unwrap_or(0), words.next().unwrap_or(0));
+    for i in 0..n {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(gap));
+        }
+        // stdout is line-buffered: each line goes out as printed.
+        println!(r#"{{"type":"stamp","n":{i},"us":{}}}"#, realtime_us());
+    }
 }
 
 /// The agent-socket client at depth 10: times the /proc walk plus classify
@@ -1042,6 +1073,7 @@ const STARTUP_RUNS: usize = 15;
 /// wake lag. A CLI not on PATH is left out with a note.
 fn startup(table: &mut Table) {
     use room_core::harness::command::{self, Turn};
+    use room_core::harness::speech::{Heard, Out, Said};
     use room_core::harness::{fixtures_dir, Harness, Programs};
 
     println!("\n5. harness startup: spawn -> first event (native ID) -> exit");
@@ -1099,7 +1131,6 @@ fn startup(table: &mut Table) {
             std::fs::create_dir_all(&folder).unwrap();
             let turn = Turn {
                 harness,
-                prompt: "hi",
                 native_id: None,
                 plan_only: false,
                 approvals: room_machines::session::ApprovalMode::Auto,
@@ -1118,16 +1149,29 @@ fn startup(table: &mut Table) {
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("spawn the harness");
-            command::feed_stdin(child.stdin.take().unwrap(), spec.stdin.clone()).unwrap();
+            // The bench talks the turn's protocol itself: the prompt, what
+            // the harness must be answered, and the end of its input once
+            // its turn is done.
+            let mut stdin = child.stdin.take();
+            let say = |stdin: &mut Option<std::process::ChildStdin>, lines: Vec<Out>| {
+                for out in lines {
+                    if let Some(pipe) = stdin.as_mut() {
+                        let _ = pipe.write_all(out.line.as_bytes());
+                    }
+                }
+            };
+            say(&mut stdin, spec.talker.say(Said::Prompt("hi".into())));
             let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
             let mut named = None;
             for line in std::io::BufRead::lines(stdout) {
                 let Ok(line) = line else { break };
-                if named.is_none() {
-                    let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-                    if harness.native_id(&event).is_some() {
-                        named = Some(began.elapsed());
-                    }
+                let hearing = spec.talker.hear(&line);
+                if named.is_none() && hearing.named.is_some() {
+                    named = Some(began.elapsed());
+                }
+                say(&mut stdin, hearing.writes);
+                if hearing.heard == Some(Heard::Finished) {
+                    stdin = None;
                 }
             }
             let status = child.wait().expect("the harness exits");
@@ -1253,6 +1297,7 @@ fn follow_up_latency(table: &mut Table, claude: &Path, cli_env: &[(String, Strin
 /// stdout. What the service's warm figure adds to this is its own.
 fn warm_floor(table: &mut Table, claude: &Path, cli_env: &[(String, String)], root: &Path) {
     use room_core::harness::command::{self, Turn};
+    use room_core::harness::speech::Said;
     use room_core::harness::{Harness, Programs};
     use std::io::BufRead;
     let folder = root.join("work").join("warm-floor");
@@ -1267,7 +1312,6 @@ fn warm_floor(table: &mut Table, claude: &Path, cli_env: &[(String, String)], ro
     };
     let turn = Turn {
         harness: Harness::Claude,
-        prompt: "first",
         native_id: None,
         plan_only: false,
         approvals: room_machines::session::ApprovalMode::Auto,
@@ -1299,7 +1343,9 @@ fn warm_floor(table: &mut Table, claude: &Path, cli_env: &[(String, String)], ro
             }
         }
     };
-    stdin.write_all(&spec.stdin).unwrap();
+    for out in spec.talker.say(Said::Prompt("first".into())) {
+        stdin.write_all(out.line.as_bytes()).unwrap();
+    }
     until(r#""type":"result""#);
     let mut took = Vec::new();
     for n in 0..FOLLOW_UPS {

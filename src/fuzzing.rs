@@ -28,7 +28,8 @@ use crate::api::query::Query;
 use crate::error::Refusal;
 use crate::harness::codex_protocol::{ApprovalPolicy, SandboxMode};
 use crate::harness::codex_talk::Opening;
-use crate::harness::talk::{self, Answer, Heard, Out, Said, Talker};
+use crate::harness::speech::{self, Answer, Heard, Out, Said};
+use crate::harness::talk::Talker;
 use crate::harness::Harness;
 use crate::journal::{Journal, Journalled, NewEvent, MAX_PAGE};
 use crate::procfs;
@@ -200,7 +201,7 @@ fn protocol_line(talker: &mut Talker, text: &str) {
     if let Some(Heard::Asked(req)) = hearing.heard {
         assert!(req.harness_ref.len() <= 256 && req.tool.len() <= 1024);
         assert!(!req.reason.as_ref().is_some_and(|r| r.len() > 1024));
-        assert!(req.input.len() <= talk::INPUT_MAX, "{}", req.input.len());
+        assert!(req.input.len() <= speech::INPUT_MAX, "{}", req.input.len());
         serde_json::from_str::<serde_json::Value>(&req.input).expect("the input is JSON");
         for decision in [Decision::Allow, Decision::Deny, Decision::AllowForSession] {
             let answer = Said::Answer(Answer {

@@ -1,7 +1,8 @@
 //! Approvals relayed to the app, steering and the protocol's interrupt,
-//! with the fake claude on its stream-json protocol (fixtures/fake_harness.py:
-//! an `ask: <command>` prompt asks before it runs the command, and records
-//! the answer; a `sleep:` turn records what is steered into it).
+//! with the fake claude on its stream-json protocol and the fake codex on
+//! its app server (fixtures/fake_harness.py: an `ask: <command>` prompt
+//! asks before it runs the command, and records the answer; a `sleep:`
+//! turn records what is steered into it).
 
 use std::path::Path;
 use std::time::Duration;
@@ -27,14 +28,24 @@ fn asking_service(test: &str, extra: Value) -> Option<(Service, nix::unistd::Use
     Some((svc, agent))
 }
 
-/// Starts an `approvals: app` session in `name`'s folder with `prompt`,
-/// and waits for its first approval request: the session's ID, its
-/// folder and the request's event data.
+/// Starts an `approvals: app` claude session in `name`'s folder with
+/// `prompt`, and waits for its first approval request: the session's ID,
+/// its folder and the request's event data.
 fn ask_app(svc: &Service, name: &str, prompt: &str) -> (String, std::path::PathBuf, Value) {
+    ask_app_of(svc, "claude", name, prompt)
+}
+
+/// [`ask_app`] with `harness`.
+fn ask_app_of(
+    svc: &Service,
+    harness: &str,
+    name: &str,
+    prompt: &str,
+) -> (String, std::path::PathBuf, Value) {
     let folder = svc.folder(name);
     let s = svc.start_session(start_body(
         &folder,
-        "claude",
+        harness,
         json!({"approvals": "app", "prompt": prompt}),
     ));
     let id = s["id"].as_str().unwrap().to_string();
@@ -197,6 +208,51 @@ fn an_unanswered_request_is_denied_at_its_timeout_and_a_stop_denies_what_is_pend
 }
 
 #[test]
+fn codex_asks_the_app_too_and_a_denials_message_follows_as_a_steer() {
+    let Some((svc, agent)) = asking_service(
+        "codex_asks_the_app_too_and_a_denials_message_follows_as_a_steer",
+        json!({}),
+    ) else {
+        return;
+    };
+    let (id, folder, asked) = ask_app_of(&svc, "codex", "allow", "ask: touch ok.txt && id -u");
+    assert_eq!(asked["tool"], "command");
+    assert_eq!(
+        asked["input"],
+        json!({"command": "touch ok.txt && id -u", "cwd": folder.to_str().unwrap()})
+    );
+    // codex's own policy asks: `untrusted` for a session whose app answers.
+    let record = svc.await_record(&folder, 1, Duration::from_secs(10));
+    assert_eq!(record["thread"]["approvalPolicy"], "untrusted", "{record}");
+    assert!(!folder.join("ok.txt").exists(), "ran before the answer");
+    let (status, v) = decide(&svc, &id, &asked["id"], json!({"decision": "allow"}));
+    assert_eq!(status, 200, "{v}");
+    let record = answered_record(&svc, &folder);
+    assert_eq!(record["answers"][0]["decision"], "accept", "{record}");
+    assert_eq!(record["tool"]["stdout"], format!("{}\n", agent.uid));
+    svc.await_session(&id, "idle", |v| v["state"] == "idle");
+
+    // A decline has no room for a message: it follows as a steer.
+    let (id, folder, asked) = ask_app_of(&svc, "codex", "deny", "ask: touch no.txt");
+    let (status, v) = decide(
+        &svc,
+        &id,
+        &asked["id"],
+        json!({"decision": "deny", "message": "use make instead"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let record = wait_until("the message", Duration::from_secs(10), || {
+        svc.records_in(&folder)
+            .into_iter()
+            .find(|r| r["steers"].is_array())
+    });
+    assert_eq!(record["steers"], json!(["use make instead"]), "{record}");
+    assert_eq!(record["answers"][0]["decision"], "decline", "{record}");
+    assert!(!folder.join("no.txt").exists());
+    svc.await_session(&id, "idle", |v| v["state"] == "idle");
+}
+
+#[test]
 fn approvals_app_needs_another_account_and_auto_denies_at_once() {
     let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("own");
@@ -211,10 +267,7 @@ fn approvals_app_needs_another_account_and_auto_denies_at_once() {
             "{v}"
         );
         let why = v["error"].as_str().unwrap();
-        match harness {
-            "claude" => assert!(why.contains("could read the API token"), "{why}"),
-            _ => assert!(why.contains("codex turns run one-shot"), "{why}"),
-        }
+        assert!(why.contains("could read the API token"), "{why}");
     }
     // auto (the default): denied by the modes, nothing journalled of it.
     let s = svc.start_session(start_body(

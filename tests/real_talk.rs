@@ -1,9 +1,10 @@
-//! The real claude CLI on its stream-json protocol, against the loopback
-//! fake model: approvals relayed to the app, a steer that reaches the
-//! running turn, an interrupt that keeps the conversation, and a warm
-//! follow-up in the process that ran the turn before. Each check
-//! is ignored, with why, where the CLI (or root and the agent account) is
-//! missing, and fails instead in CI (`ROOM_CORE_CI=1`).
+//! The real CLIs on their protocols (claude's stream-json, codex's app
+//! server), against the loopback fake model: approvals relayed to the app,
+//! a steer that reaches the running turn, an interrupt that leaves nothing
+//! running and the conversation resumable, and a warm follow-up in the
+//! process that ran the turn before. Each check is ignored, with why, where
+//! the CLI (or root and the agent account) is missing, and fails instead
+//! in CI (`ROOM_CORE_CI=1`).
 
 mod real_support;
 
@@ -37,8 +38,9 @@ fn await_kind(real: &Real, id: &str, kind: &str, n: usize) -> Vec<Value> {
     })
 }
 
-fn claude_asks_the_app_before_a_write_and_runs_only_what_it_allows() {
-    let test = "claude_asks_the_app_before_a_write_and_runs_only_what_it_allows";
+/// `harness` asks the app before a write, and runs only what it allows; a
+/// denial's message reaches the model.
+fn asks_the_app_before_a_write(test: &str, harness: &str) {
     let Some(agent) = agent_account(test) else {
         return;
     };
@@ -48,7 +50,7 @@ fn claude_asks_the_app_before_a_write_and_runs_only_what_it_allows() {
         "agent_uid": agent.uid.as_raw(),
         "agent_socket": sock_dir.join("agent.sock"),
     });
-    let Some(real) = Real::start(test, "claude", config, vec![]) else {
+    let Some(real) = Real::start(test, harness, config, vec![]) else {
         return;
     };
     let (uid, gid) = (agent.uid.as_raw(), agent.gid.as_raw());
@@ -60,13 +62,23 @@ fn claude_asks_the_app_before_a_write_and_runs_only_what_it_allows() {
     let allowed = folder.join("allowed.txt");
     let s = real.svc.start_session(start_body(
         &folder,
-        "claude",
+        harness,
         json!({"approvals": "app", "prompt": format!("TOOL_WRITE {} yes", allowed.display())}),
     ));
     let id = id_of(&s);
     let request = await_kind(&real, &id, "approval_requested", 1).remove(0);
-    assert_eq!(request["tool"], "Write", "{request}");
-    assert_eq!(request["input"]["file_path"], allowed.display().to_string());
+    let path = allowed.display().to_string();
+    match harness {
+        "claude" => {
+            assert_eq!(request["tool"], "Write", "{request}");
+            assert_eq!(request["input"]["file_path"], path);
+        }
+        _ => {
+            assert_eq!(request["tool"], "command", "{request}");
+            let command = request["input"]["command"].as_str().unwrap_or_default();
+            assert!(command.contains(&path), "{request}");
+        }
+    }
     assert!(!allowed.exists(), "written before the app answered");
     let pending = real.svc.session(&id)["pending_approvals"].clone();
     assert_eq!(pending[0]["id"], request["id"], "{pending}");
@@ -97,13 +109,14 @@ fn claude_asks_the_app_before_a_write_and_runs_only_what_it_allows() {
     assert_eq!(status, 200, "{v}");
     real.await_idle(&id);
     assert!(!denied.exists(), "the denied write ran");
-    let after = real
-        .model
-        .turn_requests("claude")
-        .iter()
-        .rev()
-        .find_map(tool_result)
-        .expect("a request after the denied tool call");
+    // claude gives the message as the tool's result; codex's decline has
+    // no room for one, so it follows as a steer of the same turn.
+    let requests = real.model.turn_requests(harness);
+    let after = match harness {
+        "claude" => requests.iter().rev().find_map(tool_result),
+        _ => requests.last().map(seen),
+    };
+    let after = after.expect("a request after the denied tool call");
     assert!(after.contains("NOT_THIS_FILE_3141"), "{after}");
     let resolved = await_kind(&real, &id, "approval_resolved", 2);
     assert_eq!(
@@ -112,35 +125,36 @@ fn claude_asks_the_app_before_a_write_and_runs_only_what_it_allows() {
     );
 }
 
-/// A claude session in the service's `code` folder with `prompt`: its ID.
-fn session_with(real: &Real, prompt: &str) -> String {
+/// A `harness` session in the service's `code` folder with `prompt`: its ID.
+fn session_with(real: &Real, harness: &str, prompt: &str) -> String {
     let folder = real.svc.folder("code");
     let s = real
         .svc
-        .start_session(start_body(&folder, "claude", json!({ "prompt": prompt })));
+        .start_session(start_body(&folder, harness, json!({ "prompt": prompt })));
     id_of(&s)
 }
 
-/// Waits until the model has answered a turn request with a reply `f`
-/// accepts (`tool:<name>`, `slow_text`, ...).
-fn await_reply(real: &Real, what: &str, f: impl Fn(&str) -> bool) {
+/// Waits until the model has answered a turn request of `harness` with a
+/// reply `f` accepts (`tool:<name>`, `slow_text`, ...).
+fn await_reply(real: &Real, harness: &str, what: &str, f: impl Fn(&str) -> bool) {
     wait_until(what, TURN, || {
         real.model
-            .turn_requests("claude")
+            .turn_requests(harness)
             .iter()
             .any(|r| r["reply"].as_str().is_some_and(&f))
             .then_some(())
     });
 }
 
-fn claude_takes_a_steer_in_the_turn_whose_tool_runs() {
-    let test = "claude_takes_a_steer_in_the_turn_whose_tool_runs";
-    let Some(real) = Real::start(test, "claude", json!({}), vec![]) else {
+/// A steer reaches the model in the turn whose command runs, with the
+/// command's result.
+fn takes_a_steer_in_the_turn_whose_tool_runs(test: &str, harness: &str) {
+    let Some(real) = Real::start(test, harness, json!({}), vec![]) else {
         return;
     };
-    let id = session_with(&real, "TOOL_RUN sleep 3");
+    let id = session_with(&real, harness, "TOOL_RUN sleep 3");
     // The model has asked for the command: the tool runs now.
-    await_reply(&real, "the tool call", |r| r.starts_with("tool:"));
+    await_reply(&real, harness, "the tool call", |r| r.starts_with("tool:"));
     let (status, v) = real.svc.post(
         &format!("/v1/sessions/{id}/messages"),
         json!({"prompt": "STEERED_2718", "deliver": "steer"}),
@@ -148,7 +162,7 @@ fn claude_takes_a_steer_in_the_turn_whose_tool_runs() {
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["delivered"], "steered");
     real.await_idle(&id);
-    let requests = real.model.turn_requests("claude");
+    let requests = real.model.turn_requests(harness);
     let with_steer = requests
         .iter()
         .find(|r| seen(r).contains("STEERED_2718"))
@@ -169,8 +183,10 @@ fn claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running() {
     let Some(real) = Real::start(test, "claude", json!({}), vec![]) else {
         return;
     };
-    let id = session_with(&real, "SLOW_TEXT 400 50");
-    await_reply(&real, "the answer streaming", |r| r == "slow_text");
+    let id = session_with(&real, "claude", "SLOW_TEXT 400 50");
+    await_reply(&real, "claude", "the answer streaming", |r| {
+        r == "slow_text"
+    });
     std::thread::sleep(Duration::from_millis(500));
     let (status, v) = real
         .svc
@@ -198,6 +214,48 @@ fn claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running() {
     );
 }
 
+/// codex's `turn/interrupt` leaves a running command running: the turn's
+/// process ends with its turn, so the interrupt is answered once nothing
+/// of the turn runs, and the next turn resumes the thread.
+fn codex_interrupted_mid_command_leaves_nothing_running() {
+    let test = "codex_interrupted_mid_command_leaves_nothing_running";
+    let Some(real) = Real::start(test, "codex", json!({"linger_ms": 60_000}), vec![]) else {
+        return;
+    };
+    let id = session_with(&real, "codex", "TOOL_RUN sleep 60 # INTERRUPTED_2236");
+    await_reply(&real, "codex", "the tool call", |r| r.starts_with("tool:"));
+    wait_until("the command running", TURN, || {
+        turn_processes(&id)
+            .into_iter()
+            .any(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(b"sleep\0"))
+            })
+            .then_some(())
+    });
+    let (status, v) = real
+        .svc
+        .post(&format!("/v1/sessions/{id}/interrupt"), json!({}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(turn_processes(&id), Vec::<u32>::new());
+    let ended = await_kind(&real, &id, "turn_ended", 1);
+    assert_eq!(ended[0]["by"], "interrupt", "{ended:?}");
+
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "AFTER_INTERRUPT_1618"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let requests = real.model.await_answers("codex", 1);
+    real.await_idle(&id);
+    let last = requests.last().unwrap();
+    assert_eq!(asked("codex", last), "AFTER_INTERRUPT_1618");
+    assert!(
+        seen(last).contains("INTERRUPTED_2236"),
+        "the resumed thread lost the interrupted turn"
+    );
+}
+
 /// The session's processes and the turn each is marked with.
 fn marked(id: &str) -> Vec<(u32, String)> {
     let marker = format!("ROOM_CORE_TURN={id}-");
@@ -213,16 +271,17 @@ fn marked(id: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
-fn claude_takes_a_follow_up_in_its_lingering_process() {
-    let test = "claude_takes_a_follow_up_in_its_lingering_process";
-    let Some(real) = Real::start(test, "claude", json!({"linger_ms": 60_000}), vec![]) else {
+/// A follow-up within the linger goes to the process of the turn before.
+fn takes_a_follow_up_in_its_lingering_process(test: &str, harness: &str) {
+    let config = json!({"linger_ms": 60_000});
+    let Some(real) = Real::start(test, harness, config, vec![]) else {
         return;
     };
-    let id = session_with(&real, "WARM_FIRST_4242");
-    real.model.await_answers("claude", 1);
+    let id = session_with(&real, harness, "WARM_FIRST_4242");
+    real.model.await_answers(harness, 1);
     real.await_idle(&id);
     let before = marked(&id);
-    assert!(!before.is_empty(), "claude lingers");
+    assert!(!before.is_empty(), "{harness} lingers");
     assert!(before.iter().all(|(_, turn)| turn == "1"), "{before:?}");
 
     let (status, v) = real.svc.post(
@@ -230,10 +289,10 @@ fn claude_takes_a_follow_up_in_its_lingering_process() {
         json!({"prompt": "WARM_SECOND_4343"}),
     );
     assert_eq!(status, 200, "{v}");
-    let requests = real.model.await_answers("claude", 2);
+    let requests = real.model.await_answers(harness, 2);
     real.await_idle(&id);
     let last = requests.last().unwrap();
-    assert_eq!(asked("claude", last), "WARM_SECOND_4343");
+    assert_eq!(asked(harness, last), "WARM_SECOND_4343");
     assert!(
         seen(last).contains("WARM_FIRST_4242"),
         "the same conversation"
@@ -254,33 +313,52 @@ fn claude_takes_a_follow_up_in_its_lingering_process() {
     assert_eq!(turn_processes(&id), Vec::<u32>::new());
 }
 
+/// A check of one CLI, given the test's name and the CLI.
+type Check = fn(&str, &str);
+
+/// The checks both CLIs take: a name (after the CLI's), whether it needs
+/// the agent account, and the check.
+const BOTH: [(&str, bool, Check); 3] = [
+    (
+        "asks_the_app_before_a_write_and_runs_only_what_it_allows",
+        true,
+        asks_the_app_before_a_write,
+    ),
+    (
+        "takes_a_steer_in_the_turn_whose_tool_runs",
+        false,
+        takes_a_steer_in_the_turn_whose_tool_runs,
+    ),
+    (
+        "takes_a_follow_up_in_its_lingering_process",
+        false,
+        takes_a_follow_up_in_its_lingering_process,
+    ),
+];
+
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();
-    let trials = vec![
-        trial(
-            "claude_asks_the_app_before_a_write_and_runs_only_what_it_allows",
-            Some("claude"),
-            true,
-            claude_asks_the_app_before_a_write_and_runs_only_what_it_allows,
-        ),
-        trial(
-            "claude_takes_a_steer_in_the_turn_whose_tool_runs",
-            Some("claude"),
-            false,
-            claude_takes_a_steer_in_the_turn_whose_tool_runs,
-        ),
-        trial(
-            "claude_takes_a_follow_up_in_its_lingering_process",
-            Some("claude"),
-            false,
-            claude_takes_a_follow_up_in_its_lingering_process,
-        ),
-        trial(
-            "claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running",
-            Some("claude"),
-            false,
-            claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running,
-        ),
-    ];
+    let mut trials = Vec::new();
+    for harness in ["claude", "codex"] {
+        for (name, as_agent, check) in BOTH {
+            let name = format!("{harness}_{name}");
+            let test = name.clone();
+            trials.push(trial(&name, Some(harness), as_agent, move || {
+                check(&test, harness)
+            }));
+        }
+    }
+    trials.push(trial(
+        "claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running",
+        Some("claude"),
+        false,
+        claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running,
+    ));
+    trials.push(trial(
+        "codex_interrupted_mid_command_leaves_nothing_running",
+        Some("codex"),
+        false,
+        codex_interrupted_mid_command_leaves_nothing_running,
+    ));
     libtest_mimic::run(&args, trials).exit_code()
 }

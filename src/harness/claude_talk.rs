@@ -1,4 +1,4 @@
-//! claude's side of [`Talker`](super::talk::Talker): every message is a
+//! claude's side of the talker (talk.rs): every message is a
 //! line of its own and nothing needs remembering between lines. A prompt
 //! and a steer are user messages; an interrupt and an approval's answer
 //! are control messages; `system/init` names the session, `result` ends
@@ -8,8 +8,8 @@
 use room_machines::session::{ApprovalRequest, Decision};
 
 use super::claude_protocol::{self as claude, CliRequest, Incoming};
-use super::talk::{cut, denial_text, input_text, Carries, Heard, Hearing, Out, Said};
-use super::talk::{REF_MAX, TEXT_MAX};
+use super::speech::{cut, denial_text, input_text, Carries, Heard, Hearing, Out, Said};
+use super::speech::{REF_MAX, TEXT_MAX};
 
 /// The lines that say `said`.
 pub fn say(said: Said) -> Vec<Out> {
@@ -89,7 +89,7 @@ pub fn hear(line: &str) -> Hearing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::talk::Answer;
+    use crate::harness::speech::Answer;
     use room_machines::session::DecidedBy;
     use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! codex's side of [`Talker`](super::talk::Talker): the app server's
+//! codex's side of the talker (talk.rs): the app server's
 //! JSON-RPC needs remembering. Its thread must be opened (`initialize`,
 //! then `thread/start` or `thread/resume`) before a prompt can go as
 //! `turn/start`, and a steer or an interrupt names the running turn, whose
@@ -17,8 +17,8 @@ use serde_json::json;
 
 use super::codex_protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, RequestId};
 use super::codex_protocol::{Item, Notification, SandboxMode, ServerRequest};
-use super::talk::{cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said};
-use super::talk::{REF_MAX, TEXT_MAX};
+use super::speech::{cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said};
+use super::speech::{REF_MAX, TEXT_MAX};
 
 /// The most requests of room-core's remembered while codex has not
 /// answered them: a codex that answers nothing cannot grow this.
@@ -167,10 +167,10 @@ impl CodexTalk {
                 _ => {}
             },
             Incoming::Request { id, request } => self.asked(id, request, &mut hearing),
-            Incoming::Notification(Notification::TurnStarted { turn_id, .. }) => {
-                if self.turn.is_none() {
-                    self.turn_known(turn_id, &mut hearing);
-                }
+            Incoming::Notification(Notification::TurnStarted { turn_id, .. })
+                if self.turn.is_none() =>
+            {
+                self.turn_known(turn_id, &mut hearing);
             }
             Incoming::Notification(Notification::TurnCompleted { turn_id, .. }) => {
                 let ours = match &self.turn {

@@ -1,7 +1,7 @@
 use serde_json::Value;
 
 use super::*;
-use crate::harness::talk::Answer;
+use crate::harness::speech::Answer;
 
 /// The messages the real CLI printed in a recorded scenario
 /// (fixtures/protocols/codex/), as lines.

@@ -8,10 +8,9 @@
 //! however it begins, can be taken for an option.
 
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use room_machines::session::ApprovalMode;
 
@@ -265,25 +264,10 @@ impl TurnSpec {
     }
 }
 
-/// Writes `bytes` to a turn's stdin on a thread of its own, then closes it,
-/// so a prompt larger than the pipe never blocks the caller. A harness that
-/// exits before reading it all only ends the write (EPIPE).
-pub fn feed_stdin(mut stdin: ChildStdin, bytes: Vec<u8>) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("turn-stdin".into())
-        .spawn(move || {
-            if let Err(e) = stdin.write_all(&bytes) {
-                log::debug!("turn stdin: {e}");
-            }
-            // Dropping `stdin` closes it: the CLI sees the end of its prompt.
-        })
-        .map(drop)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::talk::Said;
+    use crate::harness::speech::Said;
 
     fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
         pairs

@@ -18,6 +18,7 @@ pub mod command;
 pub mod figures;
 mod lenient;
 pub mod modes;
+pub mod speech;
 pub mod talk;
 #[cfg(test)]
 mod transcripts;

@@ -7,15 +7,14 @@ use room_machines::session::{DecidedBy, Decision, Input, PromptId, TurnSeq};
 
 use super::driver::Pass;
 use super::Runtime;
-use crate::harness::talk::{Answer, Carries, Said};
+use crate::harness::speech::{Answer, Carries, Said};
 use crate::sessions::turn_input::undelivered;
 use crate::sessions::Hosted;
 
 impl Runtime {
     /// `CloseInput`: the end of the turn's stdin.
     pub(super) fn close_input(&self, s: &Hosted, seq: TurnSeq) {
-        let closed = live(s, seq).map_or(Err(()), |l| l.input.close());
-        if closed.is_err() {
+        if !live(s, seq).is_some_and(|l| l.input.close()) {
             log::warn!(
                 "{}: turn {seq} takes no more input; its end is dropped",
                 s.id

@@ -19,7 +19,8 @@ use crossbeam_channel::{Sender, TrySendError};
 use room_machines::session::{Input, TurnSeq};
 
 use super::turn_now::TurnNow;
-use crate::harness::talk::{Carries, Hearing, Out, Said, Talker};
+use crate::harness::speech::{Carries, Hearing, Out, Said};
+use crate::harness::talk::Talker;
 
 /// The most lines waiting for the writer: more than a session has
 /// approval requests pending, and the steers an app could send meanwhile.
@@ -107,9 +108,10 @@ impl TurnInput {
         hearing
     }
 
-    /// Closes stdin once what is queued before is written.
-    pub fn close(&self) -> Result<(), ()> {
-        self.tx.try_send(Next::Close).map_err(drop)
+    /// Closes stdin once what is queued before is written; whether that
+    /// could be queued.
+    pub fn close(&self) -> bool {
+        self.tx.try_send(Next::Close).is_ok()
     }
 
     fn queue(&self, lines: Vec<Out>) -> Result<(), Vec<Carries>> {

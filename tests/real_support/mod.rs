@@ -161,7 +161,12 @@ pub fn model_calls(model: &Model) -> usize {
 /// One check of a libtest-mimic list: ignored, with why, where what it
 /// needs (the CLI `cli`, and with `as_agent` root and the agent account)
 /// is absent, outside CI.
-pub fn trial(name: &str, cli: Option<&str>, as_agent: bool, check: fn()) -> Trial {
+pub fn trial(
+    name: &str,
+    cli: Option<&str>,
+    as_agent: bool,
+    check: impl FnOnce() + Send + 'static,
+) -> Trial {
     let missing = cli.and_then(|c| missing(c, as_agent));
     let trial = Trial::test(name, move || {
         check();

@@ -1,0 +1,194 @@
+//! What is said to a harness and heard from it, as values both protocols'
+//! talkers share (talk.rs holds the talker): what the session wants said,
+//! the lines that say it and what each carries, what a stdout line means,
+//! and how an approval request's fields are kept within their caps.
+
+use room_machines::session::{ApprovalRequest, DecidedBy, Decision, EndWhy, PromptId};
+use serde_json::Value;
+
+/// The longest tool input kept in an approval request, as JSON text: the
+/// request is recorded and journalled, so a harness asking about a huge
+/// input cannot fill either.
+pub const INPUT_MAX: usize = 256 << 10;
+
+/// The longest tool name or reason kept.
+pub(super) const TEXT_MAX: usize = 1024;
+
+/// The longest request ID answered: claude's are UUIDs, codex's numbers.
+pub(super) const REF_MAX: usize = 256;
+
+/// What the session wants said to the harness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Said {
+    /// A turn's prompt: the first of the process, or a warm follow-up.
+    Prompt(String),
+    /// A prompt for the running turn.
+    Steer {
+        /// Its number.
+        prompt: PromptId,
+        /// Its text.
+        text: String,
+    },
+    /// Stop the running turn.
+    Interrupt,
+    /// The answer to an approval request.
+    Answer(Answer),
+}
+
+/// The answer to the approval request `harness_ref` about `tool`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The harness's own ID of the request.
+    pub harness_ref: String,
+    /// The tool asked about.
+    pub tool: String,
+    /// What was decided.
+    pub decision: Decision,
+    /// By whom.
+    pub by: DecidedBy,
+    /// What the model reads with a denial.
+    pub message: Option<String>,
+}
+
+/// What a line written to the harness carries, so that one that cannot be
+/// written is reported as what it meant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Carries {
+    /// The turn's prompt.
+    Prompt,
+    /// A steered prompt, handed back to the queue if it is not written.
+    Steer {
+        /// Its number.
+        prompt: PromptId,
+        /// Its text.
+        text: String,
+    },
+    /// Anything else (a handshake, an answer, an interrupt), named for the log.
+    Other(&'static str),
+}
+
+/// One line for the harness's stdin, newline included.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Out {
+    /// The line.
+    pub line: String,
+    /// What it carries.
+    pub carries: Carries,
+}
+
+impl Out {
+    pub(super) fn other(line: String, what: &'static str) -> Out {
+        Out {
+            line,
+            carries: Carries::Other(what),
+        }
+    }
+}
+
+/// What a stdout line says that the session must hear.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// The harness asks before it runs a tool.
+    Asked(ApprovalRequest),
+    /// Its turn is done; it waits for more input.
+    Finished,
+    /// A steered prompt did not reach the turn (it had ended): it goes
+    /// back to the queue.
+    SteerRefused {
+        /// Its number.
+        prompt: PromptId,
+        /// Its text.
+        text: String,
+    },
+    /// The harness refused to take the turn's prompt, and why (codex: an
+    /// unknown thread, a refused `turn/start`).
+    PromptRefused(String),
+}
+
+/// What one stdout line means.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Hearing {
+    /// The native session the turn runs in, when this line names it.
+    pub named: Option<String>,
+    /// What the session must hear.
+    pub heard: Option<Heard>,
+    /// Lines to write in answer (a request room-core does not serve, a
+    /// prompt held until the harness could take it).
+    pub writes: Vec<Out>,
+}
+
+/// What the model reads when a tool use is denied and the app gave no
+/// message: why, in a sentence.
+pub fn denial_text(by: DecidedBy) -> String {
+    match by {
+        DecidedBy::App => "The user denied this tool use.".into(),
+        DecidedBy::Modes => {
+            "Denied: this session's permission settings do not allow it, and nobody is asked \
+             (a plan_only session changes nothing)."
+                .into()
+        }
+        DecidedBy::Timeout => "Denied: nobody answered the approval request in time.".into(),
+        DecidedBy::TooMany => {
+            "Denied: too many approval requests are waiting in this session.".into()
+        }
+        DecidedBy::TurnEnding(why) => format!("Denied: the turn is being ended ({}).", ending(why)),
+        DecidedBy::TurnGone => "Denied: the turn is over.".into(),
+    }
+}
+
+fn ending(why: EndWhy) -> &'static str {
+    match why {
+        EndWhy::Stop => "stopped",
+        EndWhy::Interrupt => "interrupted",
+        EndWhy::Close => "the session is closed",
+        EndWhy::Restart => "the session restarts",
+        EndWhy::ServiceStop => "the service is stopping",
+        _ => "it ends",
+    }
+}
+
+/// A tool's input as JSON text of at most [`INPUT_MAX`] bytes: a longer
+/// one is kept as a JSON string holding its start, so the text is always
+/// JSON. Escaping can make that string longer than the text it holds, so
+/// the start is shortened until the whole fits.
+pub(super) fn input_text(input: &Value) -> String {
+    let text = input.to_string();
+    if text.len() <= INPUT_MAX {
+        return text;
+    }
+    let mut keep = INPUT_MAX;
+    loop {
+        let held = format!("{}… (cut at {INPUT_MAX} bytes)", cut(&text, keep));
+        let json = Value::String(held).to_string();
+        if json.len() <= INPUT_MAX || keep == 0 {
+            return json;
+        }
+        keep = keep.saturating_sub(json.len() - INPUT_MAX);
+    }
+}
+
+/// `s`'s first `max` bytes, at a character boundary.
+pub(super) fn cut(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_input_is_kept_as_json_text_cut_to_the_cap() {
+        // Quotes double in the string that holds them: still within the cap.
+        for content in ["x", "\"", "\u{1}"] {
+            let big = serde_json::json!({"content": content.repeat(INPUT_MAX * 2)});
+            let text = input_text(&big);
+            assert!(text.len() <= INPUT_MAX, "{}", text.len());
+            let v: Value = serde_json::from_str(&text).expect("still JSON");
+            assert!(v.as_str().unwrap().ends_with("(cut at 262144 bytes)"));
+        }
+    }
+}
