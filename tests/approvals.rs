@@ -227,7 +227,11 @@ fn codex_asks_the_app_too_and_a_denials_message_follows_as_a_steer() {
     assert!(!folder.join("ok.txt").exists(), "ran before the answer");
     let (status, v) = decide(&svc, &id, &asked["id"], json!({"decision": "allow"}));
     assert_eq!(status, 200, "{v}");
-    let record = answered_record(&svc, &folder);
+    let record = wait_until("the command run", Duration::from_secs(10), || {
+        svc.records_in(&folder)
+            .into_iter()
+            .find(|r| r["tool"].is_object())
+    });
     assert_eq!(record["answers"][0]["decision"], "accept", "{record}");
     assert_eq!(record["tool"]["stdout"], format!("{}\n", agent.uid));
     svc.await_session(&id, "idle", |v| v["state"] == "idle");
