@@ -1212,10 +1212,14 @@ fn startup(table: &mut Table) {
     }
     match on_path("claude") {
         Some(claude) => {
-            follow_up_latency(table, &claude, &cli_env);
+            follow_up_latency(table, "claude", &claude, &cli_env);
             warm_floor(table, &claude, &cli_env, &root);
         }
         None => println!("  real claude: not on PATH, follow-ups left out"),
+    }
+    match on_path("codex") {
+        Some(codex) => follow_up_latency(table, "codex", &codex, &cli_env),
+        None => println!("  real codex: not on PATH, follow-ups left out"),
     }
     drop(model);
     if std::env::var_os("ROOM_BENCH_KEEP").is_none() {
@@ -1231,21 +1235,32 @@ const FOLLOW_UPS: usize = 10;
 /// stream. Cold: `linger_ms: 0`, every message spawns claude with
 /// `--resume`; warm: within the linger, the message goes to the process
 /// that ran the turn before.
-fn follow_up_latency(table: &mut Table, claude: &Path, cli_env: &[(String, String)]) {
+fn follow_up_latency(
+    table: &mut Table,
+    harness: &str,
+    program: &Path,
+    cli_env: &[(String, String)],
+) {
+    // The turn's first event: claude's `system/init`, codex's `turn/started`
+    // (a cold codex answers `initialize` first, which no turn starts).
+    let first = match harness {
+        "claude" => r#""subtype":"init""#,
+        _ => r#""turn/started""#,
+    };
     let mut medians = Vec::new();
     for (mode, linger) in [
-        ("cold (spawn + --resume)", 0u64),
+        ("cold (spawn + resume)", 0u64),
         ("warm (within the linger)", 60_000),
     ] {
         let svc = room_kit::Service::builder(env!("CARGO_BIN_EXE_room-core"))
-            .config(json!({"claude_program": claude, "linger_ms": linger}))
+            .config(json!({format!("{harness}_program"): program, "linger_ms": linger}))
             .envs(cli_env.iter().cloned())
             .log_filter("warn")
             .start();
         let folder = svc.folder("follow-ups");
         let (status, v) = svc.post(
             "/v1/sessions",
-            json!({"workspace": "ws-warm", "folder": folder, "harness": "claude", "prompt": "first"}),
+            json!({"workspace": "ws-warm", "folder": folder, "harness": harness, "prompt": "first"}),
         );
         assert_eq!(status, 201, "{v}");
         let id = v["id"].as_str().unwrap().to_string();
@@ -1260,7 +1275,7 @@ fn follow_up_latency(table: &mut Table, claude: &Path, cli_env: &[(String, Strin
         for n in 0..FOLLOW_UPS {
             let (_, page) = svc.get(&format!("/v1/sessions/{id}/events?limit=1"));
             let after = page["last_seq"].as_u64().unwrap();
-            let first = first_event_reader(&svc.base, &svc.token(), &id, after);
+            let reader = first_event_reader(&svc.base, &svc.token(), &id, after, first);
             std::thread::sleep(Duration::from_millis(50));
             let began = realtime_us();
             let (status, v) = svc.post(
@@ -1268,7 +1283,7 @@ fn follow_up_latency(table: &mut Table, claude: &Path, cli_env: &[(String, Strin
                 json!({"prompt": format!("follow-up {n}")}),
             );
             assert_eq!(status, 200, "{v}");
-            let read = first.join().unwrap();
+            let read = reader.join().unwrap();
             took.push(read.saturating_sub(began) as f64 / 1000.0);
             idle(&svc);
         }
@@ -1276,16 +1291,16 @@ fn follow_up_latency(table: &mut Table, claude: &Path, cli_env: &[(String, Strin
         medians.push(p50);
         table.row(
             "follow-up message to its turn's first event",
-            &format!("real claude, {mode}"),
+            &format!("real {harness}, {mode}"),
             ms(p50),
             ms(p99),
             if medians.len() == 2 {
                 format!(
-                    "{FOLLOW_UPS} messages; POST -> system/init on the stream; warm is {:.0}x below cold; target warm p50 < 20 ms, >= 20x below cold",
+                    "{FOLLOW_UPS} messages; POST -> {first} on the stream; warm is {:.0}x below cold; target warm p50 < 20 ms, >= 20x below cold",
                     medians[0] / medians[1]
                 )
             } else {
-                format!("{FOLLOW_UPS} messages; POST -> system/init on the stream")
+                format!("{FOLLOW_UPS} messages; POST -> {first} on the stream")
             },
         );
     }
@@ -1369,12 +1384,13 @@ fn warm_floor(table: &mut Table, claude: &Path, cli_env: &[(String, String)], ro
 }
 
 /// Reads session `id`'s stream after `after` until the first harness event
-/// of a turn (`system`/`init`); when it read it, in realtime µs.
+/// of a turn (the one holding `first`); when it read it, in realtime µs.
 fn first_event_reader(
     base: &str,
     token: &str,
     id: &str,
     after: u64,
+    first: &'static str,
 ) -> std::thread::JoinHandle<u64> {
     use std::io::BufRead;
     let agent = ureq::AgentBuilder::new()
@@ -1393,7 +1409,7 @@ fn first_event_reader(
             if reader.read_line(&mut line).unwrap_or(0) == 0 {
                 panic!("the stream ended before the turn's first event");
             }
-            if line.starts_with("data: ") && line.contains(r#""subtype":"init""#) {
+            if line.starts_with("data: ") && line.contains(first) {
                 return realtime_us();
             }
         }
@@ -1805,7 +1821,7 @@ fn follow(table: &mut Table) {
 const APPROVALS: usize = 40;
 
 /// An app that answers each approval request as soon as the stream shows
-/// it, against the fake claude (fixtures/fake_harness.py `asks:`) running
+/// it, against each fake harness (fixtures/fake_harness.py `asks:`) running
 /// as the agent account, as `approvals: app` needs.
 fn approval_round_trip(table: &mut Table) {
     println!(
@@ -1826,18 +1842,28 @@ fn approval_round_trip(table: &mut Table) {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fake-claude");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let svc = Core::start(json!({
         "agent_uid": agent.uid.as_raw(),
         "agent_socket": sockets.join("agent.sock"),
-        "claude_program": fake,
+        "claude_program": fixtures.join("fake-claude"),
+        "codex_program": fixtures.join("fake-codex"),
         "harness_env": ["FAKE_HARNESS_RECORD"],
     }));
-    let folder = svc.folder("asks");
+    for harness in ["claude", "codex"] {
+        round_trips(table, &svc, harness, &agent.name);
+    }
+    drop(svc);
+    let _ = std::fs::remove_dir_all(&sockets);
+}
+
+/// One session of `harness` asking [`APPROVALS`] times, one after another.
+fn round_trips(table: &mut Table, svc: &Core, harness: &str, account: &str) {
+    let folder = svc.folder(&format!("asks-{harness}"));
     let v = svc.start_session(&json!({
         "workspace": "ws-asks",
         "folder": folder,
-        "harness": "claude",
+        "harness": harness,
         "approvals": "app",
         "prompt": format!("asks: {APPROVALS}"),
     }));
@@ -1860,15 +1886,13 @@ fn approval_round_trip(table: &mut Table) {
     let (p50, p99) = stats(&took);
     table.row(
         "approval round trip",
-        &format!("fake claude as {}, app answers at once", room_kit::AGENT),
+        &format!("fake {harness} as {account}, app answers at once"),
         ms(p50),
         ms(p99),
         format!(
             "{APPROVALS} requests one after another: the request journalled (fdatasync) and streamed, the answer's POST recorded (fdatasync) and written to the harness's stdin; the app's own time is its HTTP round trips; target p50 < 5 ms"
         ),
     );
-    drop(svc);
-    let _ = std::fs::remove_dir_all(&sockets);
 }
 
 /// Follows session `id`'s stream and allows each approval request as it

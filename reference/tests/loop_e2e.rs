@@ -18,7 +18,7 @@ use loop_support::{
     agent_account, as_script, in_thread, sandbox, session_count, start_core, Shared, Website,
 };
 use room_kit::procs::group_members;
-use room_kit::{free_port, unix_ms, wait_until};
+use room_kit::{unix_ms, wait_until};
 use serde_json::{json, Value};
 
 const SIGNIN_A: &str = "signin-token-of-core-a";
@@ -65,12 +65,13 @@ fn a_loop_script_lists_spawns_and_leaves_its_output_for_its_owner() {
         return;
     };
     let shared = Shared::new(&agent);
-    let port = free_port();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}");
     let core_a = start_core(&shared, &agent, "a", &url, SIGNIN_A);
     let core_b = start_core(&shared, &agent, "b", &url, SIGNIN_B);
     let web = Website::start(
-        port,
+        held,
         json!({"sandboxes": [
             sandbox(&core_a, &shared, "a", SIGNIN_A),
             sandbox(&core_b, &shared, "b", SIGNIN_B),
@@ -316,7 +317,8 @@ fn a_script_past_its_limit_is_killed_while_its_spawn_completes() {
         return;
     };
     let shared = Shared::new(&agent);
-    let port = free_port();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
     let core = start_core(
         &shared,
         &agent,
@@ -328,7 +330,7 @@ fn a_script_past_its_limit_is_killed_while_its_spawn_completes() {
     let mut sb = sandbox(&core, &shared, "a", SIGNIN_A);
     sb["launch_delay_ms"] = json!(4000);
     let web = Website::start(
-        port,
+        held,
         json!({"sandboxes": [sb], "script_limit_ms": 1500, "kill_grace_ms": 500}),
     );
     let pgid_file = shared.drop().join("pgid");

@@ -146,8 +146,11 @@ pub struct Website {
 }
 
 impl Website {
-    /// Starts `room-website` on `port` with the test defaults plus `extra`.
-    pub fn start(port: u16, extra: Value) -> Website {
+    /// Starts `room-website` on `held`'s port with the test defaults plus
+    /// `extra`. The port stays held until the website is about to bind it,
+    /// so a service started meanwhile cannot be given it.
+    pub fn start(held: std::net::TcpListener, extra: Value) -> Website {
+        let port = held.local_addr().unwrap().port();
         let dir = temp_root();
         let mut config = json!({
             "listen": format!("127.0.0.1:{port}"),
@@ -161,6 +164,7 @@ impl Website {
         let path = dir.join("website.json");
         std::fs::write(&path, config.to_string()).unwrap();
         let log = std::fs::File::create(dir.join("website.log")).unwrap();
+        drop(held);
         let child = Command::new(env!("CARGO_BIN_EXE_room-website"))
             .arg("--config")
             .arg(&path)
