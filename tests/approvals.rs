@@ -350,17 +350,32 @@ fn a_steer_reaches_the_running_turn_and_with_none_running_it_queues() {
 }
 
 #[test]
-fn a_harness_that_breaks_the_protocol_is_answered_within_bounds() {
-    let Some((svc, _)) = asking_service(
-        "a_harness_that_breaks_the_protocol_is_answered_within_bounds",
-        json!({}),
-    ) else {
+fn a_claude_that_breaks_the_protocol_is_answered_within_bounds() {
+    breaks_the_protocol(
+        "a_claude_that_breaks_the_protocol_is_answered_within_bounds",
+        "claude",
+    );
+}
+
+#[test]
+fn a_codex_that_breaks_the_protocol_is_answered_within_bounds() {
+    breaks_the_protocol(
+        "a_codex_that_breaks_the_protocol_is_answered_within_bounds",
+        "codex",
+    );
+}
+
+/// `harness` (the fake's `hostile-protocol`) sends a line that is not
+/// JSON, a request room-core does not serve, an answer nobody asked for, a
+/// request with a 300 KiB input and then 70 requests at once.
+fn breaks_the_protocol(test: &str, harness: &str) {
+    let Some((svc, _)) = asking_service(test, json!({})) else {
         return;
     };
     let folder = svc.folder("hostile");
     let s = svc.start_session(start_body(
         &folder,
-        "claude",
+        harness,
         json!({"approvals": "app", "prompt": "hostile-protocol"}),
     ));
     let id = s["id"].as_str().unwrap().to_string();
@@ -373,14 +388,21 @@ fn a_harness_that_breaks_the_protocol_is_answered_within_bounds() {
             .find(|r| r["answers"].as_object().is_some_and(|a| a.len() >= 8))
     });
     let answers = record["answers"].as_object().unwrap();
-    assert_eq!(answers["h1"]["subtype"], "error", "{record}");
+    let too_many = "Denied: too many approval requests are waiting in this session.";
+    match harness {
+        "claude" => assert_eq!(answers["h1"]["subtype"], "error", "{record}"),
+        _ => assert_eq!(answers["h1"]["error"]["code"], -32601, "{record}"),
+    }
     for i in 63..70 {
-        assert_eq!(
-            answers[&format!("q{i}")]["response"],
-            json!({"behavior": "deny",
-                   "message": "Denied: too many approval requests are waiting in this session."}),
-            "q{i}"
-        );
+        let answer = &answers[&format!("q{i}")];
+        match harness {
+            "claude" => assert_eq!(
+                answer["response"],
+                json!({"behavior": "deny", "message": too_many}),
+                "q{i}"
+            ),
+            _ => assert_eq!(answer, &json!({"decision": "decline"}), "q{i}"),
+        }
     }
     assert_eq!(answers.len(), 8, "{answers:?}");
     let view = svc.await_session(&id, "64 pending", |v| {

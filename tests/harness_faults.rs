@@ -1,6 +1,6 @@
 //! What a harness (or a prompt) may do wrong, and what the session shows:
-//! a harness that never names its session times out and gives its startup
-//! permit back; prompts of any size go on stdin (a NUL byte is refused at
+//! a harness that never names its session (a codex that never answers its
+//! handshake) times out and gives its startup permit back; prompts of any size go on stdin (a NUL byte is refused at
 //! the API); 4 MiB of stderr neither blocks nor breaks a turn and its end
 //! shows in the error; a stdout line that is not UTF-8, or one over the
 //! cap, is skipped and reading goes on. Every event lands in the journal.
@@ -65,6 +65,32 @@ fn a_silent_harness_times_out_gives_its_permit_back_and_the_next_start_runs() {
         v["queue"]["length"] == 1
     });
     assert_eq!(v["state"], "failed", "{v}");
+}
+
+#[test]
+fn a_codex_that_never_answers_its_handshake_fails_its_launch_and_leaves_nothing() {
+    let root = temp_root();
+    let mute = root.join("mute-codex");
+    // Reads its stdin, answers nothing.
+    std::fs::write(&mute, "#!/bin/sh\nexec cat >/dev/null\n").unwrap();
+    std::fs::set_permissions(&mute, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"codex_program": mute, "startup_timeout_ms": 1000}),
+    );
+    let folder = svc.folder("mute");
+    let s = svc.start_session(start_body(&folder, "codex", json!({"prompt": "hello"})));
+    let id = id_of(&s);
+    let v = svc.await_session(&id, "the startup timeout", |v| v["state"] == "failed");
+    assert_eq!(
+        v["error"],
+        "codex did not start within 1 s: it never named its session; its prompt stays queued for a relaunch",
+        "{v}"
+    );
+    wait_until("nothing of it to run", Duration::from_secs(10), || {
+        turn_processes(&id).is_empty().then_some(())
+    });
+    let _ = std::fs::remove_dir_all(root);
 }
 
 #[test]

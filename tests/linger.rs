@@ -1,4 +1,4 @@
-//! Warm follow-ups with the fake claude: its process outlives its turn by
+//! Warm follow-ups with the fake claude and codex: a process outlives its turn by
 //! `linger_ms`, a message within it runs in that process, and after it the
 //! process is gone and the next message spawns and resumes.
 
@@ -33,10 +33,21 @@ fn await_ended(svc: &Service, id: &str, n: usize) -> Vec<Value> {
 }
 
 #[test]
-fn a_follow_up_within_the_linger_spawns_nothing_and_one_after_it_resumes() {
+fn a_claude_follow_up_within_the_linger_spawns_nothing_and_one_after_it_resumes() {
+    follow_ups("claude");
+}
+
+#[test]
+fn a_codex_follow_up_within_the_linger_spawns_nothing_and_one_after_it_resumes() {
+    follow_ups("codex");
+}
+
+/// A follow-up within the linger runs in the process of the turn before;
+/// one after it spawns a process that resumes the native session.
+fn follow_ups(harness: &str) {
     let svc = Service::start(ROOM_CORE, json!({"linger_ms": 3000}));
     let folder = svc.folder("warm");
-    let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
+    let s = svc.start_session(start_body(&folder, harness, json!({"prompt": "first"})));
     let id = s["id"].as_str().unwrap().to_string();
     let first = await_ended(&svc, &id, 1);
     // Its end is journalled at once; its process waits.
@@ -80,18 +91,23 @@ fn a_follow_up_within_the_linger_spawns_nothing_and_one_after_it_resumes() {
     assert_eq!(status, 200, "{v}");
     let third = svc.await_record(&folder, 2, Duration::from_secs(10));
     assert_ne!(third["pid"], pid);
-    let argv: Vec<&str> = third["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
     let native = svc.session(&id)["native_id"].clone();
-    assert!(
-        argv.windows(2)
-            .any(|w| w[0] == "--resume" && native == json!(w[1])),
-        "{argv:?}"
-    );
+    assert_eq!(third["native_id"], native, "{third}");
+    if harness == "claude" {
+        let argv: Vec<&str> = third["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            argv.windows(2)
+                .any(|w| w[0] == "--resume" && native == json!(w[1])),
+            "{argv:?}"
+        );
+    } else {
+        assert_eq!(third["thread"]["method"], "thread/resume", "{third}");
+    }
 }
 
 /// A session in `name`'s folder whose first turn is done and whose

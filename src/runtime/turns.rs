@@ -112,11 +112,11 @@ impl Runtime {
             approvals: sessions::options(&s.start).approvals,
             folder: &folder,
         };
-        let mut spec = command::build(&self.config, &self.programs, &self.secrets, &turn)?;
-        let talker = std::mem::replace(&mut spec.talker, Talker::Claude);
+        let spec = command::build(&self.config, &self.programs, &self.secrets, &turn)?;
+        let (spec, talker) = spawn_spec(spec);
         let mut started = self
             .supervisor
-            .start(&key, spawn_spec(spec))
+            .start(&key, spec)
             .map_err(|e| e.to_string())?;
         let (pid, start_time) = (started.child.pid(), started.child.start_time());
         let pgid = started.child.pgid();
@@ -534,8 +534,9 @@ fn join_by<T>(thread: JoinHandle<T>, until: Instant) -> Option<T> {
     thread.join().ok()
 }
 
-/// The supervisor's spec for a harness turn's spec.
-fn spawn_spec(turn: command::TurnSpec) -> SpawnSpec {
+/// The supervisor's spec for a harness turn's spec, and the talker its
+/// stdin's writer takes.
+fn spawn_spec(turn: command::TurnSpec) -> (SpawnSpec, Talker) {
     let mut spec = SpawnSpec::new(turn.program, turn.cwd);
     spec.args = turn.args.into_iter().map(Into::into).collect();
     spec.env = turn.env;
@@ -544,7 +545,7 @@ fn spawn_spec(turn: command::TurnSpec) -> SpawnSpec {
         gid: a.gid,
         groups: a.groups,
     });
-    spec
+    (spec, turn.talker)
 }
 
 /// Creates `folder` and the folders above it that are missing, never

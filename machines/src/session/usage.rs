@@ -95,7 +95,7 @@ pub enum UsageReport {
     /// than once used their sum.
     Turn(Usage),
     /// The native session's running total so far, over all its turns and
-    /// processes (codex's `turn.completed`): the turn used what it grew by.
+    /// processes (codex's `thread/tokenUsage/updated`): the turn used what it grew by.
     Total(Usage),
 }
 
