@@ -199,19 +199,23 @@ fn claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running() {
     // claude ended the turn itself (no signal), its last turn failed.
     assert_eq!(ended[0]["exit"], json!({"code": 1}), "{ended:?}");
 
+    // The resumed turn keeps the interrupted answer.
+    resumes_after_an_interrupt(&real, "claude", &id, "SLOW_CHUNK_1_OF_400");
+}
+
+/// The next message after an interrupt resumes the native session: the
+/// model is asked it, with `kept` (of the interrupted turn) in its request.
+fn resumes_after_an_interrupt(real: &Real, harness: &str, id: &str, kept: &str) {
     let (status, v) = real.svc.post(
         &format!("/v1/sessions/{id}/messages"),
         json!({"prompt": "AFTER_INTERRUPT_1618"}),
     );
     assert_eq!(status, 200, "{v}");
-    let requests = real.model.await_answers("claude", 1);
-    real.await_idle(&id);
+    let requests = real.model.await_answers(harness, 1);
+    real.await_idle(id);
     let last = requests.last().unwrap();
-    assert_eq!(asked("claude", last), "AFTER_INTERRUPT_1618");
-    assert!(
-        seen(last).contains("SLOW_CHUNK_1_OF_400"),
-        "the resumed turn lost the interrupted answer"
-    );
+    assert_eq!(asked(harness, last), "AFTER_INTERRUPT_1618");
+    assert!(seen(last).contains(kept), "the resumed turn lost {kept}");
 }
 
 /// codex's `turn/interrupt` leaves a running command running: the turn's
@@ -241,19 +245,8 @@ fn codex_interrupted_mid_command_leaves_nothing_running() {
     let ended = await_kind(&real, &id, "turn_ended", 1);
     assert_eq!(ended[0]["by"], "interrupt", "{ended:?}");
 
-    let (status, v) = real.svc.post(
-        &format!("/v1/sessions/{id}/messages"),
-        json!({"prompt": "AFTER_INTERRUPT_1618"}),
-    );
-    assert_eq!(status, 200, "{v}");
-    let requests = real.model.await_answers("codex", 1);
-    real.await_idle(&id);
-    let last = requests.last().unwrap();
-    assert_eq!(asked("codex", last), "AFTER_INTERRUPT_1618");
-    assert!(
-        seen(last).contains("INTERRUPTED_2236"),
-        "the resumed thread lost the interrupted turn"
-    );
+    // The resumed thread holds the interrupted turn's prompt.
+    resumes_after_an_interrupt(&real, "codex", &id, "INTERRUPTED_2236");
 }
 
 /// The session's processes and the turn each is marked with.

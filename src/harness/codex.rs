@@ -88,14 +88,9 @@ mod tests {
 
     /// The messages the real CLI printed (fixtures/protocols/codex/).
     fn recorded(name: &str) -> Vec<Value> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("fixtures/protocols/codex/{name}.jsonl"));
-        std::fs::read_to_string(path)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|l| l["dir"] == "from_cli")
-            .map(|l| l["msg"].clone())
+        crate::harness::transcripts::printed("codex", name)
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     }
 

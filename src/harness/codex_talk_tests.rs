@@ -6,15 +6,7 @@ use crate::harness::speech::Answer;
 /// The messages the real CLI printed in a recorded scenario
 /// (fixtures/protocols/codex/), as lines.
 fn from_cli(name: &str) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("fixtures/protocols/codex/{name}.jsonl"));
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|l| l["dir"] == "from_cli")
-        .map(|l| l["msg"].to_string())
-        .collect()
+    crate::harness::transcripts::printed("codex", name)
 }
 
 fn json(out: &Out) -> Value {
