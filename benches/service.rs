@@ -1170,7 +1170,7 @@ fn startup(table: &mut Table) {
                     named = Some(began.elapsed());
                 }
                 say(&mut stdin, hearing.writes);
-                if hearing.heard == Some(Heard::Finished) {
+                if matches!(hearing.heard, Some(Heard::Finished { .. })) {
                     stdin = None;
                 }
             }

@@ -135,6 +135,47 @@ fn a_200_kib_prompt_runs_and_a_nul_byte_is_refused() {
 }
 
 #[test]
+fn a_turn_its_harness_says_failed_shows_why_and_does_not_linger() {
+    // Lingering on: a failed turn's process still ends with its turn.
+    let svc = Service::start(ROOM_CORE, json!({"linger_ms": 60_000}));
+    for harness in ["claude", "codex"] {
+        let folder = svc.folder(harness);
+        let s = svc.start_session(start_body(
+            &folder,
+            harness,
+            json!({"prompt": "fail: the model went away"}),
+        ));
+        let id = id_of(&s);
+        let v = svc.await_session(&id, "the failed turn", |v| {
+            v["state"] == "idle" && !v["error"].is_null()
+        });
+        assert_eq!(v["error"], "the last turn failed: the model went away", "{v}");
+        wait_until("nothing of it to run", Duration::from_secs(10), || {
+            turn_processes(&id).is_empty().then_some(())
+        });
+        let ended: Vec<Value> = journal(&svc.state, &id)
+            .into_iter()
+            .filter(|e| e["kind"] == "turn_ended")
+            .collect();
+        // It ended with its process (claude exits 1 after a failed turn,
+        // codex 0 whatever its turn did), not at once to linger.
+        let code = if harness == "claude" { 1 } else { 0 };
+        assert_eq!(ended.len(), 1, "{ended:?}");
+        assert_eq!(ended[0]["data"]["exit"], json!({"code": code}), "{ended:?}");
+        // The next message runs.
+        let (status, v) = svc.post(
+            &format!("/v1/sessions/{id}/messages"),
+            json!({"prompt": "again"}),
+        );
+        assert_eq!(status, 200, "{v}");
+        let v = svc.await_session(&id, "the next turn", |v| {
+            v["state"] == "idle" && v["error"].is_null()
+        });
+        assert_eq!(v["queue"]["length"], 0, "{v}");
+    }
+}
+
+#[test]
 fn four_mib_of_stderr_ends_the_turn_normally_and_its_tail_is_the_error() {
     let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("code");

@@ -589,7 +589,16 @@ fn session_situations() -> Vec<SessionSituation> {
             false,
             with(
                 running(),
-                vec![(7, reported(2)), (8, Some(I::TurnFinished { seq: 2 }))],
+                vec![
+                    (7, reported(2)),
+                    (
+                        8,
+                        Some(I::TurnFinished {
+                            seq: 2,
+                            failed: None,
+                        }),
+                    ),
+                ],
             ),
         ),
         (
@@ -674,6 +683,7 @@ fn session_probes() -> Vec<SessionProbe> {
         }),
         ("turn finished (its harness says)", |s| I::TurnFinished {
             seq: current_turn(s),
+            failed: None,
         }),
         ("steer undelivered", |s| I::SteerUndelivered {
             seq: current_turn(s),
@@ -883,6 +893,7 @@ fn session_restore_table() -> String {
         ending,
         usage: None,
         finished: false,
+        failed: None,
     };
     let record = |stage, t: Option<Turn>| Record {
         stage,

@@ -76,8 +76,9 @@ enum Act {
     Ask,
     /// The app answers approval request `n` (one that exists, or not).
     Decide(ApprovalId, Decision),
-    /// The current turn's harness says its turn is done.
-    Finish,
+    /// The current turn's harness says its turn is done (and whether it
+    /// says the turn failed).
+    Finish(bool),
     /// The last prompt steered into the current turn was not written.
     SteerLost,
     /// Any input at all, applicable or not.
@@ -203,8 +204,9 @@ fn act() -> impl Strategy<Value = Act> {
         2 => Just(Act::Restart),
         3 => Just(Act::Ask),
         2 => (0..8u64, decision()).prop_map(|(id, d)| Act::Decide(id, d)),
-        2 => Just(Act::Finish),
-        1 => Just(Act::SteerLost),
+        2 => Just(Act::Finish(false)),
+        1 => Just(Act::Finish(true)),
+        3 => Just(Act::SteerLost),
         2 => raw().prop_map(Act::Raw),
         1 => (0..5u64).prop_map(|seq| Act::Raw(Input::OutputCapped {
             seq,
@@ -472,9 +474,10 @@ impl World {
                 }
             }
             Act::Restart => self.restart()?,
-            Act::Finish => {
+            Act::Finish(failed) => {
                 if let Some(seq) = self.current_proc().filter(|p| p.delivered).map(|p| p.seq) {
-                    self.feed(Input::TurnFinished { seq })?;
+                    let failed = failed.then(|| "the model is gone".to_string());
+                    self.feed(Input::TurnFinished { seq, failed })?;
                 }
             }
             Act::SteerLost => {
@@ -1088,7 +1091,7 @@ impl World {
 }
 
 /// The kinds of error a session reports, by a phrase of each.
-const ERRORS: [&str; 10] = [
+const ERRORS: [&str; 11] = [
     "NotStarted",
     "Cut ServiceStop before reporting in",
     "Cut ServiceStop after reporting in",
@@ -1098,6 +1101,7 @@ const ERRORS: [&str; 10] = [
     "PromptUndelivered",
     "ExitedBeforeNamed",
     "TurnFailed",
+    "HarnessSaidFailed",
     "JournalFull",
 ];
 

@@ -5,7 +5,7 @@
 //! the turn, `can_use_tool` asks, and any other control request is
 //! answered with an error so claude does not wait for it.
 
-use room_machines::session::{ApprovalRequest, Decision};
+use room_machines::session::{ApprovalRequest, Decision, FAILURE_TEXT_MAX};
 
 use super::claude_protocol::{self as claude, CliRequest, Incoming};
 use super::speech::{cut, denial_text, input_text, Carries, Heard, Hearing, Out, Said};
@@ -54,7 +54,16 @@ pub fn hear(line: &str) -> Hearing {
     }
     match claude::decode(line) {
         Incoming::Init(init) => hearing.named = Some(init.session_id),
-        Incoming::Result(_) => hearing.heard = Some(Heard::Finished),
+        Incoming::Result(result) => {
+            let failed = result.is_error.then(|| {
+                let why = result.result.or(result.subtype);
+                cut(
+                    &why.unwrap_or_else(|| "claude said so".into()),
+                    FAILURE_TEXT_MAX,
+                )
+            });
+            hearing.heard = Some(Heard::Finished { failed });
+        }
         Incoming::ControlRequest {
             request_id,
             request,
@@ -106,7 +115,10 @@ mod tests {
             }))
         );
         let result = r#"{"type":"result","subtype":"success","is_error":false}"#;
-        assert_eq!(hear(result).heard, Some(Heard::Finished));
+        assert_eq!(hear(result).heard, Some(Heard::Finished { failed: None }));
+        let failed = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"result":"API Error: 500"}"#;
+        let why = Some("API Error: 500".to_string());
+        assert_eq!(hear(failed).heard, Some(Heard::Finished { failed: why }));
         let init = r#"{"type":"system","subtype":"init","session_id":"s1"}"#;
         assert_eq!(hear(init).named.as_deref(), Some("s1"));
         let hook =

@@ -11,12 +11,12 @@
 //! request room-core does not serve is answered with an error, and what is
 //! remembered is bounded.
 
-use room_machines::session::{ApprovalRequest, DecidedBy, Decision, PromptId};
+use room_machines::session::{ApprovalRequest, DecidedBy, Decision, PromptId, FAILURE_TEXT_MAX};
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
 use super::codex_protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, RequestId};
-use super::codex_protocol::{Item, Notification, SandboxMode, ServerRequest};
+use super::codex_protocol::{Item, Notification, SandboxMode, ServerRequest, TurnStatus};
 use super::speech::{cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said};
 use super::speech::{REF_MAX, TEXT_MAX};
 
@@ -172,7 +172,12 @@ impl CodexTalk {
             {
                 self.turn_known(turn_id, &mut hearing);
             }
-            Incoming::Notification(Notification::TurnCompleted { turn_id, .. }) => {
+            Incoming::Notification(Notification::TurnCompleted {
+                turn_id,
+                status,
+                error,
+                ..
+            }) => {
                 let ours = match &self.turn {
                     Some(turn) => *turn == turn_id,
                     None => self.starting,
@@ -187,7 +192,11 @@ impl CodexTalk {
                             hearing.writes.push(self.steer("", prompt, text));
                         }
                     }
-                    hearing.heard = Some(Heard::Finished);
+                    let failed = (status == TurnStatus::Failed).then(|| {
+                        let why = error.unwrap_or_else(|| "codex said so".into());
+                        cut(&why, FAILURE_TEXT_MAX)
+                    });
+                    hearing.heard = Some(Heard::Finished { failed });
                 }
             }
             Incoming::Notification(Notification::ItemStarted(started)) => {

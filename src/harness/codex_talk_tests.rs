@@ -59,7 +59,7 @@ fn a_prompt_opens_the_thread_first_and_goes_once_codex_names_it() {
     assert_eq!(writes.len(), 1, "{writes:?}");
     // The turn is named once its ID is known, and `turn/completed` ends it.
     assert_eq!(named, ["01a23bbb-f7ce-7fe1-84a4-9a72904c9226"]);
-    assert_eq!(heard, [Heard::Finished]);
+    assert_eq!(heard, [Heard::Finished { failed: None }]);
     // A warm follow-up goes at once.
     let next = talk.say(Said::Prompt("again".into()));
     assert_eq!(json(&next[0])["method"], "turn/start");
@@ -273,4 +273,19 @@ fn a_codex_that_never_answers_cannot_grow_what_is_remembered() {
         });
     }
     assert!(talk.waiting.len() <= WAITING_MAX);
+}
+
+#[test]
+fn a_failed_turn_is_heard_with_codexs_words() {
+    let mut talk = CodexTalk::new(opening(None));
+    talk.say(Said::Prompt("p".into()));
+    talk.hear(r#"{"id":2,"result":{"thread":{"id":"t"}}}"#);
+    talk.hear(r#"{"id":3,"result":{"turn":{"id":"u"}}}"#);
+    let failed = r#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u","status":"failed","error":{"message":"stream disconnected"}}}}"#;
+    assert_eq!(
+        talk.hear(failed).heard,
+        Some(Heard::Finished {
+            failed: Some("stream disconnected".into())
+        })
+    );
 }

@@ -35,6 +35,18 @@ pub enum Said {
     Answer(Answer),
 }
 
+impl Said {
+    /// What the lines that say it carry, as one: for reporting it unsaid.
+    pub fn carries(self) -> Carries {
+        match self {
+            Said::Prompt(_) => Carries::Prompt,
+            Said::Steer { prompt, text } => Carries::Steer { prompt, text },
+            Said::Interrupt => Carries::Other("an interrupt"),
+            Said::Answer(_) => Carries::Other("an approval's answer"),
+        }
+    }
+}
+
 /// The answer to the approval request `harness_ref` about `tool`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
@@ -91,7 +103,10 @@ pub enum Heard {
     /// The harness asks before it runs a tool.
     Asked(ApprovalRequest),
     /// Its turn is done; it waits for more input.
-    Finished,
+    Finished {
+        /// Why, in the harness's words, when it says the turn failed.
+        failed: Option<String>,
+    },
     /// A steered prompt did not reach the turn (it had ended): it goes
     /// back to the queue.
     SteerRefused {

@@ -7,7 +7,7 @@ use room_machines::session::{DecidedBy, Decision, Input, PromptId, TurnSeq};
 
 use super::driver::Pass;
 use super::Runtime;
-use crate::harness::speech::{Answer, Carries, Said};
+use crate::harness::speech::{Answer, Said};
 use crate::sessions::turn_input::undelivered;
 use crate::sessions::Hosted;
 
@@ -94,12 +94,7 @@ impl Runtime {
     fn say(&self, s: &Hosted, pass: &mut Pass, seq: TurnSeq, said: Said) {
         let said = match live(s, seq) {
             Some(live) => live.input.say(said),
-            None => Err(match said {
-                Said::Prompt(_) => vec![Carries::Prompt],
-                Said::Steer { prompt, text } => vec![Carries::Steer { prompt, text }],
-                Said::Interrupt => vec![Carries::Other("an interrupt")],
-                Said::Answer(_) => vec![Carries::Other("an approval's answer")],
-            }),
+            None => Err(vec![said.carries()]),
         };
         for carries in said.err().unwrap_or_default() {
             let why = "the turn takes no more input";

@@ -387,7 +387,7 @@ impl Runtime {
             }
             let fed = match hearing.heard {
                 Some(Heard::Asked(request)) => Input::ApprovalRequested { seq, request },
-                Some(Heard::Finished) => Input::TurnFinished { seq },
+                Some(Heard::Finished { failed }) => Input::TurnFinished { seq, failed },
                 Some(Heard::SteerRefused { prompt, text }) => {
                     Input::SteerUndelivered { seq, prompt, text }
                 }

@@ -58,6 +58,7 @@ pub fn describe(failure: &Failure, harness: &str) -> String {
                 )
             }
         }
+        Failure::HarnessSaidFailed { why } => format!("the last turn failed: {why}"),
         Failure::TurnFailed { exit, detail } => {
             format!("the last turn failed ({exit}): {detail}")
         }

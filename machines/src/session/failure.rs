@@ -9,6 +9,10 @@ use super::values::{Exit, JournalCap};
 use super::values::{PromptId, TurnSeq};
 use crate::time::Millis;
 
+/// The most of a harness's own words on why its turn failed that are
+/// kept (JSON-escaped bytes): as much as the end of its stderr.
+pub const FAILURE_TEXT_MAX: usize = 4096;
+
 /// Why something failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -81,6 +85,11 @@ pub enum Failure {
         /// The harness had reported in: the prompt is not run again (else
         /// it is queued again).
         reported: bool,
+    },
+    /// The last turn's harness said it failed, and why.
+    HarnessSaidFailed {
+        /// Its words, cut to `FAILURE_TEXT_MAX`.
+        why: String,
     },
     /// The last turn exited with a failure.
     TurnFailed {

@@ -169,11 +169,15 @@ pub enum Input {
         /// claude's `session_id`, codex's `thread_id`.
         native_id: String,
     },
-    /// The turn's harness says its turn is done (claude's `result`); its
-    /// process waits for more input.
+    /// The turn's harness says its turn is done (claude's `result`,
+    /// codex's `turn/completed`); its process waits for more input.
     TurnFinished {
         /// The turn.
         seq: TurnSeq,
+        /// Why, when the harness says the turn failed: a failed turn does
+        /// not linger, and the session's error says why.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failed: Option<String>,
     },
     /// A `Steer` could not be written to the turn's stdin: the prompt goes
     /// to the head of the queue.

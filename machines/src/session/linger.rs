@@ -77,6 +77,7 @@ impl Session {
             ending: None,
             usage: None,
             finished: false,
+            failed: None,
         });
         let resume = r.native_id.clone();
         self.state.linger_until = None;

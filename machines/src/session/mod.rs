@@ -118,7 +118,7 @@ pub use approval::{
 pub use budget::Budget;
 pub use event::Event;
 pub use excerpt::{excerpt, PROMPT_TEXT_MAX};
-pub use failure::{CutBy, Failure};
+pub use failure::{CutBy, Failure, FAILURE_TEXT_MAX};
 pub use io::{
     Config, Effect, Input, Options, Outcome, Refusal, Signal, Timer, KILL_GRACE, LINGER,
     PERSIST_RETRY, STARTUP_TIMEOUT,
@@ -333,7 +333,7 @@ impl Session {
             Input::PromptUndelivered { seq, error } => self.handle_undelivered(now, seq, error),
             Input::NativeId { seq, native_id } => self.handle_native_id(now, seq, native_id),
             Input::TurnUsage { seq, report } => self.handle_usage(now, seq, report),
-            Input::TurnFinished { seq } => self.handle_finished(now, seq),
+            Input::TurnFinished { seq, failed } => self.handle_finished(now, seq, failed),
             Input::SteerUndelivered { seq, prompt, text } => {
                 self.handle_steer_undelivered(seq, prompt, text)
             }
@@ -491,6 +491,7 @@ impl Session {
             ending: None,
             usage: None,
             finished: false,
+            failed: None,
         });
     }
 

@@ -108,6 +108,10 @@ pub struct Turn {
     /// and its process lingers for the next prompt.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub finished: bool,
+    /// Its harness said the turn failed, and why: the session's error once
+    /// the turn has ended by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// The persisted part of a session: the core of its record.

@@ -5,6 +5,7 @@
 
 use super::event::Event;
 use super::excerpt::{excerpt, PROMPT_TEXT_MAX};
+use super::failure::FAILURE_TEXT_MAX;
 use super::io::{Effect, Outcome};
 use super::record::{Prompt, PromptId, Stage, TurnSeq};
 use super::Session;
@@ -72,9 +73,14 @@ impl Session {
     }
 
     /// The harness's turn is done: its process lingers for the next prompt
-    /// (`Config::linger`), unless the turn was being ended or had not named
-    /// its session; else its stdin closes and its process ends.
-    pub(super) fn handle_finished(&mut self, now: Millis, seq: TurnSeq) -> Outcome {
+    /// (`Config::linger`), unless the turn was being ended, had not named
+    /// its session or failed; else its stdin closes and its process ends.
+    pub(super) fn handle_finished(
+        &mut self,
+        now: Millis,
+        seq: TurnSeq,
+        failed: Option<String>,
+    ) -> Outcome {
         let Some(t) = self.live_turn(seq) else {
             return Outcome::Ignored;
         };
@@ -82,7 +88,12 @@ impl Session {
         if !talking || self.state.input_closed || t.finished {
             return Outcome::Ignored;
         }
-        let lingers = self.config.linger > 0 && t.ending.is_none() && t.reported;
+        let lingers =
+            self.config.linger > 0 && t.ending.is_none() && t.reported && failed.is_none();
+        if let Some(why) = failed {
+            let (why, _) = excerpt(&why, FAILURE_TEXT_MAX);
+            self.rec().turn.as_mut().expect("the live turn").failed = Some(why);
+        }
         if lingers && !self.state.steered {
             self.linger(now, seq);
         } else {

@@ -457,6 +457,12 @@ impl Session {
                 }
             }
             (End::Exited(..), None) if launch_pending && failed_exit => Fate::Requeue,
+            // Its harness said why it failed: that, before how it exited.
+            (End::Exited(..), None) if turn.failed.is_some() => {
+                let why = turn.failed.clone().unwrap_or_default();
+                self.set_error(Failure::HarnessSaidFailed { why });
+                Fate::Done
+            }
             (End::Exited(exit, detail), None) if failed_exit => {
                 self.set_error(Failure::TurnFailed {
                     exit: *exit,

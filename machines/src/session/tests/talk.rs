@@ -27,7 +27,10 @@ fn talking_lingering(linger: Millis) -> T {
 fn a_talking_turn_is_done_when_its_harness_says_so_and_its_stdin_then_closes() {
     let mut t = talking();
     assert_eq!(
-        t.go(Input::TurnFinished { seq: 2 }),
+        t.go(Input::TurnFinished {
+            seq: 2,
+            failed: None
+        }),
         vec![Effect::CloseInput { seq: 2 }]
     );
     assert_eq!(t.s.shown(), Shown::Running, "until the process is gone");
@@ -36,10 +39,22 @@ fn a_talking_turn_is_done_when_its_harness_says_so_and_its_stdin_then_closes() {
         .iter()
         .any(|e| matches!(e, Effect::Emit(Event::TurnEnded { by: None, .. }))));
     // Another turn's, or a one-shot harness's, end of turn closes nothing.
-    let (o, e) = t.at(t.now, Input::TurnFinished { seq: 2 });
+    let (o, e) = t.at(
+        t.now,
+        Input::TurnFinished {
+            seq: 2,
+            failed: None,
+        },
+    );
     assert_eq!((o, e), (Outcome::Ignored, vec![]));
     let mut quiet = T::running(&[]);
-    let (o, _) = quiet.at(0, Input::TurnFinished { seq: 2 });
+    let (o, _) = quiet.at(
+        0,
+        Input::TurnFinished {
+            seq: 2,
+            failed: None,
+        },
+    );
     assert_eq!(o, Outcome::Ignored);
 }
 
@@ -52,7 +67,10 @@ fn an_interrupt_asks_the_harness_first_and_signals_only_after_the_grace() {
     assert_eq!(t.s.poll_timeout(), Some((GRACE, Timer::InterruptGrace)));
     // The harness ends its turn; its process goes once stdin closes.
     assert_eq!(
-        t.go(Input::TurnFinished { seq: 2 }),
+        t.go(Input::TurnFinished {
+            seq: 2,
+            failed: None
+        }),
         vec![Effect::CloseInput { seq: 2 }]
     );
     let e = t.end(2, Exit::Code(1));
@@ -222,11 +240,20 @@ fn a_plan_only_turn_asks_nobody_whoever_answers_approvals() {
 #[test]
 fn once_its_stdin_is_closed_a_turn_takes_no_steer_and_an_interrupt_signals() {
     let mut t = talking();
-    t.go(Input::TurnFinished { seq: 2 });
+    t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+    });
     assert!(!t.s.steerable(), "its harness reads no more");
     t.go(Input::Steer("late".into()));
     assert_eq!(t.s.record().queue.len(), 1, "queued instead");
-    let (o, _) = t.at(t.now, Input::TurnFinished { seq: 2 });
+    let (o, _) = t.at(
+        t.now,
+        Input::TurnFinished {
+            seq: 2,
+            failed: None,
+        },
+    );
     assert_eq!(o, Outcome::Ignored, "closed once");
     let e = t.go(Input::Interrupt);
     assert!(has(&e, &term(2)), "{e:?}");
@@ -240,7 +267,10 @@ const LINGER: Millis = 30_000;
 fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
     let mut t = talking_lingering(LINGER);
     t.now = 100;
-    let e = t.go(Input::TurnFinished { seq: 2 });
+    let e = t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+    });
     assert_eq!(e[0], Effect::Persist, "the finished turn is on record");
     assert!(has(
         &e,
@@ -282,7 +312,10 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
         seq: 3,
         native_id: "n1".into(),
     });
-    t.go(Input::TurnFinished { seq: 3 });
+    t.go(Input::TurnFinished {
+        seq: 3,
+        failed: None,
+    });
     // After the linger its stdin closes, SIGTERM after the grace if it
     // does not exit, and its exit journals nothing more.
     let at = t.now + LINGER;
@@ -309,7 +342,10 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
 fn a_queued_prompt_goes_straight_to_the_finished_turns_process() {
     let mut t = talking_lingering(LINGER);
     t.go(Input::Message("queued".into()));
-    let e = t.go(Input::TurnFinished { seq: 2 });
+    let e = t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+    });
     assert!(has(
         &e,
         &Effect::ContinueTurn {
@@ -324,7 +360,10 @@ fn a_queued_prompt_goes_straight_to_the_finished_turns_process() {
 fn stop_ends_a_lingering_process_and_interrupt_finds_nothing_to_interrupt() {
     let mut t = talking_lingering(LINGER);
     assert_eq!(t.s.turn_to_await(), Some(2), "running");
-    t.go(Input::TurnFinished { seq: 2 });
+    t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+    });
     assert_eq!(t.s.turn_to_await(), None, "nothing of a turn runs");
     let (o, e) = t.at(t.now, Input::Interrupt);
     assert_eq!((o, e), (Outcome::Ignored, vec![]));
@@ -338,7 +377,10 @@ fn stop_ends_a_lingering_process_and_interrupt_finds_nothing_to_interrupt() {
         .any(|e| matches!(e, Effect::Emit(Event::TurnEnded { .. }))));
     // Killed by a restore while it lingered: nothing more either.
     let mut t = talking_lingering(LINGER);
-    t.go(Input::TurnFinished { seq: 2 });
+    t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+    });
     let record = t.s.record().clone();
     let mut s = Session::restore(t.s.config, t.s.options.clone(), record, 50);
     let e = drain(&mut s);
@@ -361,7 +403,10 @@ fn stop_ends_a_lingering_process_and_interrupt_finds_nothing_to_interrupt() {
 fn a_turn_with_a_steer_does_not_linger_since_its_harness_may_run_it_after_its_result() {
     let mut t = talking_lingering(LINGER);
     t.go(Input::Steer("and then this".into()));
-    let e = t.go(Input::TurnFinished { seq: 2 });
+    let e = t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+    });
     assert_eq!(e, vec![Effect::CloseInput { seq: 2 }]);
     assert_eq!(
         t.s.shown(),
@@ -376,7 +421,10 @@ fn a_turn_with_a_steer_does_not_linger_since_its_harness_may_run_it_after_its_re
         seq: 3,
         native_id: "n1".into(),
     });
-    let e = t.go(Input::TurnFinished { seq: 3 });
+    let e = t.go(Input::TurnFinished {
+        seq: 3,
+        failed: None,
+    });
     assert!(!has(&e, &Effect::CloseInput { seq: 3 }), "{e:?}");
 }
 
@@ -384,6 +432,49 @@ fn a_turn_with_a_steer_does_not_linger_since_its_harness_may_run_it_after_its_re
 fn an_interrupted_turn_does_not_linger() {
     let mut t = talking_lingering(LINGER);
     t.go(Input::Interrupt);
-    let e = t.go(Input::TurnFinished { seq: 2 });
+    let e = t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+    });
     assert_eq!(e, vec![Effect::CloseInput { seq: 2 }]);
+}
+
+#[test]
+fn a_turn_its_harness_says_failed_does_not_linger_and_its_end_says_why() {
+    let mut t = talking_lingering(LINGER);
+    let why = "stream disconnected before completion";
+    // Kept on record (so a restart knows why), and stdin closes at once.
+    let e = t.go(Input::TurnFinished {
+        seq: 2,
+        failed: Some(why.into()),
+    });
+    assert_eq!(e, vec![Effect::Persist, Effect::CloseInput { seq: 2 }]);
+    // codex exits 0 when its stdin closes, whatever its turn did.
+    let e = t.end(2, Exit::Code(0));
+    assert!(has(
+        &e,
+        &Effect::Emit(Event::TurnEnded {
+            turn: 2,
+            prompt: 2,
+            exit: Some(Exit::Code(0)),
+            by: None,
+            usage: None,
+        })
+    ));
+    assert_eq!(
+        t.s.record().error,
+        Some(Failure::HarnessSaidFailed { why: why.into() })
+    );
+    // Its words are kept within their cap.
+    let mut t = talking();
+    let long = "x".repeat(FAILURE_TEXT_MAX * 2);
+    t.go(Input::TurnFinished {
+        seq: 2,
+        failed: Some(long),
+    });
+    t.end(2, Exit::Code(1));
+    let Some(Failure::HarnessSaidFailed { why }) = t.s.record().error.clone() else {
+        panic!("{:?}", t.s.record().error);
+    };
+    assert_eq!(why.len(), FAILURE_TEXT_MAX);
 }
