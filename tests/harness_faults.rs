@@ -149,7 +149,10 @@ fn a_turn_its_harness_says_failed_shows_why_and_does_not_linger() {
         let v = svc.await_session(&id, "the failed turn", |v| {
             v["state"] == "idle" && !v["error"].is_null()
         });
-        assert_eq!(v["error"], "the last turn failed: the model went away", "{v}");
+        assert_eq!(
+            v["error"], "the last turn failed: the model went away",
+            "{v}"
+        );
         wait_until("nothing of it to run", Duration::from_secs(10), || {
             turn_processes(&id).is_empty().then_some(())
         });

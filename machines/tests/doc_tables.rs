@@ -685,6 +685,10 @@ fn session_probes() -> Vec<SessionProbe> {
             seq: current_turn(s),
             failed: None,
         }),
+        ("turn failed (its harness says)", |s| I::TurnFinished {
+            seq: current_turn(s),
+            failed: Some("boom".into()),
+        }),
         ("steer undelivered", |s| I::SteerUndelivered {
             seq: current_turn(s),
             prompt: 9,
