@@ -249,6 +249,30 @@ fn codex_interrupted_mid_command_leaves_nothing_running() {
     resumes_after_an_interrupt(&real, "codex", &id, "INTERRUPTED_2236");
 }
 
+/// A turn whose model request the model refuses fails: the CLI says so on
+/// its protocol (claude's `result` with `is_error`, codex's
+/// `turn/completed` `failed`), the session's error holds the model's
+/// words, and nothing of the turn lingers.
+fn says_why_a_turn_failed(test: &str, harness: &str) {
+    let config = json!({"linger_ms": 60_000});
+    let Some(real) = Real::start(test, harness, config, vec![]) else {
+        return;
+    };
+    let id = session_with(&real, harness, "MODEL_FAIL FAKE_MODEL_REFUSED_7070");
+    let v = wait_until("the failed turn", TURN, || {
+        let v = real.svc.session(&id);
+        (v["state"] == "idle" && !v["error"].is_null()).then_some(v)
+    });
+    let error = v["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("the last turn failed: ") && error.contains("FAKE_MODEL_REFUSED_7070"),
+        "{v}"
+    );
+    wait_until("nothing of it to run", TURN, || {
+        turn_processes(&id).is_empty().then_some(())
+    });
+}
+
 /// The session's processes and the turn each is marked with.
 fn marked(id: &str) -> Vec<(u32, String)> {
     let marker = format!("ROOM_CORE_TURN={id}-");
@@ -311,7 +335,7 @@ type Check = fn(&str, &str);
 
 /// The checks both CLIs take: a name (after the CLI's), whether it needs
 /// the agent account, and the check.
-const BOTH: [(&str, bool, Check); 3] = [
+const BOTH: [(&str, bool, Check); 4] = [
     (
         "asks_the_app_before_a_write_and_runs_only_what_it_allows",
         true,
@@ -327,6 +351,7 @@ const BOTH: [(&str, bool, Check); 3] = [
         false,
         takes_a_follow_up_in_its_lingering_process,
     ),
+    ("says_why_a_turn_failed", false, says_why_a_turn_failed),
 ];
 
 fn main() -> std::process::ExitCode {
