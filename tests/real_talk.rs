@@ -188,19 +188,25 @@ fn claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running() {
         r == "slow_text"
     });
     std::thread::sleep(Duration::from_millis(500));
+    let ended = interrupt_leaves_nothing(&real, &id);
+    // claude ended the turn itself (no signal), its last turn failed.
+    assert_eq!(ended["exit"], json!({"code": 1}), "{ended}");
+
+    // The resumed turn keeps the interrupted answer.
+    resumes_after_an_interrupt(&real, "claude", &id, "SLOW_CHUNK_1_OF_400");
+}
+
+/// Interrupts session `id`'s turn: answered once nothing of the turn runs,
+/// and the turn ended by the interrupt. Its `turn_ended`.
+fn interrupt_leaves_nothing(real: &Real, id: &str) -> Value {
     let (status, v) = real
         .svc
         .post(&format!("/v1/sessions/{id}/interrupt"), json!({}));
     assert_eq!(status, 200, "{v}");
-    // Answered once nothing of the turn runs.
-    assert_eq!(turn_processes(&id), Vec::<u32>::new());
-    let ended = await_kind(&real, &id, "turn_ended", 1);
-    assert_eq!(ended[0]["by"], "interrupt");
-    // claude ended the turn itself (no signal), its last turn failed.
-    assert_eq!(ended[0]["exit"], json!({"code": 1}), "{ended:?}");
-
-    // The resumed turn keeps the interrupted answer.
-    resumes_after_an_interrupt(&real, "claude", &id, "SLOW_CHUNK_1_OF_400");
+    assert_eq!(turn_processes(id), Vec::<u32>::new());
+    let ended = await_kind(real, id, "turn_ended", 1).remove(0);
+    assert_eq!(ended["by"], "interrupt", "{ended}");
+    ended
 }
 
 /// The next message after an interrupt resumes the native session: the
@@ -237,13 +243,9 @@ fn codex_interrupted_mid_command_leaves_nothing_running() {
             })
             .then_some(())
     });
-    let (status, v) = real
-        .svc
-        .post(&format!("/v1/sessions/{id}/interrupt"), json!({}));
-    assert_eq!(status, 200, "{v}");
-    assert_eq!(turn_processes(&id), Vec::<u32>::new());
-    let ended = await_kind(&real, &id, "turn_ended", 1);
-    assert_eq!(ended[0]["by"], "interrupt", "{ended:?}");
+    let ended = interrupt_leaves_nothing(&real, &id);
+    // codex ended the turn itself and exits 0 once its stdin closes.
+    assert_eq!(ended["exit"], json!({"code": 0}), "{ended}");
 
     // The resumed thread holds the interrupted turn's prompt.
     resumes_after_an_interrupt(&real, "codex", &id, "INTERRUPTED_2236");
