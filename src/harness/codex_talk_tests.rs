@@ -34,6 +34,30 @@ fn hear_all(talk: &mut CodexTalk, lines: &[String]) -> (Vec<Heard>, Vec<Out>, Ve
     (heard, writes, named)
 }
 
+/// A talker that has been given prompt `text` (its handshake said).
+fn prompted(text: &str) -> CodexTalk {
+    let mut talk = CodexTalk::new(opening(None));
+    talk.say(Said::Prompt(text.into()));
+    talk
+}
+
+/// A talker whose thread `t` is open and whose turn `u` runs.
+fn in_turn() -> CodexTalk {
+    let mut talk = prompted("p");
+    talk.hear(r#"{"id":2,"result":{"thread":{"id":"t"}}}"#);
+    talk.hear(r#"{"id":3,"result":{"turn":{"id":"u"}}}"#);
+    talk
+}
+
+/// The first approval request heard in recorded scenario `name`.
+fn first_asked(name: &str) -> ApprovalRequest {
+    let (heard, _, _) = hear_all(&mut prompted("p"), &from_cli(name));
+    match heard.into_iter().next() {
+        Some(Heard::Asked(req)) => req,
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_prompt_opens_the_thread_first_and_goes_once_codex_names_it() {
     let mut talk = CodexTalk::new(opening(None));
@@ -87,8 +111,7 @@ fn a_resumed_thread_is_resumed_and_an_unknown_one_refuses_the_prompt() {
 
 #[test]
 fn a_steer_and_an_interrupt_wait_for_the_turns_id_and_name_it() {
-    let mut talk = CodexTalk::new(opening(None));
-    talk.say(Said::Prompt("hello".into()));
+    let mut talk = prompted("hello");
     let lines = from_cli("turn");
     // Up to the thread's answer: turn/start is out, its answer is not in.
     let answer_of = |key: &str| {
@@ -165,12 +188,7 @@ fn answered(
 
 #[test]
 fn a_command_approval_is_heard_and_each_decision_answers_it() {
-    let mut talk = CodexTalk::new(opening(None));
-    talk.say(Said::Prompt("p".into()));
-    let (heard, _, _) = hear_all(&mut talk, &from_cli("approval_accept"));
-    let Heard::Asked(req) = &heard[0] else {
-        panic!("{heard:?}")
-    };
+    let req = first_asked("approval_accept");
     assert_eq!(
         (req.harness_ref.as_str(), req.tool.as_str()),
         ("0", "command")
@@ -183,8 +201,7 @@ fn a_command_approval_is_heard_and_each_decision_answers_it() {
     assert_eq!(input["cwd"], "<work>");
 
     // The turn is still running for these answers.
-    let mut talk = CodexTalk::new(opening(None));
-    talk.say(Said::Prompt("p".into()));
+    let mut talk = prompted("p");
     let lines = from_cli("approval_accept");
     let asked = lines
         .iter()
@@ -216,12 +233,7 @@ fn a_command_approval_is_heard_and_each_decision_answers_it() {
 
 #[test]
 fn a_file_change_approval_names_the_files_of_its_item() {
-    let mut talk = CodexTalk::new(opening(None));
-    talk.say(Said::Prompt("p".into()));
-    let (heard, _, _) = hear_all(&mut talk, &from_cli("file_change_approval"));
-    let Heard::Asked(req) = &heard[0] else {
-        panic!("{heard:?}")
-    };
+    let req = first_asked("file_change_approval");
     assert_eq!(req.tool, "fileChange");
     let input: Value = serde_json::from_str(&req.input).unwrap();
     assert_eq!(
@@ -232,8 +244,7 @@ fn a_file_change_approval_names_the_files_of_its_item() {
 
 #[test]
 fn what_codex_must_not_wait_for_is_answered_and_odd_lines_mean_nothing() {
-    let mut talk = CodexTalk::new(opening(None));
-    talk.say(Said::Prompt("p".into()));
+    let mut talk = prompted("p");
     let h = talk.hear(r#"{"id":"h1","method":"item/tool/requestUserInput","params":{}}"#);
     assert_eq!(h.heard, None);
     let answer = json(&h.writes[0]);
@@ -262,10 +273,7 @@ fn what_codex_must_not_wait_for_is_answered_and_odd_lines_mean_nothing() {
 
 #[test]
 fn a_codex_that_never_answers_cannot_grow_what_is_remembered() {
-    let mut talk = CodexTalk::new(opening(None));
-    talk.say(Said::Prompt("p".into()));
-    talk.hear(r#"{"id":2,"result":{"thread":{"id":"t"}}}"#);
-    talk.hear(r#"{"id":3,"result":{"turn":{"id":"u"}}}"#);
+    let mut talk = in_turn();
     for n in 0..5000 {
         talk.say(Said::Steer {
             prompt: n,
@@ -277,10 +285,7 @@ fn a_codex_that_never_answers_cannot_grow_what_is_remembered() {
 
 #[test]
 fn a_failed_turn_is_heard_with_codexs_words() {
-    let mut talk = CodexTalk::new(opening(None));
-    talk.say(Said::Prompt("p".into()));
-    talk.hear(r#"{"id":2,"result":{"thread":{"id":"t"}}}"#);
-    talk.hear(r#"{"id":3,"result":{"turn":{"id":"u"}}}"#);
+    let mut talk = in_turn();
     let failed = r#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u","status":"failed","error":{"message":"stream disconnected"}}}}"#;
     assert_eq!(
         talk.hear(failed).heard,

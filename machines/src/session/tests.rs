@@ -95,13 +95,27 @@ impl T {
     }
 
     /// Started and idle with native ID `n1`, nothing queued.
-    fn idle() -> T {
-        let mut t = T::spawned("first");
-        let seq = t.seq();
-        t.go(Input::NativeId {
+    /// Turn `seq` names native session `n1`.
+    fn named(&mut self, seq: TurnSeq) {
+        self.go(Input::NativeId {
             seq,
             native_id: "n1".into(),
         });
+    }
+
+    /// Prompt `text` runs as the next turn, spawned and named `n1`: its seq.
+    fn next_turn(&mut self, text: &str) -> TurnSeq {
+        self.go(Input::Message(text.into()));
+        let seq = self.seq();
+        self.go(Input::TurnSpawned { seq, process: P });
+        self.named(seq);
+        seq
+    }
+
+    fn idle() -> T {
+        let mut t = T::spawned("first");
+        let seq = t.seq();
+        t.named(seq);
         t.go(Input::TurnEnded {
             seq,
             exit: Exit::Code(0),
@@ -561,10 +575,7 @@ fn a_service_stop_leaves_a_quiet_session_untouched_and_says_so_where_it_changes_
 #[test]
 fn a_turn_cut_after_it_reported_in_is_said_and_not_run_again() {
     let mut t = T::running(&[]);
-    t.go(Input::NativeId {
-        seq: 2,
-        native_id: "n1".into(),
-    });
+    t.named(2);
     t.go(Input::ServiceStop);
     let e = t.end(2, Exit::Signal(15));
     assert_eq!(spawns(&e), 0, "nothing starts once the service stops");

@@ -61,10 +61,7 @@ fn reaching_the_budget_interrupts_the_turn_and_refuses_messages_until_it_is_rais
 fn a_talking_harness_is_asked_to_stop_when_the_budget_is_reached() {
     let mut t = T::running(&[]);
     t.s.config.talks = true;
-    t.go(Input::NativeId {
-        seq: 2,
-        native_id: "n1".into(),
-    });
+    t.named(2);
     t.go(Input::SetBudget(Budget {
         max_cost_usd: Usd::reported(0.01),
         max_tokens: None,

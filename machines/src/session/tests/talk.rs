@@ -14,12 +14,7 @@ fn talking_lingering(linger: Millis) -> T {
     let mut t = T::idle();
     t.s.config.talks = true;
     t.s.config.linger = linger;
-    t.go(Input::Message("two".into()));
-    t.go(Input::TurnSpawned { seq: 2, process: P });
-    t.go(Input::NativeId {
-        seq: 2,
-        native_id: "n1".into(),
-    });
+    t.next_turn("two");
     t
 }
 
@@ -158,10 +153,7 @@ fn a_steer_reaches_the_running_turn_under_the_next_prompt_number() {
 fn a_steer_with_nothing_to_take_it_queues() {
     // No talking harness.
     let mut t = T::running(&[]);
-    t.go(Input::NativeId {
-        seq: 2,
-        native_id: "n1".into(),
-    });
+    t.named(2);
     assert!(!t.s.steerable());
     let e = t.go(Input::Steer("later".into()));
     assert!(e
@@ -308,10 +300,7 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
     let turn = t.s.record().turn.clone().unwrap();
     assert_eq!((turn.seq, turn.process, turn.delivered), (3, Some(P), true));
     // It names itself (claude's init per turn), ends, and lingers again.
-    t.go(Input::NativeId {
-        seq: 3,
-        native_id: "n1".into(),
-    });
+    t.named(3);
     t.go(Input::TurnFinished {
         seq: 3,
         failed: None,
@@ -415,12 +404,7 @@ fn a_turn_with_a_steer_does_not_linger_since_its_harness_may_run_it_after_its_re
     );
     t.end(2, Exit::Code(0));
     // The next turn lingers again.
-    t.go(Input::Message("three".into()));
-    t.go(Input::TurnSpawned { seq: 3, process: P });
-    t.go(Input::NativeId {
-        seq: 3,
-        native_id: "n1".into(),
-    });
+    t.next_turn("three");
     let e = t.go(Input::TurnFinished {
         seq: 3,
         failed: None,

@@ -36,25 +36,6 @@ fn ended_usage(effects: &[Effect]) -> Option<Usage> {
         .expect("a turn_ended")
 }
 
-impl T {
-    /// Turn `seq` names native session `n1`.
-    fn named(&mut self, seq: TurnSeq) {
-        self.go(Input::NativeId {
-            seq,
-            native_id: "n1".into(),
-        });
-    }
-
-    /// Idle, then prompt `text` runs as the next turn, named `n1`: its seq.
-    fn next_turn(&mut self, text: &str) -> TurnSeq {
-        self.go(Input::Message(text.into()));
-        let seq = self.seq();
-        self.go(Input::TurnSpawned { seq, process: P });
-        self.named(seq);
-        seq
-    }
-}
-
 #[test]
 fn a_turns_own_figures_add_up_and_its_end_carries_them_into_the_totals() {
     let mut t = T::running(&[]);
