@@ -71,8 +71,8 @@ pub struct Config {
     /// How long a turn's processes get between SIGTERM and SIGKILL when
     /// stop, close or the service's own stop ends it (ms).
     pub kill_grace_ms: u64,
-    /// How long a harness that talks a protocol (claude) keeps its process
-    /// after a turn, so a message within it goes straight to that process
+    /// How long a harness (claude, codex: both talk their protocols) keeps
+    /// its process after a turn, so a message within it goes straight to that process
     /// (ms); 0 ends the process with its turn.
     pub linger_ms: u64,
     /// How long a harness's approval request waits for the app's answer

@@ -1,6 +1,6 @@
 //! What each turn used, as its harness reported it, against the real binary
-//! with the fake harnesses (which print usage as the real CLIs do in
-//! one-shot mode): `turn_ended.usage`, the session view's totals (across a
+//! with the fake harnesses (which report usage as the real CLIs do on
+//! their protocols): `turn_ended.usage`, the session view's totals (across a
 //! restart), `/metrics` token counters; and each prompt's text in its
 //! `prompt_queued`.
 

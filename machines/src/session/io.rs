@@ -37,7 +37,8 @@ pub struct Config {
     /// How long an approval request waits for the app.
     #[serde(default = "approval_timeout")]
     pub approval_timeout: Millis,
-    /// The harness talks a protocol on its stdin (claude's stream-json):
+    /// The harness talks a protocol on its stdin (claude's stream-json,
+    /// codex's app server):
     /// a turn's prompt leaves stdin open, the harness says when its turn
     /// is done (`TurnFinished`), and it can be interrupted, steered and
     /// asked for approvals in-band. Otherwise the prompt is all it reads.
