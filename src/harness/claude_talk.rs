@@ -42,17 +42,18 @@ pub fn say(said: Said) -> Vec<Out> {
     vec![out]
 }
 
-/// What `line` means; only lines that can name the session, ask or end the
-/// turn are parsed.
-pub fn hear(line: &str) -> Hearing {
-    let mut hearing = Hearing::default();
+/// `line` parsed, when it can name the session, ask or end the turn.
+pub fn read(line: &str) -> Option<Incoming> {
     let worth = line.contains("\"control_request\"")
         || line.contains("\"result\"")
         || line.contains("\"init\"");
-    if !worth {
-        return hearing;
-    }
-    match claude::decode(line) {
+    worth.then(|| claude::decode(line))
+}
+
+/// What a parsed line means.
+pub fn heard(incoming: Incoming) -> Hearing {
+    let mut hearing = Hearing::default();
+    match incoming {
         Incoming::Init(init) => hearing.named = Some(init.session_id),
         Incoming::Result(result) => {
             let failed = result.is_error.then(|| {
@@ -99,6 +100,11 @@ pub fn hear(line: &str) -> Hearing {
 mod tests {
     use super::*;
     use crate::harness::speech::Answer;
+
+    /// What `line` means to claude's talker.
+    fn hear(line: &str) -> Hearing {
+        read(line).map_or_else(Hearing::default, heard)
+    }
     use room_machines::session::DecidedBy;
     use serde_json::Value;
 

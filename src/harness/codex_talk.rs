@@ -122,11 +122,13 @@ impl CodexTalk {
 
     /// What `line` means, and what must be written for it.
     pub fn hear(&mut self, line: &str) -> Hearing {
+        read(line).map_or_else(Hearing::default, |incoming| self.heard(incoming))
+    }
+
+    /// What a parsed line means, and what must be written for it.
+    pub fn heard(&mut self, incoming: Incoming) -> Hearing {
         let mut hearing = Hearing::default();
-        if is_chatter(line) {
-            return hearing;
-        }
-        match codex::decode(line) {
+        match incoming {
             Incoming::Response { id, result } => match self.answered(&id) {
                 Some(Waiting::Thread) => match codex::thread_id(&result) {
                     Some(thread) => {
@@ -398,6 +400,12 @@ impl CodexTalk {
             RequestId::Text(_) => None,
         }
     }
+}
+
+/// `line` parsed, unless it is chatter: the parse needs no talker, so it
+/// is done before the talker is taken.
+pub fn read(line: &str) -> Option<Incoming> {
+    (!is_chatter(line)).then(|| codex::decode(line))
 }
 
 /// Whether `line` is one of the notifications that make up the bulk of a

@@ -6,8 +6,10 @@
 //! A turn's stdin writer holds one [`Talker`] per process; the values it
 //! takes and gives are in speech.rs.
 
+use super::claude_protocol as claude;
 use super::claude_talk;
-use super::codex_talk::{CodexTalk, Opening};
+use super::codex_protocol as codex;
+use super::codex_talk::{self, CodexTalk, Opening};
 use super::speech::{Hearing, Out, Said};
 use super::Harness;
 
@@ -41,13 +43,48 @@ impl Talker {
         }
     }
 
-    /// What `line`, from the harness's stdout, means. Lines are looked at
-    /// before they are parsed, so the bulk of a turn's output costs no
-    /// parse.
+    /// What `line`, from the harness's stdout, means: [`Talker::read`],
+    /// then [`Talker::heard`].
     pub fn hear(&mut self, line: &str) -> Hearing {
-        match self {
-            Talker::Claude => claude_talk::hear(line),
-            Talker::Codex(codex) => codex.hear(line),
+        let read = Talker::read(self.harness(), line);
+        self.heard(read)
+    }
+
+    /// `line`, from a `harness` process's stdout, parsed as far as it can
+    /// matter. Lines are looked at before they are parsed, so the bulk of
+    /// a turn's output costs no parse; and the parse needs no talker, so
+    /// it holds none.
+    pub fn read(harness: Harness, line: &str) -> Read {
+        match harness {
+            Harness::Claude => Read::Claude(claude_talk::read(line)),
+            Harness::Codex => Read::Codex(codex_talk::read(line)),
         }
     }
+
+    /// What a line [`Talker::read`] parsed means.
+    pub fn heard(&mut self, read: Read) -> Hearing {
+        match (self, read) {
+            (Talker::Claude, Read::Claude(Some(incoming))) => claude_talk::heard(incoming),
+            (Talker::Codex(codex), Read::Codex(Some(incoming))) => codex.heard(incoming),
+            _ => Hearing::default(),
+        }
+    }
+
+    /// The harness this talker speaks to.
+    pub fn harness(&self) -> Harness {
+        match self {
+            Talker::Claude => Harness::Claude,
+            Talker::Codex(_) => Harness::Codex,
+        }
+    }
+}
+
+/// A stdout line parsed by its harness's protocol; `None` when it cannot
+/// matter to the session.
+#[derive(Debug)]
+pub enum Read {
+    /// claude's.
+    Claude(Option<claude::Incoming>),
+    /// codex's.
+    Codex(Option<codex::Incoming>),
 }

@@ -21,6 +21,7 @@ use room_machines::session::{Input, TurnSeq};
 use super::turn_now::TurnNow;
 use crate::harness::speech::{Carries, Hearing, Out, Said};
 use crate::harness::talk::Talker;
+use crate::harness::Harness;
 
 /// The most lines waiting for the writer: more than a session has
 /// approval requests pending, and the steers an app could send meanwhile.
@@ -39,6 +40,7 @@ enum Next {
 #[derive(Debug, Clone)]
 pub struct TurnInput {
     tx: Sender<Next>,
+    harness: Harness,
     talker: Arc<Mutex<Talker>>,
 }
 
@@ -80,6 +82,7 @@ impl TurnInput {
             })?;
         Ok(TurnInput {
             tx,
+            harness: talker.harness(),
             talker: Arc::new(Mutex::new(talker)),
         })
     }
@@ -94,10 +97,13 @@ impl TurnInput {
     }
 
     /// What a line of the harness's stdout means; the lines it must be
-    /// answered with are queued here (one that cannot be is logged).
+    /// answered with are queued here (one that cannot be is logged). The
+    /// line is parsed before the talker is taken, so a long line never
+    /// holds up what the runtime says meanwhile.
     pub fn hear(&self, line: &str) -> Hearing {
+        let read = Talker::read(self.harness, line);
         let mut talker = self.talker.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut hearing = talker.hear(line);
+        let mut hearing = talker.heard(read);
         let writes = std::mem::take(&mut hearing.writes);
         if let Err(lost) = self.queue(writes) {
             log::warn!(
