@@ -85,10 +85,17 @@ pub struct Config {
     /// `ROOM_CORE_TURN` marker, with the service a child subreaper). The
     /// choice is logged at start.
     pub supervision: Supervision,
-    /// How long a launch's first turn has to name its session (its first
-    /// event) before it is killed and the launch fails, its startup permit
-    /// returned and its prompt kept for a relaunch (ms).
+    /// How long a turn has to show its first sign of life (name its
+    /// session) (ms): a launch's first turn from its spawn, else it is
+    /// killed and the launch fails, its startup permit returned and its
+    /// prompt kept for a relaunch; any other turn (a warm follow-up
+    /// included) from the moment it got its prompt, else its process is
+    /// ended and the prompt runs once more in a new process, or fails if
+    /// it already did.
     pub startup_timeout_ms: u64,
+    /// The most prompts a session holds waiting (default 1000); a message
+    /// past it is refused with 429 `queue_full`.
+    pub max_queued_prompts: usize,
     /// The most bytes a session's event journal holds from its harness
     /// (default 256 MiB). A harness event that would take the journal past
     /// it is not journalled: its turn is ended with an error, and the
@@ -146,6 +153,7 @@ impl Default for Config {
             linger_ms: room_machines::session::LINGER,
             supervision: Supervision::Auto,
             startup_timeout_ms: room_machines::session::STARTUP_TIMEOUT,
+            max_queued_prompts: room_machines::session::MAX_QUEUED_PROMPTS,
             journal_max_bytes: 256 << 20,
             journal_max_events: 1_000_000,
             harness_env: Vec::new(),
@@ -248,6 +256,11 @@ impl Config {
             return Err(ConfigError::Invalid(format!(
                 "claude_allowed_tools: {t:?} is not a tool name"
             )));
+        }
+        if self.max_queued_prompts == 0 {
+            return Err(ConfigError::Invalid(
+                "max_queued_prompts must be at least 1".into(),
+            ));
         }
         if self.journal_max_bytes == 0 || self.journal_max_events == 0 {
             return Err(ConfigError::Invalid(

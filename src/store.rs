@@ -3,8 +3,8 @@
 //! fsync of the folder) so a kill -9 leaves either the old or the new record.
 //!
 //! Records hold prompts, so the state dir is private: the dir and its
-//! `sessions` and `events` folders 0700, records, journals and the token
-//! file 0600. [`secure`] repairs what it finds otherwise at start, and removes
+//! `sessions` and `events` folders 0700, records, prompt logs, journals and
+//! the token file 0600. [`secure`] repairs what it finds otherwise at start, and removes
 //! the temp files a crash left between a write and its rename.
 
 use std::io::Write;
@@ -197,8 +197,8 @@ fn is_leftover(name: &str) -> bool {
 }
 
 /// Makes the state dir private and removes crash leftovers: the dir and its
-/// `sessions` and `events` folders 0700; records, journals and `token` 0600;
-/// `.*.tmp` files in `sessions` removed. Each repair is logged; one that
+/// `sessions` and `events` folders 0700; records, prompt logs, journals and
+/// `token` 0600; `.*.tmp` files in `sessions` removed. Each repair is logged; one that
 /// fails (a folder the service does not own) is logged and skipped.
 pub fn secure(state_dir: &Path) {
     set_mode(state_dir, DIR_MODE);
@@ -220,7 +220,9 @@ pub fn secure(state_dir: &Path) {
                     Ok(()) => log::info!("removed the crash leftover {}", path.display()),
                     Err(e) => log::warn!("cannot remove {}: {e}", path.display()),
                 }
-            } else if path.extension().and_then(|e| e.to_str()) == Some(ext) {
+            } else if path.extension().and_then(|e| e.to_str()) == Some(ext)
+                || (folder == "sessions" && name.ends_with(".prompts"))
+            {
                 set_mode(&path, FILE_MODE);
             }
         }

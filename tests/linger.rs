@@ -183,3 +183,101 @@ fn after_a_kill_9_a_warm_turn_and_its_process_are_killed_and_said_cut() {
         "{view}"
     );
 }
+
+#[test]
+fn a_stopped_claude_follow_up_is_ended_and_its_prompt_runs_once_in_a_new_process() {
+    stopped_follow_up("claude");
+}
+
+#[test]
+fn a_stopped_codex_follow_up_is_ended_and_its_prompt_runs_once_in_a_new_process() {
+    stopped_follow_up("codex");
+}
+
+/// A lingering process stopped with SIGSTOP reads nothing of its warm
+/// follow-up: at `startup_timeout_ms` it is ended (nothing of it left), an
+/// `unresponsive` event says so, and the prompt runs once in a new process
+/// that resumes the session.
+fn stopped_follow_up(harness: &str) {
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"linger_ms": 60_000, "startup_timeout_ms": 1500, "kill_grace_ms": 500}),
+    );
+    let folder = svc.folder("stopped");
+    let s = svc.start_session(start_body(&folder, harness, json!({"prompt": "first"})));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_ended(&svc, &id, 1);
+    let pid = svc.await_record(&folder, 1, Duration::from_secs(10))["pid"]
+        .as_u64()
+        .unwrap() as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "second"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let ended = await_ended(&svc, &id, 3);
+    assert!(!alive(pid as u32), "the stopped process is gone");
+    let events = all_events(&svc, &id, 1024);
+    let unresponsive: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "unresponsive")
+        .map(|e| &e["data"])
+        .collect();
+    assert_eq!(
+        unresponsive,
+        [&json!({"turn": 2, "prompt": 2, "within_ms": 1500, "retried": true})]
+    );
+    assert_eq!(ended[1]["turn"], 2);
+    assert_eq!(ended[1]["by"], "no_sign_of_life");
+    assert_eq!(
+        (&ended[2]["turn"], &ended[2]["by"]),
+        (&json!(3), &Value::Null)
+    );
+    let view = svc.session(&id);
+    assert_eq!(view["error"], Value::Null, "{view}");
+    // Once, in a new process that resumed the session.
+    let records = svc.records_in(&folder);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[0]["prompts"], json!(["first"]));
+    assert_eq!(records[1]["prompts"], json!(["second"]));
+    assert_eq!(records[1]["native_id"], view["native_id"]);
+}
+
+/// A follow-up whose harness never begins it, in its lingering process and
+/// again in a new one, fails with an error that says so; nothing of either
+/// is left and the session is idle.
+#[test]
+fn a_follow_up_with_no_sign_of_life_twice_fails_with_a_clear_error() {
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"linger_ms": 60_000, "startup_timeout_ms": 1500, "kill_grace_ms": 500}),
+    );
+    let (id, _) = lingering(&svc, "silent-twice");
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "silent: 30"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let ended = await_ended(&svc, &id, 3);
+    assert_eq!(ended[2]["by"], "no_sign_of_life");
+    let events = all_events(&svc, &id, 1024);
+    let retried: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "unresponsive")
+        .map(|e| &e["data"]["retried"])
+        .collect();
+    assert_eq!(retried, [&json!(true), &json!(false)]);
+    let failed = events
+        .iter()
+        .find(|e| e["kind"] == "prompt_failed")
+        .expect("the prompt failed");
+    let error = "claude showed no sign of life within 1.5 s of getting prompt 2, twice (the second time in turn 3, a new process): the prompt was not run";
+    assert_eq!(failed["data"], json!({"prompt": 2, "error": error}));
+    assert_eq!(svc.session(&id)["error"], error);
+    assert_eq!(turn_processes(&id), Vec::<u32>::new());
+}

@@ -801,6 +801,7 @@ fn session_effect(e: &session::Effect) -> String {
             ..
         } => format!("`SpawnTurn {{ seq: {seq}, resume: {resume:?}, plan_only: {plan_only} }}`"),
         E::KillSurvivor { seq, .. } => format!("`KillSurvivor {{ seq: {seq} }}`"),
+        E::PersistPrompt(p) => format!("`PersistPrompt {{ prompt: {} }}`", p.id),
         other => format!("`{other:?}`"),
     }
 }
@@ -917,6 +918,7 @@ fn session_restore_table() -> String {
         next_turn: 3,
         usage: session::Usage::default(),
         native_total: None,
+        retrying: None,
     };
     let first = |mut t: Turn| {
         t.launch = true;

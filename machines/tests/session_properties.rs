@@ -43,6 +43,7 @@ fn config_for(talks: bool, linger: Millis) -> Config {
         approval_timeout: 1_500,
         talks,
         linger,
+        max_queued_prompts: 6,
     }
 }
 
@@ -190,6 +191,12 @@ fn usage() -> impl Strategy<Value = Usage> {
 }
 
 fn act() -> impl Strategy<Value = Act> {
+    act_naming(3)
+}
+
+/// An act, where a harness names its session with weight `naming` (a
+/// harness that seldom does shows what becomes of turns with no sign of life).
+fn act_naming(naming: u32) -> impl Strategy<Value = Act> {
     prop_oneof![
         2 => (any::<bool>(), usage()).prop_map(|(total, u)| Act::Report(total, u)),
         6 => prop_oneof![0..300u64, 0..3_000u64].prop_map(Act::Wait),
@@ -197,7 +204,7 @@ fn act() -> impl Strategy<Value = Act> {
         3 => observation().prop_map(Act::Observe),
         3 => Just(Act::Grant),
         4 => prop_oneof![5 => Just(true), 1 => Just(false)].prop_map(Act::Spawn),
-        3 => Just(Act::Name),
+        naming => Just(Act::Name),
         3 => exit().prop_map(Act::End),
         1 => Just(Act::Undeliver),
         2 => Just(Act::SurvivorGone),
@@ -261,6 +268,12 @@ struct World {
     /// Which run of the service (a restart begins the next).
     run: u32,
     persisted: Record,
+    /// Every prompt appended to the prompt log (`PersistPrompt`), oldest first.
+    logged: Vec<room_machines::session::Prompt>,
+    /// The prompts handed to harnesses, in the order they were handed
+    /// over, less each one taken back (undelivered or queued again): the
+    /// order the session ran its prompts in.
+    ran: Vec<PromptId>,
     /// Approval requests asked so far (their harness refs are `r1`, `r2`, …)
     /// and those answered.
     asked_refs: u64,
@@ -334,6 +347,8 @@ impl World {
             now: 0,
             run: 0,
             persisted: Record::new(),
+            logged: Vec::new(),
+            ran: Vec::new(),
             asked_refs: 0,
             answered: BTreeSet::new(),
             asked: false,
@@ -361,6 +376,19 @@ impl World {
         w.apply(None, &effects)?;
         w.invariants()?;
         Ok(w)
+    }
+
+    /// The record as a restart reads it back: the last one written, with
+    /// the prompts logged since.
+    fn on_disk(&self) -> Record {
+        self.persisted.clone().with_logged(self.logged.clone())
+    }
+
+    /// Takes back the last time `prompt` was handed over: it never ran there.
+    fn unrun(&mut self, prompt: PromptId) {
+        if let Some(at) = self.ran.iter().rposition(|p| *p == prompt) {
+            self.ran.remove(at);
+        }
     }
 
     fn current_proc(&self) -> Option<&Proc> {
@@ -481,8 +509,12 @@ impl World {
                 }
             }
             Act::SteerLost => {
+                // The runtime reports a steer it could not write before the
+                // turn's end: only while its turn's process is there.
                 let run = self.run;
-                if let Some(st) = self.steered.iter().rev().find(|st| st.run == run).cloned() {
+                let live = self.current_proc().map(|p| p.seq);
+                let last = self.steered.iter().rev().find(|st| st.run == run).cloned();
+                if let Some(st) = last.filter(|st| Some(st.seq) == live) {
                     self.feed(Input::SteerUndelivered {
                         seq: st.seq,
                         prompt: st.prompt,
@@ -546,7 +578,7 @@ impl World {
         self.s = Session::restore(
             config_for(self.talks, self.linger),
             self.opts.clone(),
-            self.persisted.clone(),
+            self.on_disk(),
             self.now,
         );
         let effects: Vec<Effect> = std::iter::from_fn(|| self.s.poll_effect()).collect();
@@ -568,6 +600,10 @@ impl World {
         let launch_before = self.s.launch().map(|l| l.state().clone());
         let outcome = self.s.handle(self.now, input.clone());
         self.last = outcome;
+        if outcome == Outcome::Refused(room_machines::session::Refusal::QueueFull) {
+            self.seen.insert("refused QueueFull".into());
+            prop_assert!(self.s.record().queue.len() >= config().max_queued_prompts);
+        }
         let effects: Vec<Effect> = std::iter::from_fn(|| self.s.poll_effect()).collect();
         self.trace
             .push(format!("{} {input:?} -> {outcome:?} {effects:?}", self.now));
@@ -612,6 +648,11 @@ impl World {
             }
         }
         self.seen.insert(format!("applied {}", name(&input)));
+        if let Some(Input::Steer(_)) = Some(&input) {
+            if self.s.steered(self.s.record().next_prompt - 1) {
+                self.seen.insert("steered".into());
+            }
+        }
         self.world_follows(&input, &before)?;
         self.apply(Some(&input), &effects)?;
         self.invariants()?;
@@ -671,7 +712,9 @@ impl World {
                 {
                     p.delivered = false;
                     // It never reached the harness.
-                    self.ledger.get_mut(&p.prompt).unwrap().deliveries.pop();
+                    let prompt = p.prompt;
+                    self.ledger.get_mut(&prompt).unwrap().deliveries.pop();
+                    self.unrun(prompt);
                 }
             }
             _ => {}
@@ -681,12 +724,25 @@ impl World {
 
     /// Carries out the effects of one step, checking each.
     fn apply(&mut self, input: Option<&Input>, effects: &[Effect]) -> Check {
+        let durable = |e: &Effect| matches!(e, Effect::Persist | Effect::PersistPrompt(_));
+        let writes = effects.iter().take_while(|e| durable(e)).count();
+        prop_assert!(
+            effects[writes..].iter().all(|e| !durable(e)),
+            "a durable write after another effect: {effects:?}"
+        );
         let persists = effects.iter().filter(|e| **e == Effect::Persist).count();
         prop_assert!(persists <= 1, "two Persists in one step: {effects:?}");
         if persists == 1 {
-            prop_assert_eq!(&effects[0], &Effect::Persist, "Persist is not first");
+            prop_assert_eq!(
+                &effects[writes - 1],
+                &Effect::Persist,
+                "Persist is not after the prompts"
+            );
             self.persisted = self.s.record().clone();
         }
+        // What comes after the writes may rely on the record: `Persist` was
+        // among them.
+        let written = effects[..writes].contains(&Effect::Persist);
         let mut ended_now = Vec::new();
         let mut settled_now = BTreeSet::new();
         let mut noted = None;
@@ -698,6 +754,17 @@ impl World {
             }
             match e {
                 Effect::Persist => {}
+                Effect::PersistPrompt(prompt) => {
+                    let queued = self.s.record().queue.iter().any(|p| p.id == prompt.id)
+                        || self
+                            .s
+                            .record()
+                            .turn
+                            .as_ref()
+                            .is_some_and(|t| t.prompt.id == prompt.id);
+                    prop_assert!(queued, "logged prompt {} is nowhere", prompt.id);
+                    self.logged.push(prompt.clone());
+                }
                 Effect::NoteSpawn { seq } => noted = Some(*seq),
                 Effect::CloseInput { seq } => {
                     prop_assert!(self.talks, "{e:?} for a harness that does not talk");
@@ -718,7 +785,7 @@ impl World {
                 Effect::ContinueTurn { seq, .. } => {
                     prop_assert!(self.talks && self.linger > 0, "{e:?} with no lingering");
                     prop_assert!(!self.closed, "a closed session continued a turn");
-                    prop_assert_eq!(&effects[0], &Effect::Persist);
+                    prop_assert!(written, "continued before the record was written");
                     let t = self.persisted.turn.as_ref().filter(|t| t.seq == *seq);
                     prop_assert!(
                         t.is_some_and(|t| t.process.is_some()),
@@ -737,6 +804,7 @@ impl World {
                     );
                     p.seq = *seq;
                     p.prompt = prompt;
+                    self.ran.push(prompt);
                     let l = self.ledger.get_mut(&prompt).unwrap();
                     prop_assert!(
                         !l.done && !l.failed,
@@ -760,6 +828,7 @@ impl World {
                     );
                     let ending = self.s.record().turn.as_ref().and_then(|t| t.ending);
                     prop_assert_eq!(ending, None, "steered into a turn being ended");
+                    self.ran.push(*prompt);
                     self.steered.push(Steered {
                         seq: *seq,
                         run: self.run,
@@ -849,14 +918,14 @@ impl World {
                         );
                     }
                     prop_assert!(
-                        effects[0] == Effect::Persist || noted == Some(*seq),
+                        written || noted == Some(*seq),
                         "turn {seq} spawned with neither a write nor a note naming it: {effects:?}"
                     );
                     self.spawn = Some(*seq);
                 }
                 Effect::DeliverPrompt { seq } => {
                     prop_assert!(!self.closed, "a closed session delivered a prompt");
-                    prop_assert_eq!(&effects[0], &Effect::Persist);
+                    prop_assert!(written, "delivered before the record was written");
                     let recorded = self.persisted.turn.as_ref().filter(|t| t.seq == *seq);
                     prop_assert!(
                         recorded.is_some_and(|t| t.process.is_some()),
@@ -882,6 +951,8 @@ impl World {
                         l.deliveries
                     );
                     l.deliveries.push((*seq, false));
+                    let prompt = p.prompt;
+                    self.ran.push(prompt);
                 }
                 Effect::Signal { seq, signal } => {
                     let at = (*seq, self.now, self.run);
@@ -910,6 +981,10 @@ impl World {
                     };
                     prop_assert!(self.ledger.insert(*prompt, l).is_none());
                 }
+                Effect::Emit(Event::Unresponsive { retried, .. }) => {
+                    self.seen
+                        .insert(format!("unresponsive, retried: {retried}"));
+                }
                 Effect::Emit(Event::PromptFailed { prompt, .. }) => {
                     self.ledger.get_mut(prompt).unwrap().failed = true;
                     settled_now.insert(*prompt);
@@ -923,6 +998,7 @@ impl World {
                     // A lost steer goes back to the queue.
                     l.done = false;
                     settled_now.insert(*prompt);
+                    self.unrun(*prompt);
                 }
                 Effect::Emit(Event::TurnEnded {
                     turn,
@@ -973,9 +1049,26 @@ impl World {
         // Every change of the record was persisted.
         prop_assert_eq!(
             durable(&r),
-            durable(&self.persisted),
+            durable(&self.on_disk()),
             "a change was not persisted"
         );
+        // Prompts run in the order they were accepted, whatever way they
+        // took (queued, steered, handed back, queued again, a restart).
+        prop_assert!(
+            self.ran.windows(2).all(|w| w[0] < w[1]),
+            "prompts ran out of order: {:?}",
+            self.ran
+        );
+        // The queue holds its prompts in that order, within its bound (and
+        // those that came back to it).
+        prop_assert!(r
+            .queue
+            .iter()
+            .zip(r.queue.iter().skip(1))
+            .all(|(a, b)| a.id < b.id));
+        // A turn's prompt that comes back (a restart, a failed launch) and
+        // a lost steer are never refused.
+        prop_assert!(r.queue.len() <= config().max_queued_prompts + 1 + self.steered.len());
         // At most one turn, across runs.
         prop_assert!(
             self.procs.len() + self.spawn.is_some() as usize <= 1,
@@ -1091,7 +1184,7 @@ impl World {
 }
 
 /// The kinds of error a session reports, by a phrase of each.
-const ERRORS: [&str; 11] = [
+const ERRORS: [&str; 12] = [
     "NotStarted",
     "Cut ServiceStop before reporting in",
     "Cut ServiceStop after reporting in",
@@ -1103,6 +1196,7 @@ const ERRORS: [&str; 11] = [
     "TurnFailed",
     "HarnessSaidFailed",
     "JournalFull",
+    "Unresponsive",
 ];
 
 /// A failure's kind, as `ERRORS` names them: its variant, and for a cut
@@ -1215,6 +1309,11 @@ fn the_random_lives_reach_every_situation() {
         let (promised, harness, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
         seen.extend(run(promised, harness, first, acts).unwrap().seen);
     }
+    let seldom = prop::collection::vec(act_naming(1), 0..80);
+    for _ in 0..1000 {
+        let acts = seldom.new_tree(&mut runner).unwrap().current();
+        seen.extend(run(false, (true, 1_000), None, acts).unwrap().seen);
+    }
     let want = [
         "applied TurnSpawned",
         "applied NativeId",
@@ -1268,6 +1367,11 @@ fn the_random_lives_reach_every_situation() {
         "Emit PromptRequeued",
         "Emit PromptFailed",
         "Emit TurnEnded",
+        "unresponsive, retried: true",
+        "unresponsive, retried: false",
+        "PersistPrompt",
+        "refused QueueFull",
+        "steered",
     ];
     let errors = ERRORS.iter().map(|p| format!("error: {p}"));
     let missing: Vec<String> = want

@@ -23,7 +23,7 @@ use super::Runtime;
 use crate::error::Refusal;
 use crate::journal::NewEvent;
 use crate::sessions::failure_text::describe;
-use crate::sessions::{turn_key, view, Hosted};
+use crate::sessions::{prompt_log, turn_key, view, Hosted};
 
 /// What one pass over a session collects while it carries out effects.
 #[derive(Default)]
@@ -37,9 +37,17 @@ pub(super) struct Pass {
     pub logged: Vec<Event>,
 }
 
-/// The refusal an app gets for the machine's.
-pub(super) fn refusal(id: &str, why: Refused) -> Refusal {
+/// The refusal an app gets for the machine's; `waiting` is how many prompts
+/// the session's queue holds.
+pub(super) fn refusal(id: &str, why: Refused, waiting: usize) -> Refusal {
     match why {
+        Refused::QueueFull => Refusal::new(
+            429,
+            "queue_full",
+            format!(
+                "Session {id} has {waiting} prompts waiting, the most it holds (max_queued_prompts); send this one once some have run."
+            ),
+        ),
         Refused::Closed => Refusal::finished(id, "closed"),
         Refused::Failed => Refusal::finished(id, "failed"),
         Refused::Starting => Refusal::new(
@@ -89,7 +97,7 @@ impl Runtime {
         let (before, permit_at) = (s.machine.clone(), s.permit_at);
         let outcome = self.step(s, input);
         if let Outcome::Refused(why) = outcome {
-            return Err(refusal(&s.id, why));
+            return Err(refusal(&s.id, why, s.machine.record().queue.len()));
         }
         let pass = match self.persist_first(s) {
             Ok(pass) => pass,
@@ -118,19 +126,38 @@ impl Runtime {
         Ok(outcome)
     }
 
-    /// Carries out the input's first effect, which is `Persist` when the
-    /// record changed: `Err` when that write failed (and nothing else was
-    /// done). The pass it begins goes on with [`Runtime::pass`].
+    /// Carries out the input's durable writes, which come first (each
+    /// accepted prompt's append to the prompt log, then the record when it
+    /// changed otherwise): `Err` when one failed, with what was appended
+    /// before it cut back off the log and nothing else done. The pass it
+    /// begins goes on with [`Runtime::pass`].
     pub(super) fn persist_first(&self, s: &mut Hosted) -> std::io::Result<Pass> {
         let mut pass = Pass::default();
-        if let Some(first) = s.machine.poll_effect() {
+        let mut appended_from = None;
+        while let Some(effect) = s.machine.poll_effect() {
             if let Some(r) = &mut s.recording {
-                r.effect(&first);
+                r.effect(&effect);
             }
-            if first == Effect::Persist {
-                self.write(s)?;
-            } else {
-                self.carry_out(s, first, &mut pass);
+            let written = match &effect {
+                Effect::PersistPrompt(prompt) => s.prompts.append(prompt).map(|before| {
+                    appended_from.get_or_insert(before);
+                }),
+                Effect::Persist => self.write(s),
+                _ => {
+                    self.carry_out(s, effect, &mut pass);
+                    break;
+                }
+            };
+            if let Err(e) = written {
+                if let Some(len) = appended_from {
+                    if let Err(cut) = s.prompts.truncate(len) {
+                        log::error!(
+                            "{}: cannot undo its prompt log's append ({cut}): a restart may queue the refused prompt",
+                            s.id
+                        );
+                    }
+                }
+                return Err(e);
             }
         }
         Ok(pass)
@@ -198,6 +225,13 @@ impl Runtime {
                     self.step(s, Input::PersistFailed { error });
                 }
             }
+            Effect::PersistPrompt(prompt) => {
+                // Only an app command accepts a prompt, and its writes come
+                // first (`persist_first`): this is never reached.
+                if let Err(e) = s.prompts.append(&prompt) {
+                    log::error!("{}: cannot log prompt {}: {e}", s.id, prompt.id);
+                }
+            }
             Effect::NoteSpawn { seq } => {
                 // A failed note does not stop the spawn: the prompt is
                 // handed over only once a written record names the turn.
@@ -244,10 +278,18 @@ impl Runtime {
         }
     }
 
-    /// Writes the session's record now.
+    /// Writes the session's record now: its waiting prompts by number, their
+    /// texts being in the prompt log (which is then compacted).
     pub(super) fn write(&self, s: &mut Hosted) -> std::io::Result<()> {
         let record = s.record();
-        self.store.save(&s.id, &record)?;
+        let mut value = serde_json::to_value(&record)?;
+        if s.prompts.complete {
+            prompt_log::strip_queue(&mut value);
+        }
+        self.store.save(&s.id, &value)?;
+        if s.prompts.complete {
+            s.prompts.compact(record.core.queue.iter());
+        }
         let spawned = record
             .turn_process
             .as_ref()

@@ -14,6 +14,7 @@ use crate::error::Refusal;
 use crate::files;
 use crate::harness::{approvals, Harness};
 use crate::journal::Journal;
+use crate::sessions::prompt_log::PromptLog;
 use crate::sessions::recording::Recording;
 use crate::sessions::{self, lock, new_id, view, Extras, Hosted, Kind, Start};
 use room_machines::session::RelaunchMode;
@@ -45,6 +46,7 @@ impl Runtime {
             // Both CLIs run on their interactive protocols.
             talks: true,
             linger: self.config.linger_ms,
+            max_queued_prompts: self.config.max_queued_prompts,
         }
     }
 
@@ -124,7 +126,9 @@ impl Runtime {
                 created_ms: unix_ms(),
                 ..Extras::default()
             };
-            let shared = Hosted::shared(id.clone(), start, m, extras, self.journal_for(&id));
+            let prompts = PromptLog::open(self.store.dir(), &id);
+            let journal = self.journal_for(&id);
+            let shared = Hosted::shared(id.clone(), start, m, extras, journal, prompts);
             let mut s = lock(&shared);
             // Known (to a retry with the same request ID, which waits for
             // this lock) before its record is written; the write runs
@@ -139,6 +143,7 @@ impl Runtime {
                 Ok(pass) => pass,
                 Err(e) => {
                     log::error!("{id}: cannot persist the start: {e}");
+                    s.prompts.remove();
                     self.registry().forget(&id, &s.start);
                     return Err(Refusal::new(
                         500,
@@ -191,19 +196,23 @@ impl Runtime {
 
     /// `POST /v1/sessions/{id}/messages`: queues a prompt, or with
     /// `steer` hands it to the running turn when the session can take it
-    /// there (else queues it). The answer's `delivered` says which.
+    /// there (else queues it). The answer's `delivered` says which, as the
+    /// machine has it once the steer's line was handed to the harness's
+    /// stdin or given back: `steered` only for a line that was.
     pub fn message(&self, id: &str, prompt: String, steer: bool) -> Result<CommandAnswer, Refusal> {
         let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
         let mut s = lock(&s);
-        let steered = steer && s.machine.steerable();
+        let number = s.machine.record().next_prompt;
         let input = if steer {
             Input::Steer(prompt)
         } else {
             Input::Message(prompt)
         };
         self.command(&mut s, input)?;
+        let steered = s.machine.steered(number);
         let mut view = self.render(&s);
         view["delivered"] = json!(if steered { "steered" } else { "queued" });
+        view["prompt"] = json!(number);
         Ok(CommandAnswer { view, turn: None })
     }
 

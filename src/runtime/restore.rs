@@ -9,6 +9,7 @@ use room_machines::timeline::Begin;
 
 use super::driver::Pass;
 use super::Runtime;
+use crate::sessions::prompt_log::{self, PromptLog};
 use crate::sessions::{self, lock, old, Hosted, RecordFile};
 use crate::supervise::{TurnKey, TurnRecord};
 
@@ -20,32 +21,46 @@ impl Runtime {
     /// restore asks for.
     pub(super) fn restore(&self) -> std::io::Result<()> {
         let mut records = Vec::new();
-        for (path, value) in self.store.load_all()? {
+        for (path, mut value) in self.store.load_all()? {
             let upgraded = old::is_old(&value);
+            let id = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+            let mut prompts = PromptLog::open(self.store.dir(), id.as_deref().unwrap_or_default());
+            let logged = prompts.read();
+            // A record from before the prompt log holds its queue whole.
+            let whole = value.get("queue").is_some();
+            prompt_log::restore_queue(&id.unwrap_or_default(), &mut value, &logged);
             let read = if upgraded {
                 old::upgrade(value)
             } else {
                 serde_json::from_value::<RecordFile>(value)
             };
+            let read = read.map(|mut r| {
+                if whole {
+                    prompts.adopt(r.core.queue.make_contiguous(), &logged);
+                }
+                r.core = r.core.with_logged(logged);
+                (r, prompts)
+            });
             match read {
                 // The store writes a session's record as `<id>.json` only:
                 // another file naming it (a copy, a stray) would be a
                 // second, older session with the same ID.
-                Ok(r) if path.file_stem() != Some(std::ffi::OsStr::new(&r.id)) => log::error!(
+                Ok((r, _)) if path.file_stem() != Some(std::ffi::OsStr::new(&r.id)) => log::error!(
                     "skipping {}: it holds session {}, whose record is {}.json",
                     path.display(),
                     r.id,
                     r.id
                 ),
-                Ok(r) => records.push((r, upgraded)),
+                Ok((r, prompts)) => records.push((r, prompts, upgraded)),
                 Err(e) => log::error!("skipping unreadable record {}: {e}", path.display()),
             }
         }
         self.kill_unacknowledged(&records);
+        self.remove_orphan_logs(&records);
         let mut restored = Vec::new();
         {
             let mut reg = self.registry();
-            for (record, upgraded) in records {
+            for (record, prompts, upgraded) in records {
                 let now = self.clock.now();
                 let core = record.core.clone();
                 let m = machine::Session::restore(
@@ -60,6 +75,7 @@ impl Runtime {
                     m,
                     record.extras.clone(),
                     self.journal_for(&record.id),
+                    prompts,
                 );
                 {
                     let mut s = lock(&shared);
@@ -92,6 +108,27 @@ impl Runtime {
         Ok(())
     }
 
+    /// A prompt log whose session has no record belongs to a start that
+    /// was never recorded (refused, or cut by a crash before its record):
+    /// its prompts were never acknowledged, and they are private.
+    fn remove_orphan_logs(&self, records: &[(RecordFile, PromptLog, bool)]) {
+        let Ok(entries) = std::fs::read_dir(self.store.dir()) else {
+            return;
+        };
+        for path in entries.flatten().map(|e| e.path()) {
+            let orphan = path.extension().is_some_and(|e| e == "prompts")
+                && !records
+                    .iter()
+                    .any(|(r, _, _)| path.file_stem() == Some(std::ffi::OsStr::new(&r.id)));
+            if orphan {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => log::info!("removed {}, which no record names", path.display()),
+                    Err(e) => log::warn!("cannot remove {}: {e}", path.display()),
+                }
+            }
+        }
+    }
+
     /// A record whose turn has only its key on record (`TurnRecord::planned`),
     /// or a spawn note (a launch's first turn, `Store::note_spawn`), names a
     /// spawn the machine never heard of: the service died between the spawn
@@ -99,7 +136,7 @@ impl Runtime {
     /// got its prompt, but it (or what it started) may still run: it is
     /// killed before its session is restored, so nothing of it runs beside
     /// the session's next turn.
-    fn kill_unacknowledged(&self, records: &[(RecordFile, bool)]) {
+    fn kill_unacknowledged(&self, records: &[(RecordFile, PromptLog, bool)]) {
         let noted: Vec<TurnRecord> = self
             .store
             .take_spawn_notes()
@@ -114,7 +151,7 @@ impl Runtime {
             .collect();
         let planned: Vec<&TurnRecord> = records
             .iter()
-            .filter_map(|(r, _)| r.turn_process.as_ref().filter(|t| t.pid.is_none()))
+            .filter_map(|(r, _, _)| r.turn_process.as_ref().filter(|t| t.pid.is_none()))
             .chain(&noted)
             .collect();
         for chunk in planned.chunks(KILLS_AT_ONCE) {

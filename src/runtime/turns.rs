@@ -136,9 +136,13 @@ impl Runtime {
         let (handle, tree, child) = (s.me.clone(), started.tree.clone(), started.child);
         let watched = now.clone();
         let followed = input.and_then(|input| {
+            let written = input.clone();
             std::thread::Builder::new()
                 .name(format!("turn-{pid}"))
-                .spawn(move || rt.follow_exit(handle, watched, child, tree, proc_key, tail))
+                .spawn(move || {
+                    let outputs = (written, tail);
+                    rt.follow_exit(handle, watched, child, tree, proc_key, outputs)
+                })
                 .map(|_| input)
         });
         let input = match followed {
@@ -250,7 +254,8 @@ impl Runtime {
     }
 
     /// A turn's exit watcher: the harness's exit, the end of what it left
-    /// behind, a bounded wait for its output, then `TurnEnded`.
+    /// behind, a bounded wait for its output and for its stdin's writer to
+    /// report what it could not write, then `TurnEnded`.
     fn follow_exit(
         &self,
         handle: SessionHandle,
@@ -258,7 +263,7 @@ impl Runtime {
         mut child: Child,
         tree: Tree,
         key: ProcKey,
-        tail: Option<JoinHandle<Tail>>,
+        (input, tail): (TurnInput, Option<JoinHandle<Tail>>),
     ) {
         let status = child.wait();
         let ended = self.supervisor.terminate(&tree);
@@ -283,6 +288,13 @@ impl Runtime {
                 );
             }
         }
+        if !input.flush(until) {
+            log::warn!(
+                "turn {}: its stdin's writer is still writing; not waiting for it",
+                tree.key()
+            );
+        }
+        drop(input);
         let detail = tail
             .and_then(|t| join_by(t, until))
             .map(|t| t.text())

@@ -58,6 +58,14 @@ pub fn describe(failure: &Failure, harness: &str) -> String {
                 )
             }
         }
+        Failure::Unresponsive {
+            turn,
+            prompt,
+            within_ms,
+        } => format!(
+            "{harness} showed no sign of life within {} of getting prompt {prompt}, twice (the second time in turn {turn}, a new process): the prompt was not run",
+            secs(*within_ms)
+        ),
         Failure::HarnessSaidFailed { why } => format!("the last turn failed: {why}"),
         Failure::TurnFailed { exit, detail } => {
             format!("the last turn failed ({exit}): {detail}")

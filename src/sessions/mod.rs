@@ -5,6 +5,7 @@
 pub mod failure_text;
 pub mod live_turn;
 pub mod old;
+pub mod prompt_log;
 pub mod recording;
 pub mod turn_input;
 pub mod turn_now;
@@ -22,6 +23,7 @@ use crate::harness::Harness;
 use crate::journal::Journal;
 use crate::supervise::{TurnKey, TurnRecord};
 use live_turn::LiveTurn;
+use prompt_log::PromptLog;
 use recording::Recording;
 
 /// What kind of session the app started.
@@ -177,6 +179,8 @@ pub struct Hosted {
     pub recording: Option<Box<Recording>>,
     /// The session's event journal.
     pub journal: Arc<Journal>,
+    /// The session's prompt log (the texts of its waiting prompts).
+    pub prompts: PromptLog,
     /// This session's own handle, for the timer, the pool and turn threads.
     pub me: Weak<Mutex<Hosted>>,
 }
@@ -198,6 +202,7 @@ impl Hosted {
         machine: machine::Session,
         extras: Extras,
         journal: Arc<Journal>,
+        prompts: PromptLog,
     ) -> SessionRef {
         Arc::new_cyclic(|me| {
             Mutex::new(Hosted {
@@ -213,6 +218,7 @@ impl Hosted {
                 waiters: Vec::new(),
                 recording: None,
                 journal,
+                prompts,
                 me: me.clone(),
             })
         })
@@ -345,7 +351,15 @@ mod tests {
             0,
         );
         let journal = Arc::new(Journal::new(std::path::Path::new("/nonexistent"), "cr_a"));
-        let s = Hosted::shared("cr_a".into(), start, m.clone(), Extras::default(), journal);
+        let prompts = PromptLog::open(std::path::Path::new("/nonexistent"), "cr_a");
+        let s = Hosted::shared(
+            "cr_a".into(),
+            start,
+            m.clone(),
+            Extras::default(),
+            journal,
+            prompts,
+        );
         let mut s = lock(&s);
         assert_eq!(s.record().turn_process, None);
         for input in [

@@ -34,6 +34,8 @@ enum Next {
     Line(Out),
     /// Closes stdin: the harness sees the end of its input.
     Close,
+    /// Says that everything before it was written or reported.
+    Flushed(crossbeam_channel::Sender<()>),
 }
 
 /// The sending end of a turn's stdin; cheap to clone.
@@ -66,6 +68,10 @@ impl TurnInput {
                         Next::Close => {
                             // Dropping it closes it: the harness sees the end.
                             stdin = None;
+                            continue;
+                        }
+                        Next::Flushed(done) => {
+                            let _ = done.send(());
                             continue;
                         }
                     };
@@ -118,6 +124,17 @@ impl TurnInput {
     /// could be queued.
     pub fn close(&self) -> bool {
         self.tx.try_send(Next::Close).is_ok()
+    }
+
+    /// Waits until every line queued so far was written or reported as not
+    /// written (`SteerUndelivered`, `PromptUndelivered`), at most until
+    /// `until`; whether it got there. The process's end waits for this,
+    /// so a steer its harness never got is back in the queue before the
+    /// turn is over, and no later prompt can run ahead of it.
+    pub fn flush(&self, until: std::time::Instant) -> bool {
+        let (done, flushed) = crossbeam_channel::bounded(1);
+        self.tx.send_deadline(Next::Flushed(done), until).is_ok()
+            && flushed.recv_deadline(until).is_ok()
     }
 
     fn queue(&self, lines: Vec<Out>) -> Result<(), Vec<Carries>> {

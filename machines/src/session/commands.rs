@@ -21,7 +21,7 @@ impl Session {
         }
     }
 
-    pub(super) fn handle_message(&mut self, text: String) -> Outcome {
+    pub(super) fn handle_message(&mut self, now: Millis, text: String) -> Outcome {
         if let Some(r) = self.refusal() {
             return Outcome::Refused(r);
         }
@@ -31,8 +31,11 @@ impl Session {
         if self.budget_spent() {
             return Outcome::Refused(Refusal::BudgetSpent);
         }
+        if self.state.record.queue.len() >= self.config.max_queued_prompts {
+            return Outcome::Refused(Refusal::QueueFull);
+        }
         self.accept(text);
-        self.pump();
+        self.pump(now);
         Outcome::Applied
     }
 
@@ -70,7 +73,7 @@ impl Session {
         Outcome::Applied
     }
 
-    pub(super) fn handle_resume(&mut self) -> Outcome {
+    pub(super) fn handle_resume(&mut self, now: Millis) -> Outcome {
         if let Some(r) = self.refusal() {
             return Outcome::Refused(r);
         }
@@ -79,7 +82,7 @@ impl Session {
         }
         self.rec().paused = false;
         self.emit(Event::Resumed);
-        self.pump();
+        self.pump(now);
         Outcome::Applied
     }
 

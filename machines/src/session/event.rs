@@ -113,6 +113,20 @@ pub enum Event {
         /// The turn it had.
         turn: TurnSeq,
     },
+    /// A turn showed no sign of life within the startup timeout of getting
+    /// its prompt: its process is ended, and its prompt runs once more in a
+    /// new process that resumes the session (`retried`), or, the second
+    /// time, fails.
+    Unresponsive {
+        /// The turn.
+        turn: TurnSeq,
+        /// Its prompt.
+        prompt: PromptId,
+        /// The startup timeout.
+        within_ms: Millis,
+        /// The prompt runs again; else it fails.
+        retried: bool,
+    },
     /// A prompt cannot be run; the queue moves on without it.
     PromptFailed {
         /// The prompt.

@@ -86,6 +86,16 @@ pub enum Failure {
         /// it is queued again).
         reported: bool,
     },
+    /// Two turns in a row showed no sign of life within the startup
+    /// timeout of getting the same prompt; the prompt is dropped.
+    Unresponsive {
+        /// The second turn.
+        turn: TurnSeq,
+        /// The prompt.
+        prompt: PromptId,
+        /// The startup timeout.
+        within_ms: Millis,
+    },
     /// The last turn's harness said it failed, and why.
     HarnessSaidFailed {
         /// Its words, cut to `FAILURE_TEXT_MAX`.

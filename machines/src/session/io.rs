@@ -7,7 +7,7 @@ use super::approval::{ApprovalId, ApprovalMode, DecidedBy, Decision, Request, AP
 use super::budget::Budget;
 use super::event::Event;
 use super::launch_io::LaunchInput;
-use super::record::{Process, PromptId, TurnSeq};
+use super::record::{Process, Prompt, PromptId, TurnSeq};
 use super::usage::UsageReport;
 use super::values::{Exit, JournalCap, RelaunchMode};
 use crate::launch;
@@ -24,6 +24,8 @@ pub const LINGER: Millis = 30_000;
 /// How long after a failed `Persist` the record is written again, unless
 /// another input writes it first.
 pub const PERSIST_RETRY: Millis = 1_000;
+/// `max_queued_prompts`: the most prompts a session holds waiting.
+pub const MAX_QUEUED_PROMPTS: usize = 1000;
 
 /// The session's limits; the defaults are the constants above and the launch's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,10 +50,18 @@ pub struct Config {
     /// the next prompt to go straight to it; 0: its stdin closes at once.
     #[serde(default)]
     pub linger: Millis,
+    /// The most prompts waiting in the queue: a message past it is refused
+    /// (a prompt that comes back to the queue is never refused).
+    #[serde(default = "max_queued_prompts")]
+    pub max_queued_prompts: usize,
 }
 
 fn approval_timeout() -> Millis {
     APPROVAL_TIMEOUT
+}
+
+fn max_queued_prompts() -> usize {
+    MAX_QUEUED_PROMPTS
 }
 
 impl Default for Config {
@@ -63,6 +73,7 @@ impl Default for Config {
             approval_timeout: APPROVAL_TIMEOUT,
             talks: false,
             linger: LINGER,
+            max_queued_prompts: MAX_QUEUED_PROMPTS,
         }
     }
 }
@@ -252,6 +263,13 @@ pub enum Effect {
     /// always comes before the effects of the same input, so when it fails
     /// the runtime can restore its snapshot and drop them.
     Persist,
+    /// Append this accepted prompt to the session's prompt log durably
+    /// now, the one write a queued message needs: a record read back with
+    /// its log holds every prompt accepted after it was written
+    /// ([`Record::with_logged`](super::Record::with_logged)). It comes
+    /// before everything else its input emits, `Persist` included, so
+    /// when it fails the runtime can undo the command.
+    PersistPrompt(Prompt),
     /// A launch effect for the runtime: the status file's watch and reads,
     /// the startup permit, and the copy wait's reports.
     Launch(LaunchEffect),
@@ -390,6 +408,8 @@ pub enum Refusal {
     ApprovalAnswered,
     /// The session spent its budget (409 `budget_spent`).
     BudgetSpent,
+    /// The queue holds `max_queued_prompts` prompts (429 `queue_full`).
+    QueueFull,
 }
 
 /// What an input did.

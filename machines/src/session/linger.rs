@@ -52,13 +52,13 @@ impl Session {
             usage,
         });
         self.state.linger_until = Some(now.saturating_add(self.config.linger));
-        self.pump();
+        self.pump(now);
     }
 
     /// Takes the head of the queue into a new turn in the lingering
     /// process; the record names the new turn (with the process) before
     /// the prompt is written.
-    pub(super) fn continue_turn(&mut self) {
+    pub(super) fn continue_turn(&mut self, now: Millis) {
         let r = self.rec();
         let Some(prompt) = r.queue.pop_front() else {
             return;
@@ -82,6 +82,7 @@ impl Session {
         let resume = r.native_id.clone();
         self.state.linger_until = None;
         self.state.steered = false;
+        self.state.last_steer = None;
         self.emit(Event::TurnStarted {
             turn: seq,
             prompt: prompt.id,
@@ -91,6 +92,7 @@ impl Session {
             seq,
             prompt: prompt.text,
         });
+        self.await_sign_of_life(now);
     }
 
     /// The linger is over: the process's stdin closes (it exits by

@@ -11,7 +11,12 @@
 //!
 //! The rules (each has a row in docs/machines.md and a test):
 //! - **Queue.** Every accepted prompt gets a number and is queued; its
-//!   `prompt_queued` event carries its text, cut to fit a journal line. A turn
+//!   `prompt_queued` event carries its text, cut to fit a journal line, and
+//!   it is appended to the prompt log (`PersistPrompt`), which is all a
+//!   queued message writes. At most `max_queued_prompts` wait (`QueueFull`);
+//!   a prompt coming back to the queue is never refused. Prompts run in the
+//!   order they were accepted: one coming back goes before every prompt
+//!   accepted after it, and a steer never overtakes a waiting prompt. A turn
 //!   starts only when the session has started (or as a launch's first turn,
 //!   once the permit is granted), is not paused, has no turn (a restored
 //!   turn whose survivor check is outstanding counts), is not closed or
@@ -29,6 +34,10 @@
 //!   again next run) and cuts the turn.
 //! - **Relaunch** (resume, wake, restart) never waits for a copy, and is
 //!   refused while the first launch or another relaunch is under way.
+//! - **First sign of life.** Any other turn, a warm follow-up included,
+//!   that has not named its session within `startup_timeout` of getting its
+//!   prompt is ended (`Unresponsive`); its prompt runs once more in a new
+//!   process, and fails if that one does not either.
 //! - **Startup timeout.** A launch's first turn that has not named its
 //!   session within `startup_timeout` is ended, the launch fails with
 //!   "claude did not start within 120 s …", the permit returns, and its
@@ -121,7 +130,7 @@ pub use excerpt::{excerpt, PROMPT_TEXT_MAX};
 pub use failure::{CutBy, Failure, FAILURE_TEXT_MAX};
 pub use io::{
     Config, Effect, Input, Options, Outcome, Refusal, Signal, Timer, KILL_GRACE, LINGER,
-    PERSIST_RETRY, STARTUP_TIMEOUT,
+    MAX_QUEUED_PROMPTS, PERSIST_RETRY, STARTUP_TIMEOUT,
 };
 pub use launch_io::LaunchInput;
 pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Turn, TurnSeq};
@@ -139,7 +148,9 @@ pub struct State {
     pub halted: bool,
     /// The current turn was restored and `KillSurvivor` is outstanding.
     pub survivor: bool,
-    /// When the launch's first turn must have named its session.
+    /// When the current turn must have shown its first sign of life (named
+    /// its session): a launch's first turn from its spawn, any other turn
+    /// from the moment its prompt was handed over.
     pub startup_deadline: Option<Millis>,
     /// When the ending turn, which got SIGTERM, gets SIGKILL.
     pub kill_at: Option<Millis>,
@@ -158,6 +169,10 @@ pub struct State {
     /// linger; its process ends with all of its parts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub steered: bool,
+    /// The last prompt steered into the current turn, unless it was handed
+    /// back (`SteerUndelivered`): what the app's answer to it reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_steer: Option<PromptId>,
     /// The last `Persist` failed: the record is written again then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persist_retry_at: Option<Millis>,
@@ -183,6 +198,10 @@ pub struct Session {
     effects: VecDeque<Effect>,
     /// The record changed since the last `Persist`.
     dirty: bool,
+    /// Prompts accepted by the input being handled: each is appended to
+    /// the session's prompt log (`PersistPrompt`), which is all a queued
+    /// message changes on disk.
+    appended: Vec<Prompt>,
     /// The state last reported in an `Event::State`.
     shown: Option<Shown>,
 }
@@ -247,6 +266,7 @@ impl Session {
                 input_closed: false,
                 linger_until: None,
                 steered: false,
+                last_steer: None,
                 persist_retry_at: None,
                 undelivered: None,
             },
@@ -254,6 +274,7 @@ impl Session {
             staged: Vec::new(),
             effects: VecDeque::new(),
             dirty: false,
+            appended: Vec::new(),
             shown: None,
         }
     }
@@ -317,12 +338,12 @@ impl Session {
     /// nothing and emit nothing.
     pub fn handle(&mut self, now: Millis, input: Input) -> Outcome {
         let outcome = match input {
-            Input::Message(text) => self.handle_message(text),
-            Input::Steer(text) => self.handle_steer(text),
-            Input::SetBudget(budget) => self.handle_set_budget(budget),
+            Input::Message(text) => self.handle_message(now, text),
+            Input::Steer(text) => self.handle_steer(now, text),
+            Input::SetBudget(budget) => self.handle_set_budget(now, budget),
             Input::Stop => self.handle_stop(now),
             Input::Interrupt => self.handle_interrupt(now),
-            Input::Resume => self.handle_resume(),
+            Input::Resume => self.handle_resume(now),
             Input::Close => self.handle_close(now),
             Input::Relaunch(mode) => self.handle_relaunch(now, mode),
             Input::ServiceStop => self.handle_service_stop(now),
@@ -335,7 +356,7 @@ impl Session {
             Input::TurnUsage { seq, report } => self.handle_usage(now, seq, report),
             Input::TurnFinished { seq, failed } => self.handle_finished(now, seq, failed),
             Input::SteerUndelivered { seq, prompt, text } => {
-                self.handle_steer_undelivered(seq, prompt, text)
+                self.handle_steer_undelivered(now, seq, prompt, text)
             }
             Input::TurnEnded { seq, exit, detail } => self.handle_ended(now, seq, exit, detail),
             Input::SurvivorGone { seq } => self.handle_survivor_gone(now, seq),
@@ -410,13 +431,17 @@ impl Session {
     }
 
     /// Queues a prompt under the next number; its event carries its text
-    /// (cut to fit a journal line).
+    /// (cut to fit a journal line). The record is not marked for `Persist`:
+    /// the prompt goes to the prompt log (`PersistPrompt`), and a record
+    /// read back with its log holds it ([`Record::with_logged`]).
     fn accept(&mut self, text: String) {
         let (shown, text_truncated) = excerpt(&text, PROMPT_TEXT_MAX);
-        let r = self.rec();
+        let r = &mut self.state.record;
         let id = r.next_prompt;
         r.next_prompt += 1;
-        r.queue.push_back(Prompt { id, text });
+        let prompt = Prompt { id, text };
+        r.queue.push_back(prompt.clone());
+        self.appended.push(prompt);
         self.emit(Event::PromptQueued {
             prompt: id,
             text: shown,
@@ -424,13 +449,23 @@ impl Session {
         });
     }
 
-    /// Puts a turn's prompt back at the head of the queue.
+    /// Puts a turn's prompt back in the queue, in its place.
     fn requeue(&mut self, turn: &Turn) {
-        self.rec().queue.push_front(turn.prompt.clone());
+        self.enqueue(turn.prompt.clone());
         self.emit(Event::PromptRequeued {
             prompt: turn.prompt.id,
             turn: turn.seq,
         });
+    }
+
+    /// Puts a prompt that left the queue back in it, before every prompt
+    /// accepted after it: prompts run in the order they were accepted,
+    /// whatever way back they took (a requeued turn, a steer that did not
+    /// reach its turn).
+    fn enqueue(&mut self, prompt: Prompt) {
+        let queue = &mut self.rec().queue;
+        let at = queue.partition_point(|p| p.id < prompt.id);
+        queue.insert(at, prompt);
     }
 
     /// After a turn is gone (or at a restore): a start that had not started
@@ -441,13 +476,13 @@ impl Session {
             Stage::Starting if !self.state.halted && !self.launch_live() && r.turn.is_none() => {
                 self.begin_launch(now, false)
             }
-            Stage::Started => self.pump(),
+            Stage::Started => self.pump(now),
             _ => {}
         }
     }
 
     /// Starts the next queued prompt if the session may run a turn now.
-    fn pump(&mut self) {
+    fn pump(&mut self, now: Millis) {
         let r = &self.state.record;
         let may = !self.state.halted
             && r.stage == Stage::Started
@@ -458,7 +493,7 @@ impl Session {
         if may && r.turn.is_none() {
             self.spawn_turn(false);
         } else if may && self.lingering() {
-            self.continue_turn();
+            self.continue_turn(now);
         }
     }
 
@@ -495,12 +530,16 @@ impl Session {
         });
     }
 
-    /// Puts `Persist` in front of what the input produced (when the record
-    /// changed) and reports a change of the shown state last.
+    /// Puts the durable writes in front of what the input produced (each
+    /// accepted prompt's `PersistPrompt`, then `Persist` when the record
+    /// changed otherwise) and reports a change of the shown state last.
     ///
     /// A new session's first state is its first event (before what its
     /// start queues and begins), so a journal opens with it.
     fn finish(&mut self) {
+        for prompt in std::mem::take(&mut self.appended) {
+            self.effects.push_back(Effect::PersistPrompt(prompt));
+        }
         if std::mem::take(&mut self.dirty) {
             self.state.persist_retry_at = None;
             self.effects.push_back(Effect::Persist);

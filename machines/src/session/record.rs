@@ -159,6 +159,10 @@ pub struct Record {
     /// while unknown (a session recorded before totals were kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native_total: Option<Usage>,
+    /// The prompt that runs again because the turn it was handed to showed
+    /// no sign of life in time: a second such turn fails it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrying: Option<PromptId>,
 }
 
 fn one() -> u64 {
@@ -182,7 +186,27 @@ impl Record {
             next_approval: 1,
             usage: Usage::default(),
             native_total: None,
+            retrying: None,
         }
+    }
+}
+
+impl Record {
+    /// The record as its session knows it, from the record as it was last
+    /// written and the prompt log's prompts: every logged prompt accepted
+    /// after the write (numbered from its `next_prompt` on) waits in the
+    /// queue, in its place; the others are already in the record or gone.
+    pub fn with_logged(mut self, logged: impl IntoIterator<Item = Prompt>) -> Record {
+        let written = self.next_prompt;
+        for prompt in logged {
+            if prompt.id < written || self.queue.iter().any(|p| p.id == prompt.id) {
+                continue;
+            }
+            self.next_prompt = self.next_prompt.max(prompt.id + 1);
+            let at = self.queue.partition_point(|p| p.id < prompt.id);
+            self.queue.insert(at, prompt);
+        }
+        self
     }
 }
 

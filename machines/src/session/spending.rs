@@ -30,7 +30,7 @@ impl Session {
 
     /// `SetBudget`: the app's new budget; what was held back by the old
     /// one goes on if the new one allows it.
-    pub(super) fn handle_set_budget(&mut self, budget: Budget) -> Outcome {
+    pub(super) fn handle_set_budget(&mut self, now: Millis, budget: Budget) -> Outcome {
         if self.state.halted {
             return Outcome::Refused(Refusal::ServiceStopping);
         }
@@ -41,7 +41,7 @@ impl Session {
             self.rec().budget = budget;
             self.emit(Event::BudgetSet { budget });
         }
-        self.pump();
+        self.pump(now);
         Outcome::Applied
     }
 

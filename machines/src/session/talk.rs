@@ -13,11 +13,13 @@ use crate::time::Millis;
 
 impl Session {
     /// Whether a `Steer` now reaches the running turn: the harness talks,
-    /// and the turn has its prompt, has begun it (named its session) and
-    /// is not being ended.
+    /// the turn has its prompt, has begun it (named its session) and is
+    /// not being ended, and no prompt waits in the queue (a steer never
+    /// runs before a prompt accepted ahead of it).
     pub fn steerable(&self) -> bool {
         let r = &self.state.record;
         self.config.talks
+            && r.queue.is_empty()
             && !self.state.halted
             && !self.state.survivor
             && !self.state.input_closed
@@ -31,9 +33,9 @@ impl Session {
             })
     }
 
-    pub(super) fn handle_steer(&mut self, text: String) -> Outcome {
+    pub(super) fn handle_steer(&mut self, now: Millis, text: String) -> Outcome {
         if !self.steerable() || self.budget_spent() {
-            return self.handle_message(text);
+            return self.handle_message(now, text);
         }
         let seq = self.state.record.turn.as_ref().map(|t| t.seq);
         let seq = seq.expect("steerable");
@@ -49,11 +51,20 @@ impl Session {
         });
         self.staged.push(Effect::Steer { seq, prompt, text });
         self.state.steered = true;
+        self.state.last_steer = Some(prompt);
         Outcome::Applied
+    }
+
+    /// Whether `prompt` is the last prompt steered into the running turn
+    /// and was not handed back: what `deliver: steer`'s answer reports
+    /// once the steer's effects are carried out.
+    pub fn steered(&self, prompt: PromptId) -> bool {
+        self.state.last_steer == Some(prompt)
     }
 
     pub(super) fn handle_steer_undelivered(
         &mut self,
+        now: Millis,
         seq: TurnSeq,
         prompt: PromptId,
         text: String,
@@ -66,9 +77,12 @@ impl Session {
         if r.stage == Stage::Closed || !known {
             return Outcome::Ignored;
         }
-        self.rec().queue.push_front(Prompt { id: prompt, text });
+        if self.state.last_steer == Some(prompt) {
+            self.state.last_steer = None;
+        }
+        self.enqueue(Prompt { id: prompt, text });
         self.emit(Event::PromptRequeued { prompt, turn: seq });
-        self.pump();
+        self.pump(now);
         Outcome::Applied
     }
 

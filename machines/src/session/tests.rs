@@ -1,6 +1,7 @@
 //! Behaviours of the session machine, one test each.
 
 mod budget;
+mod order;
 mod talk;
 mod usage;
 
@@ -165,6 +166,10 @@ fn a_new_start_is_persisted_before_its_launch_begins() {
     assert_eq!(
         e,
         vec![
+            Effect::PersistPrompt(Prompt {
+                id: 1,
+                text: "hello".into()
+            }),
             Effect::Persist,
             // The session's first event is its state.
             Effect::Emit(Event::State {
@@ -266,7 +271,7 @@ fn the_harness_naming_its_session_completes_the_launch_and_returns_the_permit() 
 fn later_turns_resume_the_native_session_one_at_a_time() {
     let mut t = T::idle();
     let e = t.go(Input::Message("two".into()));
-    assert_eq!(e[0], Effect::Persist);
+    assert!(matches!(e[0], Effect::PersistPrompt(_)), "{e:?}");
     assert!(has(
         &e,
         &Effect::SpawnTurn {
@@ -1127,7 +1132,9 @@ fn a_launchs_first_turn_is_noted_before_its_spawn_since_no_write_names_it() {
 #[test]
 fn a_turn_whose_write_came_first_gets_no_note() {
     let mut t = T::idle();
-    let e = t.go(Input::Message("two".into()));
+    t.go(Input::Stop);
+    t.go(Input::Message("two".into()));
+    let e = t.go(Input::Resume);
     assert_eq!(e[0], Effect::Persist);
     assert_eq!(spawns(&e), 1);
     assert!(!e.iter().any(|e| matches!(e, Effect::NoteSpawn { .. })));
@@ -1190,7 +1197,8 @@ fn a_prompt_whose_turn_could_not_be_recorded_is_not_handed_over() {
 fn a_record_that_could_not_be_written_is_written_again_a_second_later() {
     let mut t = T::idle();
     t.now = 10;
-    t.s.handle(10, Input::Message("two".into()));
+    t.go(Input::Message("two".into()));
+    t.s.handle(10, Input::TurnSpawned { seq: 2, process: P });
     carry_out_on_a_full_disk(&mut t);
     assert_eq!(
         t.s.poll_timeout(),
@@ -1202,23 +1210,27 @@ fn a_record_that_could_not_be_written_is_written_again_a_second_later() {
     );
     let (o, e) = t.at(10 + PERSIST_RETRY, Input::Timeout);
     assert_eq!((o, e), (Outcome::Applied, vec![Effect::Persist]));
-    assert_eq!(t.s.poll_timeout(), None, "written: no retry is due");
+    let timer = t.s.poll_timeout().map(|(_, timer)| timer);
+    assert_ne!(timer, Some(Timer::PersistRetry), "written: no retry is due");
 }
 
 #[test]
 fn a_write_that_another_input_makes_ends_the_retry() {
     let mut t = T::idle();
-    t.s.handle(0, Input::Message("two".into()));
+    t.go(Input::Message("two".into()));
+    t.s.handle(0, Input::TurnSpawned { seq: 2, process: P });
     carry_out_on_a_full_disk(&mut t);
     assert!(t.s.state().persist_retry_at.is_some());
-    let e = t.go(Input::Message("three".into()));
+    let e = t.go(Input::Resume);
     assert_eq!(e[0], Effect::Persist);
     assert_eq!(t.s.state().persist_retry_at, None);
 }
 
-/// A started session with `approvals: app` whose turn 2 runs.
+/// A started session with `approvals: app` whose turn 2 runs (and named
+/// its session).
 fn asking(mode: ApprovalMode) -> T {
     let mut t = T::running(&[]);
+    t.named(2);
     t.s.options.approvals = mode;
     t
 }

@@ -49,9 +49,11 @@ impl Session {
             .filter(|t| t.process.is_some() == spawned)?;
         self.state.kill_at = None;
         self.state.term_at = None;
+        self.state.startup_deadline = None;
         self.state.input_closed = false;
         self.state.linger_until = None;
         self.state.steered = false;
+        self.state.last_steer = None;
         self.void_pending(seq);
         self.rec().turn.take()
     }
@@ -80,12 +82,24 @@ impl Session {
             self.signal_term(now, seq);
         } else {
             let r = self.rec();
-            r.turn.as_mut().expect("checked above").delivered = true;
+            let t = r.turn.as_mut().expect("checked above");
+            t.delivered = true;
+            let launch = t.launch;
             r.error = None;
             // After the `Persist` that `finish` puts first.
             self.staged.push(Effect::DeliverPrompt { seq });
+            if !launch {
+                self.await_sign_of_life(now);
+            }
         }
         Outcome::Applied
+    }
+
+    /// The turn that just got its prompt must name its session within the
+    /// startup timeout (a launch's first turn has its own deadline, from
+    /// its spawn).
+    pub(super) fn await_sign_of_life(&mut self, now: Millis) {
+        self.state.startup_deadline = Some(now.saturating_add(self.config.startup_timeout));
     }
 
     pub(super) fn handle_spawn_failed(
@@ -146,13 +160,20 @@ impl Session {
             return Outcome::Ignored;
         };
         // A harness that names itself after its startup timeout is being
-        // killed; its prompt is already promised to a relaunch.
-        if t.reported || t.process.is_none() || t.ending == Some(EndWhy::StartupTimeout) {
+        // killed; its prompt is already promised to a relaunch or a new
+        // process.
+        let late = matches!(
+            t.ending,
+            Some(EndWhy::StartupTimeout | EndWhy::NoSignOfLife)
+        );
+        if t.reported || t.process.is_none() || late {
             return Outcome::Ignored;
         }
         let launch_turn = t.launch && self.launch_live();
+        self.state.startup_deadline = None;
         let r = self.rec();
         r.turn.as_mut().expect("checked above").reported = true;
+        r.retrying = None;
         if r.native_id.as_deref() != Some(native_id.as_str()) {
             r.native_id = Some(native_id.clone());
             // A new native session: its running total starts from nothing.
@@ -294,23 +315,36 @@ impl Session {
         }
     }
 
-    /// The launch's first turn did not name its session in time: end it,
-    /// fail the launch (its permit returns); the prompt goes back to the
-    /// queue once the turn is gone.
+    /// The current turn did not name its session in time. A launch's first
+    /// turn is ended and the launch fails (its permit returns; the prompt
+    /// goes back to the queue once the turn is gone). Any other turn that
+    /// has its prompt is ended, and its prompt runs once more in a new
+    /// process, or fails if it already did.
     fn startup_timeout(&mut self, now: Millis) {
         self.state.startup_deadline = None;
-        let pending = self
-            .state
-            .record
-            .turn
-            .as_ref()
-            .is_some_and(|t| t.launch && !t.reported);
-        if !pending || !self.launch_live() {
+        let Some(t) = self.state.record.turn.as_ref().filter(|t| !t.reported) else {
+            return;
+        };
+        let within_ms = self.config.startup_timeout;
+        if t.launch {
+            if self.launch_live() {
+                self.end_turn(now, EndWhy::StartupTimeout);
+                self.fail_launch(now, Failure::NotStarted { within_ms });
+            }
             return;
         }
-        let within_ms = self.config.startup_timeout;
-        self.end_turn(now, EndWhy::StartupTimeout);
-        self.fail_launch(now, Failure::NotStarted { within_ms });
+        if !t.delivered || t.finished || t.ending.is_some() || self.state.survivor {
+            return;
+        }
+        let (turn, prompt) = (t.seq, t.prompt.id);
+        let retried = self.state.record.retrying != Some(prompt);
+        self.end_turn(now, EndWhy::NoSignOfLife);
+        self.emit(Event::Unresponsive {
+            turn,
+            prompt,
+            within_ms,
+            retried,
+        });
     }
 
     /// Starts ending the current turn: SIGTERM now (or as soon as it is
@@ -418,6 +452,19 @@ impl Session {
             (_, Some(EndWhy::OutputCapped)) if turn.delivered => Fate::Done,
             // Its launch failed around it: the prompt was promised to a relaunch.
             (_, Some(EndWhy::StartupTimeout | EndWhy::Undelivered)) => Fate::Requeue,
+            // Its harness never began it: once more in a new process, then no more.
+            (_, Some(EndWhy::NoSignOfLife)) if self.state.record.retrying == Some(id) => {
+                self.rec().retrying = None;
+                Fate::Fail(Failure::Unresponsive {
+                    turn: turn.seq,
+                    prompt: id,
+                    within_ms: self.config.startup_timeout,
+                })
+            }
+            (_, Some(EndWhy::NoSignOfLife)) => {
+                self.rec().retrying = Some(id);
+                Fate::Requeue
+            }
             (End::SpawnFailed(_), _) if turn.launch => Fate::Requeue,
             (End::SpawnFailed(reason), _) => Fate::Fail(Failure::PromptNotRun {
                 prompt: id,

@@ -101,4 +101,7 @@ pub enum EndWhy {
     Restore,
     /// The session spent its budget (`max_cost_usd`, `max_tokens`).
     Budget,
+    /// A turn other than a launch's first showed no sign of life (did not
+    /// name its session) within the startup timeout of getting its prompt.
+    NoSignOfLife,
 }

@@ -173,23 +173,23 @@ fn a_steer_with_nothing_to_take_it_queues() {
 }
 
 #[test]
-fn a_steer_the_harness_never_read_goes_to_the_head_of_the_queue() {
+fn a_steer_the_harness_never_read_goes_back_to_the_queue_in_its_place() {
     let mut t = talking();
-    t.go(Input::Message("queued".into()));
     t.go(Input::Steer("steered".into()));
+    t.go(Input::Message("queued".into()));
     let e = t.go(Input::SteerUndelivered {
         seq: 2,
-        prompt: 4,
+        prompt: 3,
         text: "steered".into(),
     });
     assert!(has(
         &e,
-        &Effect::Emit(Event::PromptRequeued { prompt: 4, turn: 2 })
+        &Effect::Emit(Event::PromptRequeued { prompt: 3, turn: 2 })
     ));
     let queue: Vec<_> = t.s.record().queue.iter().map(|p| p.id).collect();
-    assert_eq!(queue, [4, 3]);
+    assert_eq!(queue, [3, 4], "ahead of the prompt accepted after it");
     // Said twice, or of a prompt never given: once is all.
-    for prompt in [4, 9] {
+    for prompt in [3, 9] {
         let (o, _) = t.at(
             t.now,
             Input::SteerUndelivered {
@@ -283,8 +283,9 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
     assert!(!t.s.steerable());
     // A message within the linger goes to the same process as turn 3.
     let e = t.go(Input::Message("three".into()));
+    assert!(matches!(e[0], Effect::PersistPrompt(_)), "{e:?}");
     assert_eq!(
-        e[0],
+        e[1],
         Effect::Persist,
         "turn 3 is on record before its prompt"
     );
@@ -342,7 +343,11 @@ fn a_queued_prompt_goes_straight_to_the_finished_turns_process() {
             prompt: "queued".into()
         }
     ));
-    assert_eq!(t.s.poll_timeout(), None, "no linger while it works");
+    assert_eq!(
+        t.s.poll_timeout().map(|(_, timer)| timer),
+        Some(Timer::StartupTimeout),
+        "no linger while it works; it must begin in time"
+    );
 }
 
 #[test]

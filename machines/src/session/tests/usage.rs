@@ -217,7 +217,10 @@ fn a_queued_prompts_event_carries_its_text_cut_to_fit_a_journal_line() {
     assert_eq!(
         e,
         vec![
-            Effect::Persist,
+            Effect::PersistPrompt(Prompt {
+                id: 2,
+                text: "a\nb".into()
+            }),
             Effect::Emit(Event::PromptQueued {
                 prompt: 2,
                 text: "a\nb".into(),
