@@ -4,8 +4,8 @@
 //! 250 ms polling ratio where the issue asks for one). The lag and waiting
 //! sections keep the service's state on tmpfs when there is one, so that
 //! 10,000 waiting starts are set up quickly. Sections: `lag`, `waiting`,
-//! `classify`, `throughput`, `startup`, `spawn`, `hostile`, `follow` (all by
-//! default). docs/performance.md explains the figures and what bounds each.
+//! `classify`, `throughput`, `startup`, `spawn`, `hostile`, `follow`,
+//! `approvals`, `queue` (all by default). docs/performance.md explains the figures and what bounds each.
 //!
 //! The binary has two more modes, used by the sections themselves:
 //! - with `ROOM_BENCH_STAMP_DIR` set it is a fake codex harness: it writes the
@@ -88,6 +88,9 @@ fn main() {
     }
     if run("approvals") {
         approval_round_trip(&mut table);
+    }
+    if run("queue") {
+        message_cost(&mut table);
     }
     println!();
     table.print();
@@ -1982,4 +1985,81 @@ fn journal_throughput(table: &mut Table) {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Messages timed per queue length in the queue section.
+const MESSAGES: usize = 200;
+/// The queue the second half of the queue section posts behind.
+const QUEUED: usize = 5_000;
+
+/// `POST …/messages` to a paused session (so the prompt stays queued), from
+/// the request to its 200, with nothing waiting and with [`QUEUED`]
+/// prompts waiting: a queued message is one append to the prompt log
+/// whatever the queue holds, so the two should cost the same.
+fn message_cost(table: &mut Table) {
+    println!("\n10. queue: POST …/messages to a paused session, 0 and {QUEUED} prompts waiting");
+    let svc = Core::start(json!({"max_queued_prompts": QUEUED + MESSAGES}));
+    let paused = |name: &str| {
+        let v = svc.start_session(&json!({
+            "workspace": format!("ws-{name}"),
+            "folder": svc.folder(name),
+            "harness": "claude",
+        }));
+        let id = v["id"].as_str().unwrap().to_string();
+        svc.await_state(&id, "idle");
+        let (status, _) = Core::call(
+            &svc.agent,
+            &svc.base,
+            "POST",
+            &format!("/v1/sessions/{id}/stop"),
+            Some(&json!({})),
+        );
+        assert_eq!(status, 200);
+        id
+    };
+    let post = |id: &str, n: usize| {
+        let began = Instant::now();
+        let (status, v) = Core::call(
+            &svc.agent,
+            &svc.base,
+            "POST",
+            &format!("/v1/sessions/{id}/messages"),
+            Some(&json!({"prompt": format!("prompt {n}: add a test for the parser's error path")})),
+        );
+        assert_eq!(status, 200, "{v}");
+        began.elapsed().as_secs_f64() * 1000.0
+    };
+    // Nothing waiting: each message goes to a paused session of its own.
+    let empty: Vec<f64> = (0..MESSAGES)
+        .map(|n| {
+            let id = paused(&format!("q0-{n}"));
+            post(&id, 0)
+        })
+        .collect();
+    let id = paused("q5000");
+    for n in 0..QUEUED {
+        post(&id, n);
+    }
+    let full: Vec<f64> = (0..MESSAGES).map(|n| post(&id, QUEUED + n)).collect();
+    let record = std::fs::metadata(svc.state.join("sessions").join(format!("{id}.json")))
+        .map_or(0, |m| m.len());
+    let (p50_empty, p99_empty) = stats(&empty);
+    let (p50_full, p99_full) = stats(&full);
+    table.row(
+        "message, 0 waiting",
+        "paused session, fake claude",
+        ms(p50_empty),
+        ms(p99_empty),
+        format!("{MESSAGES} messages, each to its own paused session: the prompt appended to its prompt log (fdatasync) and journalled (fdatasync)"),
+    );
+    table.row(
+        &format!("message, {QUEUED} waiting"),
+        "paused session, fake claude",
+        ms(p50_full),
+        ms(p99_full),
+        format!(
+            "{MESSAGES} more to one session holding {QUEUED}: p50 ratio {:.2} to 0 waiting (target at most 1.5); its record stays {record} bytes (waiting prompts by number)",
+            p50_full / p50_empty
+        ),
+    );
 }
