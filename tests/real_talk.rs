@@ -15,7 +15,7 @@ use libtest_mimic::Arguments;
 use real_support::{asked, model_calls, seen, tool_result, trial, Real};
 use room_kit::events::all_events;
 use room_kit::fake_model::TURN;
-use room_kit::procs::turn_processes;
+use room_kit::procs::{alive, turn_processes};
 use room_kit::{agent_account, chown_tree, start_body, temp_root, wait_until};
 use serde_json::{json, Value};
 
@@ -332,12 +332,65 @@ fn takes_a_follow_up_in_its_lingering_process(test: &str, harness: &str) {
     assert_eq!(turn_processes(&id), Vec::<u32>::new());
 }
 
+/// A follow-up to a lingering process stopped with SIGSTOP: the process
+/// never begins it, so at `startup_timeout_ms` it is ended (nothing of it
+/// left), `unresponsive` says so, and the prompt runs once, in a new
+/// process that resumes the conversation.
+fn runs_a_follow_up_its_stopped_process_never_began(test: &str, harness: &str) {
+    let config = json!({"linger_ms": 60_000, "startup_timeout_ms": 10_000});
+    let Some(real) = Real::start(test, harness, config, vec![]) else {
+        return;
+    };
+    let id = session_with(&real, harness, "STOPPED_FIRST_5151");
+    real.model.await_answers(harness, 1);
+    real.await_idle(&id);
+    let lingering: Vec<u32> = marked(&id).into_iter().map(|(pid, _)| pid).collect();
+    assert!(!lingering.is_empty(), "{harness} lingers");
+    for pid in &lingering {
+        let pid = nix::unistd::Pid::from_raw(*pid as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    }
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "STOPPED_FOLLOW_UP_6262"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let unresponsive = await_kind(&real, &id, "unresponsive", 1).remove(0);
+    assert_eq!(
+        unresponsive,
+        json!({"turn": 2, "prompt": 2, "within_ms": 10_000, "retried": true})
+    );
+    let ended = await_kind(&real, &id, "turn_ended", 3);
+    assert_eq!(
+        (&ended[1]["turn"], &ended[1]["by"]),
+        (&json!(2), &json!("no_sign_of_life"))
+    );
+    assert_eq!(
+        (&ended[2]["turn"], &ended[2]["by"]),
+        (&json!(3), &json!(null))
+    );
+    let v = real.await_idle(&id);
+    assert_eq!(v["error"], Value::Null, "{v}");
+    for pid in &lingering {
+        assert!(!alive(*pid), "stopped process {pid} left behind");
+    }
+    // Asked once, by the new process, in the same conversation.
+    let requests = real.model.turn_requests(harness);
+    let asked_it: Vec<&Value> = requests
+        .iter()
+        .filter(|r| asked(harness, r) == "STOPPED_FOLLOW_UP_6262")
+        .collect();
+    assert_eq!(asked_it.len(), 1, "asked {} times", asked_it.len());
+    assert!(seen(asked_it[0]).contains("STOPPED_FIRST_5151"), "resumed");
+    assert!(marked(&id).iter().all(|(_, turn)| turn == "3"));
+}
+
 /// A check of one CLI, given the test's name and the CLI.
 type Check = fn(&str, &str);
 
 /// The checks both CLIs take: a name (after the CLI's), whether it needs
 /// the agent account, and the check.
-const BOTH: [(&str, bool, Check); 4] = [
+const BOTH: [(&str, bool, Check); 5] = [
     (
         "asks_the_app_before_a_write_and_runs_only_what_it_allows",
         true,
@@ -354,6 +407,11 @@ const BOTH: [(&str, bool, Check); 4] = [
         takes_a_follow_up_in_its_lingering_process,
     ),
     ("says_why_a_turn_failed", false, says_why_a_turn_failed),
+    (
+        "runs_a_follow_up_its_stopped_process_never_began",
+        false,
+        runs_a_follow_up_its_stopped_process_never_began,
+    ),
 ];
 
 fn main() -> std::process::ExitCode {
