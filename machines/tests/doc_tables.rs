@@ -482,9 +482,6 @@ fn current_turn(s: &Session) -> u64 {
     s.record().turn.as_ref().map_or(1, |t| t.seq)
 }
 
-/// Situations whose name starts with this run with `Config::talks`.
-const TALKING: &str = "talking harness";
-
 /// Session situations: a name, whether the start promised a copy, its
 /// first prompt, and the timed inputs that reach it from `Session::new`
 /// (a `None` input is a kill -9 and restart at that time).
@@ -580,12 +577,7 @@ fn session_situations() -> Vec<SessionSituation> {
             with(running(), vec![(7, Some(I::Stop))]),
         ),
         (
-            "talking harness: running, reported in",
-            false,
-            with(running(), vec![(7, reported(2))]),
-        ),
-        (
-            "talking harness: turn done, its process lingers",
+            "turn done, its process lingers",
             false,
             with(
                 running(),
@@ -602,7 +594,7 @@ fn session_situations() -> Vec<SessionSituation> {
             ),
         ),
         (
-            "talking harness: running, interrupt asked",
+            "running, interrupt asked",
             false,
             with(running(), vec![(7, reported(2)), (8, Some(I::Interrupt))]),
         ),
@@ -756,15 +748,8 @@ fn usage() -> session::Usage {
 }
 
 /// Builds a situation; returns the session and the time it was reached.
-fn reach(
-    promised: bool,
-    talks: bool,
-    steps: Vec<(Millis, Option<session::Input>)>,
-) -> (Session, Millis) {
-    let config = session::Config {
-        talks,
-        ..session::Config::default()
-    };
+fn reach(promised: bool, steps: Vec<(Millis, Option<session::Input>)>) -> (Session, Millis) {
+    let config = session::Config::default();
     let mut s = Session::new(config, session_options(promised), Some("one".into()), 0);
     let mut now = 0;
     for (at, input) in steps {
@@ -837,7 +822,7 @@ fn session_table() -> String {
     let mut out =
         String::from("| situation | input | next state | effects, in order |\n|---|---|---|---|\n");
     for (name, promised, steps) in session_situations() {
-        let (base, at) = reach(promised, name.starts_with(TALKING), steps);
+        let (base, at) = reach(promised, steps);
         let mut ignored = Vec::new();
         for (probe, make) in session_probes() {
             let mut s = base.clone();

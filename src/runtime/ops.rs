@@ -43,8 +43,6 @@ impl Runtime {
             startup_timeout: self.config.startup_timeout_ms,
             kill_grace: self.config.kill_grace_ms,
             approval_timeout: self.config.approval_timeout_ms,
-            // Both CLIs run on their interactive protocols.
-            talks: true,
             linger: self.config.linger_ms,
             max_queued_prompts: self.config.max_queued_prompts,
         }

@@ -18,7 +18,7 @@ use crate::time::Millis;
 pub const STARTUP_TIMEOUT: Millis = 120_000;
 /// `kill_grace_ms`: how long a turn has between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Millis = 4_000;
-/// `linger_ms`: how long a talking harness's process waits for the next
+/// `linger_ms`: how long a harness's process waits for the next
 /// prompt after its turn is done, before its stdin closes.
 pub const LINGER: Millis = 30_000;
 /// How long after a failed `Persist` the record is written again, unless
@@ -39,14 +39,7 @@ pub struct Config {
     /// How long an approval request waits for the app.
     #[serde(default = "approval_timeout")]
     pub approval_timeout: Millis,
-    /// The harness talks a protocol on its stdin (claude's stream-json,
-    /// codex's app server):
-    /// a turn's prompt leaves stdin open, the harness says when its turn
-    /// is done (`TurnFinished`), and it can be interrupted, steered and
-    /// asked for approvals in-band. Otherwise the prompt is all it reads.
-    #[serde(default)]
-    pub talks: bool,
-    /// How long a talking harness's process lingers after its turn, for
+    /// How long a harness's process lingers after its turn, for
     /// the next prompt to go straight to it; 0: its stdin closes at once.
     #[serde(default)]
     pub linger: Millis,
@@ -71,7 +64,6 @@ impl Default for Config {
             startup_timeout: STARTUP_TIMEOUT,
             kill_grace: KILL_GRACE,
             approval_timeout: APPROVAL_TIMEOUT,
-            talks: false,
             linger: LINGER,
             max_queued_prompts: MAX_QUEUED_PROMPTS,
         }
@@ -295,15 +287,14 @@ pub enum Effect {
         /// Plan only.
         plan_only: bool,
     },
-    /// Write the turn's prompt to its stdin (and close it, unless the
-    /// harness talks); answer `PromptUndelivered` if that (or the
-    /// `Persist` before it) failed.
+    /// Say the turn's prompt on its stdin (which stays open); answer
+    /// `PromptUndelivered` if that (or the `Persist` before it) failed.
     DeliverPrompt {
         /// The turn.
         seq: TurnSeq,
     },
-    /// Close the turn's stdin: a harness that talks then ends its process
-    /// once its turn is done.
+    /// Close the turn's stdin: the harness then ends its process once its
+    /// turn is done.
     CloseInput {
         /// The turn.
         seq: TurnSeq,

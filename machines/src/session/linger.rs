@@ -1,4 +1,4 @@
-//! Warm follow-ups: a talking harness's process outlives its turn by
+//! Warm follow-ups: a harness's process outlives its turn by
 //! `Config::linger`, so the next prompt goes straight to it instead of a
 //! new process that resumes the session. The finished turn's `turn_ended`
 //! is journalled at once (no exit, no `by`); the process stays the turn's

@@ -1,7 +1,8 @@
-//! What a harness that talks a protocol on its stdin adds to a turn
-//! (`Config::talks`): the harness says when its turn is done, so the
-//! session closes its stdin; an interrupt asks it to stop before any
-//! signal; and a prompt can be steered into the running turn.
+//! What the harness's protocol on its stdin adds to a turn (both CLIs talk
+//! one: claude's stream-json, codex's app server): the harness says when
+//! its turn is done, so its process lingers or its stdin closes; an
+//! interrupt asks it to stop before any signal; and a prompt can be steered
+//! into the running turn.
 
 use super::event::Event;
 use super::excerpt::{excerpt, PROMPT_TEXT_MAX};
@@ -12,14 +13,12 @@ use super::Session;
 use crate::time::Millis;
 
 impl Session {
-    /// Whether a `Steer` now reaches the running turn: the harness talks,
-    /// the turn has its prompt, has begun it (named its session) and is
+    /// Whether a `Steer` now reaches the running turn: the turn has its prompt, has begun it (named its session) and is
     /// not being ended, and no prompt waits in the queue (a steer never
     /// runs before a prompt accepted ahead of it).
     pub fn steerable(&self) -> bool {
         let r = &self.state.record;
-        self.config.talks
-            && r.queue.is_empty()
+        r.queue.is_empty()
             && !self.state.halted
             && !self.state.survivor
             && !self.state.input_closed
@@ -98,7 +97,7 @@ impl Session {
         let Some(t) = self.live_turn(seq) else {
             return Outcome::Ignored;
         };
-        let talking = self.config.talks && t.process.is_some() && t.delivered;
+        let talking = t.process.is_some() && t.delivered;
         if !talking || self.state.input_closed || t.finished {
             return Outcome::Ignored;
         }

@@ -347,9 +347,9 @@ fn stop_with_a_turn_running_sends_term_then_kill_after_the_grace_and_pauses() {
 fn interrupt_ends_the_turn_and_the_queue_goes_on() {
     let mut t = T::running(&["three"]);
     let e = t.go(Input::Interrupt);
-    assert!(has(&e, &term(2)));
+    assert!(has(&e, &Effect::InterruptTurn { seq: 2 }), "{e:?}");
     assert!(!t.s.record().paused);
-    let e = t.end(2, Exit::Signal(15));
+    let e = t.end(2, Exit::Code(0));
     assert!(has(
         &e,
         &Effect::SpawnTurn {
@@ -1033,6 +1033,7 @@ fn output_over_the_journal_cap_ends_the_turn_pauses_the_queue_and_says_so() {
         e,
         vec![
             Effect::Persist,
+            Effect::CloseInput { seq: 2 },
             term(2),
             Effect::Emit(Event::Error {
                 failure: full.clone()

@@ -348,8 +348,8 @@ impl Session {
     }
 
     /// Starts ending the current turn: SIGTERM now (or as soon as it is
-    /// spawned), SIGKILL after the grace. An interrupt of a turn whose
-    /// harness talks and has its prompt asks the harness first, and
+    /// spawned), SIGKILL after the grace. An interrupt (or a spent budget)
+    /// of a turn that has its prompt asks the harness first, and
     /// SIGTERM comes only after the grace; anything else ending that turn
     /// meanwhile sends it at once. `false` when there is no turn to end:
     /// none, already ending, or a restored one the restore kills.
@@ -370,7 +370,7 @@ impl Session {
         }
         self.deny_pending(seq, why);
         self.rec().turn.as_mut().expect("checked above").ending = Some(why);
-        let can_ask = self.config.talks && !self.state.input_closed;
+        let can_ask = !self.state.input_closed;
         let asked_for = matches!(why, EndWhy::Interrupt | EndWhy::Budget);
         if spawned && delivered && asked_for && can_ask {
             self.ask_to_stop(now, seq);
@@ -380,12 +380,12 @@ impl Session {
         true
     }
 
-    /// SIGTERM to the turn, SIGKILL after the grace. A harness that talks
-    /// gets the end of its stdin first: one that ignores SIGTERM (or has
+    /// SIGTERM to the turn, SIGKILL after the grace. The harness gets the
+    /// end of its stdin first: one that ignores SIGTERM (or has
     /// its output dropped past the journal's cap, so its end of turn is
     /// never heard) can still end by itself.
     fn signal_term(&mut self, now: Millis, seq: TurnSeq) {
-        if self.config.talks && !self.state.input_closed {
+        if !self.state.input_closed {
             self.close_input(seq);
         }
         self.staged.push(Effect::Signal {

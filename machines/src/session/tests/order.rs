@@ -8,7 +8,6 @@ use super::*;
 /// running as turn 2 and named.
 fn lingering() -> T {
     let mut t = T::idle();
-    t.s.config.talks = true;
     t.s.config.linger = 30_000;
     t.next_turn("two");
     t

@@ -12,7 +12,6 @@ fn talking() -> T {
 /// The same, its process lingering `linger` ms after each turn.
 fn talking_lingering(linger: Millis) -> T {
     let mut t = T::idle();
-    t.s.config.talks = true;
     t.s.config.linger = linger;
     t.next_turn("two");
     t
@@ -33,7 +32,7 @@ fn a_talking_turn_is_done_when_its_harness_says_so_and_its_stdin_then_closes() {
     assert!(e
         .iter()
         .any(|e| matches!(e, Effect::Emit(Event::TurnEnded { by: None, .. }))));
-    // Another turn's, or a one-shot harness's, end of turn closes nothing.
+    // A turn's end said again, or another turn's, closes nothing.
     let (o, e) = t.at(
         t.now,
         Input::TurnFinished {
@@ -42,15 +41,6 @@ fn a_talking_turn_is_done_when_its_harness_says_so_and_its_stdin_then_closes() {
         },
     );
     assert_eq!((o, e), (Outcome::Ignored, vec![]));
-    let mut quiet = T::running(&[]);
-    let (o, _) = quiet.at(
-        0,
-        Input::TurnFinished {
-            seq: 2,
-            failed: None,
-        },
-    );
-    assert_eq!(o, Outcome::Ignored);
 }
 
 #[test]
@@ -113,7 +103,6 @@ fn a_stop_during_an_asked_interrupt_signals_at_once() {
 #[test]
 fn an_interrupt_before_the_prompt_is_handed_over_signals_as_for_any_harness() {
     let mut t = T::idle();
-    t.s.config.talks = true;
     t.go(Input::Message("two".into()));
     // Asked for, not spawned: nothing to ask or signal until it is.
     let e = t.go(Input::Interrupt);
@@ -151,9 +140,8 @@ fn a_steer_reaches_the_running_turn_under_the_next_prompt_number() {
 
 #[test]
 fn a_steer_with_nothing_to_take_it_queues() {
-    // No talking harness.
+    // A turn that has not begun its prompt (named its session).
     let mut t = T::running(&[]);
-    t.named(2);
     assert!(!t.s.steerable());
     let e = t.go(Input::Steer("later".into()));
     assert!(e
@@ -161,7 +149,6 @@ fn a_steer_with_nothing_to_take_it_queues() {
         .any(|e| matches!(e, Effect::Emit(Event::PromptQueued { prompt: 3, .. }))));
     // Idle: it runs as the next turn.
     let mut t = T::idle();
-    t.s.config.talks = true;
     let e = t.go(Input::Steer("next".into()));
     assert_eq!(spawns(&e), 1);
     // A turn being ended takes none.
