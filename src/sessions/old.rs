@@ -82,7 +82,10 @@ pub fn upgrade(v: Value) -> Result<RecordFile, serde_json::Error> {
     let queue: VecDeque<Prompt> = texts
         .into_iter()
         .zip(1..)
-        .map(|(text, id)| Prompt { id, text })
+        .map(|(text, id)| Prompt {
+            id,
+            text: text.into(),
+        })
         .collect();
     let core = Core {
         stage,

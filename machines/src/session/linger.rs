@@ -90,7 +90,7 @@ impl Session {
         });
         self.staged.push(super::io::Effect::ContinueTurn {
             seq,
-            prompt: prompt.text,
+            prompt: prompt.text.to_string(),
         });
         self.await_sign_of_life(now);
     }

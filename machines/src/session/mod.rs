@@ -133,7 +133,7 @@ pub use io::{
     MAX_QUEUED_PROMPTS, PERSIST_RETRY, STARTUP_TIMEOUT,
 };
 pub use launch_io::LaunchInput;
-pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Turn, TurnSeq};
+pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Text, Turn, TurnSeq};
 pub use retry::{retry_difference, StartFields};
 pub use usage::{Usage, UsageReport, Usd};
 pub use values::{Exit, JournalCap, RelaunchMode};
@@ -439,7 +439,10 @@ impl Session {
         let r = &mut self.state.record;
         let id = r.next_prompt;
         r.next_prompt += 1;
-        let prompt = Prompt { id, text };
+        let prompt = Prompt {
+            id,
+            text: text.into(),
+        };
         r.queue.push_back(prompt.clone());
         self.appended.push(prompt);
         self.emit(Event::PromptQueued {
@@ -512,7 +515,7 @@ impl Session {
         r.next_turn += 1;
         self.staged.push(Effect::SpawnTurn {
             seq,
-            prompt: prompt.text.clone(),
+            prompt: prompt.text.to_string(),
             resume: r.native_id.clone(),
             plan_only,
         });

@@ -79,7 +79,10 @@ impl Session {
         if self.state.last_steer == Some(prompt) {
             self.state.last_steer = None;
         }
-        self.enqueue(Prompt { id: prompt, text });
+        self.enqueue(Prompt {
+            id: prompt,
+            text: text.into(),
+        });
         self.emit(Event::PromptRequeued { prompt, turn: seq });
         self.pump(now);
         Outcome::Applied
