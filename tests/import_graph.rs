@@ -28,7 +28,7 @@ use std::path::Path;
 use import_graph_support::{build, circles, sources};
 
 /// Each crate's source folder, from the workspace root.
-const CRATES: [&str; 3] = ["src", "machines/src", "reference/src"];
+const CRATES: [&str; 4] = ["src", "machines/src", "reference/src", "tests/kit/src"];
 
 /// One circle: its files (from the workspace root, sorted) and the edges
 /// between them, one a line.

@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 
 use crate::json::merge;
 use crate::project::fixtures_dir;
-use crate::service::{Output, Service};
+use crate::service::Service;
+use crate::setup::{Output, Setup};
 use crate::temp::temp_root;
 
 /// The bearer token of every service the kit starts, unless its config
@@ -29,8 +30,23 @@ pub struct Builder {
     keep: bool,
 }
 
+impl Service {
+    /// A service run from `binary` (a test's
+    /// `env!("CARGO_BIN_EXE_room-core")`, or one found beside the running
+    /// program), to set up and start.
+    pub fn builder(binary: impl AsRef<Path>) -> Builder {
+        Builder::new(binary.as_ref())
+    }
+
+    /// Starts a service from `binary` whose config is the test defaults
+    /// plus `extra` ([`Builder::config`]).
+    pub fn start(binary: impl AsRef<Path>, extra: Value) -> Service {
+        Service::builder(binary).config(extra).start()
+    }
+}
+
 impl Builder {
-    pub(crate) fn new(binary: &Path) -> Builder {
+    fn new(binary: &Path) -> Builder {
         Builder {
             binary: binary.to_path_buf(),
             root: None,
@@ -158,7 +174,7 @@ impl Builder {
             }
             None => self.binary.clone(),
         };
-        Service::prepared(crate::service::Setup {
+        Service::prepared(Setup {
             binary: self.binary,
             config_value: config,
             program,

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::absent;
+use crate::ci::absent;
 
 /// The executable `name` on PATH.
 pub fn find_cli(name: &str) -> Option<PathBuf> {

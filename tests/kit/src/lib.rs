@@ -31,6 +31,7 @@ mod records;
 mod room_cli;
 mod service;
 mod sessions;
+mod setup;
 mod shell;
 pub mod sse;
 mod temp;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::builder::Builder;
+use crate::setup::{Output, Setup};
 use crate::shell::quote;
 use crate::time::{poll_until, wait_until};
 
@@ -20,31 +20,6 @@ const REFUSE: Duration = Duration::from_secs(20);
 /// longer than any `kill_grace_ms` a test sets, so that its turns end
 /// before it does.
 const DROP_GRACE: Duration = Duration::from_secs(120);
-
-/// Where the service's stdout and stderr go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Output {
-    /// `service.log` in its folder, appended to by every start.
-    LogFile,
-    /// This process's own.
-    Inherit,
-}
-
-/// What [`Builder::prepare`] made.
-pub(crate) struct Setup {
-    pub binary: PathBuf,
-    pub config_value: Value,
-    pub program: PathBuf,
-    pub root: PathBuf,
-    pub state: PathBuf,
-    pub records: PathBuf,
-    pub config: PathBuf,
-    pub env: Vec<(String, String)>,
-    pub log_filter: String,
-    pub output: Output,
-    pub run_as: Option<u32>,
-    pub keep: bool,
-}
 
 /// A room-core with a folder of its own (config, state, records, log, the
 /// sessions' `work/`): stopped with SIGTERM on drop (SIGKILL after two
@@ -65,19 +40,6 @@ pub struct Service {
 }
 
 impl Service {
-    /// A service run from `binary` (a test's
-    /// `env!("CARGO_BIN_EXE_room-core")`, or one found beside the running
-    /// program), to set up and start.
-    pub fn builder(binary: impl AsRef<Path>) -> Builder {
-        Builder::new(binary.as_ref())
-    }
-
-    /// Starts a service from `binary` whose config is the test defaults
-    /// plus `extra` ([`Builder::config`]).
-    pub fn start(binary: impl AsRef<Path>, extra: Value) -> Service {
-        Service::builder(binary).config(extra).start()
-    }
-
     pub(crate) fn prepared(setup: Setup) -> Service {
         Service {
             child: None,
