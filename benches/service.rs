@@ -1074,7 +1074,8 @@ const STARTUP_RUNS: usize = 15;
 fn startup(table: &mut Table) {
     use room_core::harness::command::{self, Turn};
     use room_core::harness::speech::{Heard, Out, Said};
-    use room_core::harness::{fixtures_dir, Harness, Programs};
+    use room_core::harness::{Harness, Programs};
+    use room_kit::fixtures_dir;
 
     println!("\n5. harness startup: spawn -> first event (native ID) -> exit");
     let root = std::env::temp_dir().join(format!("room-core-bench-startup-{}", std::process::id()));

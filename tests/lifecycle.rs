@@ -80,7 +80,7 @@ fn a_harness_that_cannot_run_fails_the_session() {
     });
     assert_eq!(
         v["error"],
-        "codex could not be started: cannot run /nonexistent/codex: No such file or directory (os error 2); its prompt stays queued for a relaunch"
+        "codex could not be started: codex is not installed: codex_program in the config names /nonexistent/codex, which does not exist; its prompt stays queued for a relaunch"
     );
     assert_eq!(v["queue"]["length"], 1, "{v}");
     // The permit came back: another start still runs.
