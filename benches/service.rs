@@ -43,6 +43,12 @@ const TOKEN: &str = "bench-token-not-a-secret";
 const DEPTH: usize = 10;
 
 fn main() {
+    // The service asks each harness program its version at start, and this
+    // binary is its harness: it answers, and runs no bench.
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        println!("room-core bench harness");
+        return;
+    }
     if let Some(dir) = std::env::var_os(STAMP_ENV) {
         harness_mode(Path::new(&dir));
     }

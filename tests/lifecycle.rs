@@ -144,14 +144,16 @@ fn the_watch_wakes_a_waiting_start_without_waiting_for_a_poll() {
 #[test]
 fn a_first_turn_cut_off_before_its_harness_reported_in_keeps_its_prompt() {
     use std::os::unix::fs::PermissionsExt;
-    // A claude that, while `hold` exists, hangs before its first event.
+    // A claude that, while `hold` exists, hangs before its first event (its
+    // version, which the service asks at start, it says at once).
     let root = temp_root();
     let fake = root.join("slow-claude");
     let real = fixtures_dir().join("fake-claude");
     std::fs::write(
         &fake,
         format!(
-            "#!/bin/sh\nd=$(dirname \"$0\")\nif [ -e \"$d/hold\" ]; then echo $$ > \"$d/held.tmp\"; mv \"$d/held.tmp\" \"$d/held.pid\"; exec sleep 30; fi\nexec {} \"$@\"\n",
+            "#!/bin/sh\ncase \"$1\" in --version) exec {} \"$@\";; esac\nd=$(dirname \"$0\")\nif [ -e \"$d/hold\" ]; then echo $$ > \"$d/held.tmp\"; mv \"$d/held.tmp\" \"$d/held.pid\"; exec sleep 30; fi\nexec {} \"$@\"\n",
+            real.display(),
             real.display()
         ),
     )

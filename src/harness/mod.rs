@@ -5,7 +5,8 @@
 //! turn resumes the native session. `command` builds a process's whole
 //! spec (program, argv, environment, folder, talker, account);
 //! docs/harnesses.md describes it. `program` finds a CLI's program (no
-//! fake stands in for a missing one).
+//! fake stands in for a missing one), `installed` and `version` say which
+//! CLIs are installed and their versions.
 
 pub mod account;
 pub mod approvals;
@@ -17,6 +18,7 @@ pub mod codex_protocol;
 pub mod codex_talk;
 pub mod command;
 pub mod figures;
+pub mod installed;
 mod lenient;
 pub mod modes;
 pub mod program;
@@ -24,6 +26,7 @@ pub mod speech;
 pub mod talk;
 #[cfg(test)]
 mod transcripts;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 
