@@ -167,6 +167,42 @@ fn a_version_check_that_hangs_or_floods_never_holds_a_request() {
 }
 
 #[test]
+fn a_version_check_runs_as_the_account_turns_run_as() {
+    let test = "a_version_check_runs_as_the_account_turns_run_as";
+    let Some(agent) = agent_account(test) else {
+        return;
+    };
+    // A root service asks as the agent account: a program that account
+    // could have replaced never runs with more rights than a turn has.
+    let dir = TempDir::new("version-account");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let seen = dir.path().join("seen");
+    let cli = script(
+        dir.path(),
+        "claude-id",
+        &format!(
+            "echo \"$(id -u) $(id -g) $HOME\" > {}\necho 7.0",
+            seen.display()
+        ),
+    );
+    // The agent socket outside the state dir (the service's, 0700).
+    let sockets = TempDir::new("version-account-sockets");
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"agent_uid": agent.uid.as_raw(), "agent_socket": sockets.path().join("agent.sock"),
+               "claude_program": cli}),
+    );
+    let h = harnesses(&svc, "claude's version", |h| {
+        h["claude"]["version"].is_string()
+    });
+    assert_eq!(h["claude"]["version"], "7.0", "{h}");
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap().trim(),
+        format!("{} {} {}", agent.uid, agent.gid, agent.dir.display())
+    );
+}
+
+#[test]
 fn the_service_binaries_hold_no_path_into_the_fixtures() {
     // Each needle begins with `f`: one pass over the bytes finds them all.
     let needles: [&[u8]; 4] = [b"fixtures", b"fake-claude", b"fake-codex", b"fake_harness"];

@@ -2,15 +2,17 @@
 //! `GET /v1/capabilities`. Whether each configured program is there is
 //! known at start (its `PATH` lookup is done then, [`Programs::resolve`]);
 //! its version is asked once, on a thread of its own per CLI
-//! ([`version::ask`]: a deadline, a read cap, a clean environment). A
+//! ([`version::ask`]: a deadline, a read cap, a clean environment, the
+//! account turns run as). A
 //! request reads whatever is known so far and never waits for it.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
+use super::account::Account;
 use super::{program, version, Harness, Programs};
 
 /// What a CLI's `--version` said: nothing yet, its version, or why not.
@@ -33,9 +35,24 @@ pub struct Installed {
 impl Installed {
     /// Looks at each of `programs` (each found one is logged, and each
     /// missing one with why its launches will fail) and starts asking each
-    /// one that is there its version, with the environment `env`.
-    pub fn start(programs: &Programs, env: Vec<(OsString, OsString)>) -> Installed {
-        let env = Arc::new(env);
+    /// one that is there its version, with the environment `env`, as
+    /// `account` (the account turns run as, `None`: the service's own; an
+    /// error: the agent account could not be looked up, and nothing is
+    /// asked).
+    pub fn start(
+        programs: &Programs,
+        env: Vec<(OsString, OsString)>,
+        account: Result<Option<Account>, String>,
+    ) -> Installed {
+        let mut env = env;
+        if let Ok(Some(a)) = &account {
+            // The account's own, as a turn's environment has them.
+            env.retain(|(k, _)| !["HOME", "USER", "LOGNAME"].iter().any(|n| k == n));
+            env.push(("HOME".into(), a.home.clone().into()));
+            env.push(("USER".into(), a.name.clone().into()));
+            env.push(("LOGNAME".into(), a.name.clone().into()));
+        }
+        let asker = Arc::new((env, account));
         let entries = [Harness::Claude, Harness::Codex]
             .into_iter()
             .map(|harness| {
@@ -48,7 +65,7 @@ impl Installed {
                     Some(why) => log::warn!("{why}; {cli} sessions fail their launch"),
                     None => {
                         log::info!("{cli}: {}", path.display());
-                        ask(harness, &path, &env, &said);
+                        ask(harness, &path, &asker, &said);
                     }
                 }
                 Entry {
@@ -83,19 +100,21 @@ impl Installed {
     }
 }
 
+/// What a check is run with: its environment and its account.
+type Asker = (Vec<(OsString, OsString)>, Result<Option<Account>, String>);
+
 /// Asks `program` its version on a thread of its own, into `said`.
-fn ask(
-    harness: Harness,
-    program: &std::path::Path,
-    env: &Arc<Vec<(OsString, OsString)>>,
-    said: &Arc<Mutex<Said>>,
-) {
-    let (program, env, into) = (program.to_path_buf(), env.clone(), said.clone());
+fn ask(harness: Harness, program: &Path, asker: &Arc<Asker>, said: &Arc<Mutex<Said>>) {
+    let (program, asker, into) = (program.to_path_buf(), asker.clone(), said.clone());
     let cli = harness.name();
     let started = std::thread::Builder::new()
         .name(format!("{cli}-version"))
         .spawn(move || {
-            let answer = version::ask(&program, &env, version::DEADLINE);
+            let (env, account) = &*asker;
+            let answer = match account {
+                Ok(account) => version::ask(&program, env, account.as_ref(), version::DEADLINE),
+                Err(e) => Err(format!("cannot ask its version: {e}")),
+            };
             match &answer {
                 Ok(v) => log::info!("{cli} says it is {v}"),
                 Err(why) => log::warn!("{cli}'s version is unknown: {why}"),

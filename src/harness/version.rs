@@ -1,6 +1,8 @@
-//! Asking a CLI its version (`<program> --version`), as the service's own
-//! account, with a clean environment, stdin closed, a deadline and a cap on
-//! what is read. It runs in a process group of its own, which is killed
+//! Asking a CLI its version (`<program> --version`) with a clean
+//! environment, stdin closed, a deadline and a cap on what is read, as the
+//! account its turns run as: the service's own, or the agent account when
+//! `agent_uid` names another (a root service never runs a program the
+//! agent account may have replaced with more rights than a turn has). It runs in a process group of its own, which is killed
 //! once its answer is read or the deadline passes, and which dies with the
 //! service, so nothing of it outlives the check; its pid is claimed from
 //! the reaper
@@ -16,11 +18,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::prctl::set_pdeathsig;
+use nix::sys::prctl::{set_no_new_privs, set_pdeathsig};
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
-use nix::unistd::Pid;
+use nix::unistd::{setgid, setgroups, setuid, Gid, Pid, Uid};
 
+use super::account::Account;
 use crate::supervise::reap;
 
 /// How long the check may take, from spawn to exit.
@@ -36,6 +39,7 @@ pub const MAX_VERSION: usize = 200;
 pub fn ask(
     program: &Path,
     env: &[(OsString, OsString)],
+    account: Option<&Account>,
     deadline: Duration,
 ) -> Result<String, String> {
     let asked = format!("`{} --version`", program.display());
@@ -47,11 +51,24 @@ pub fn ask(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // SAFETY: between fork and exec the child makes one system call
-    // (prctl) on no data of the parent's: nothing allocates or locks. It
-    // ends the check should the service die first (a kill -9).
+    let switch = account.map(|a| (a.gids(), Gid::from_raw(a.gid), Uid::from_raw(a.uid)));
+    // SAFETY: between fork and exec the child only makes system calls
+    // (setgroups, setgid, setuid, prctl) on data made before the fork:
+    // nothing allocates or takes a lock. Groups first: once the uid is
+    // dropped they can no longer be changed; the parent-death signal last,
+    // as a change of credentials clears it. It ends the check should the
+    // service die first (a kill -9).
     unsafe {
-        cmd.pre_exec(|| Ok(set_pdeathsig(Signal::SIGKILL)?));
+        cmd.pre_exec(move || {
+            if let Some((groups, gid, uid)) = &switch {
+                setgroups(groups)?;
+                setgid(*gid)?;
+                setuid(*uid)?;
+            }
+            set_no_new_privs()?;
+            set_pdeathsig(Signal::SIGKILL)?;
+            Ok(())
+        });
     }
     let mut child = {
         // Claimed before the reaper's sweep can see it (a group of its own).
@@ -198,8 +215,8 @@ mod tests {
     fn run(body: &str, deadline: Duration) -> Result<String, String> {
         let (path, dir) = script(body);
         let env = [(OsString::from("PATH"), OsString::from("/usr/bin:/bin"))];
-        let said =
-            ask(&path, &env, deadline).map_err(|e| e.replace(&path.display().to_string(), "cli"));
+        let said = ask(&path, &env, None, deadline)
+            .map_err(|e| e.replace(&path.display().to_string(), "cli"));
         let _ = std::fs::remove_dir_all(dir);
         said
     }
@@ -225,7 +242,7 @@ mod tests {
             run("exit 0", DEADLINE).unwrap_err(),
             "`cli --version` printed nothing"
         );
-        let e = ask(Path::new("/nonexistent/cli"), &[], DEADLINE).unwrap_err();
+        let e = ask(Path::new("/nonexistent/cli"), &[], None, DEADLINE).unwrap_err();
         assert!(e.starts_with("cannot run /nonexistent/cli: "), "{e}");
     }
 
@@ -235,7 +252,7 @@ mod tests {
             script("sleep 30 &\necho $! > \"$(dirname \"$0\")/child\"\nexec sleep 30");
         let t = Instant::now();
         let env = [(OsString::from("PATH"), OsString::from("/usr/bin:/bin"))];
-        let e = ask(&path, &env, Duration::from_millis(300)).unwrap_err();
+        let e = ask(&path, &env, None, Duration::from_millis(300)).unwrap_err();
         assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
         assert!(e.ends_with("--version` did not finish within 0.3 s"), "{e}");
         let child: i32 = std::fs::read_to_string(dir.join("child"))

@@ -123,7 +123,11 @@ impl Runtime {
         };
         let programs = Programs::resolve(&config.claude_program, &config.codex_program);
         let secrets = command::secrets(&config);
-        let installed = Installed::start(&programs, command::basics(std::env::vars_os(), &secrets));
+        let installed = Installed::start(
+            &programs,
+            command::basics(std::env::vars_os(), &secrets),
+            crate::harness::account::for_agent(config.agent_uid),
+        );
         let rt = Arc::new_cyclic(|me| Runtime {
             permits: Permits::new(config.permits()),
             follow: follow_state::Follow::new(&config.state_dir, config.journal_caps()),
