@@ -115,7 +115,7 @@ fn a_version_check_that_hangs_or_floods_never_holds_a_request() {
     let asked = Instant::now();
     let (status, v) = svc.get("/v1/capabilities");
     assert!(
-        asked.elapsed() < Duration::from_secs(1),
+        asked.elapsed() < Duration::from_secs(3),
         "{:?}",
         asked.elapsed()
     );

@@ -1,30 +1,28 @@
 //! Asking a CLI its version (`<program> --version`) with a clean
 //! environment, stdin closed, a deadline and a cap on what is read, as the
 //! account its turns run as: the service's own, or the agent account when
-//! `agent_uid` names another (a root service never runs a program the
-//! agent account may have replaced with more rights than a turn has). It runs in a process group of its own, which is killed
-//! once its answer is read or the deadline passes, and which dies with the
-//! service, so nothing of it outlives the check; its pid is claimed from
-//! the reaper
-//! ([`crate::supervise::reap`]), so its status reaches this code.
+//! `agent_uid` names another, so a root service never runs a program that
+//! account may have replaced with more rights than a turn has. It is
+//! started as turns are ([`crate::supervise::spawn`]: no lock held while an
+//! agent could stop it before its exec, `no_new_privs`, no descriptor but
+//! stdio), in a process group of its own that is killed once its answer is
+//! read or the deadline passes, and that dies with the thread that waits
+//! for it: nothing of it outlives the check or the service.
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::prctl::{set_no_new_privs, set_pdeathsig};
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
-use nix::unistd::{setgid, setgroups, setuid, Gid, Pid, Uid};
+use nix::unistd::Pid;
 
 use super::account::Account;
-use crate::supervise::reap;
+use crate::supervise::{spawn, Child, SpawnSpec};
 
 /// How long the check may take, from spawn to exit.
 pub const DEADLINE: Duration = Duration::from_secs(5);
@@ -43,52 +41,26 @@ pub fn ask(
     deadline: Duration,
 ) -> Result<String, String> {
     let asked = format!("`{} --version`", program.display());
-    let mut cmd = Command::new(program);
-    cmd.arg("--version")
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let switch = account.map(|a| (a.gids(), Gid::from_raw(a.gid), Uid::from_raw(a.uid)));
-    // SAFETY: between fork and exec the child only makes system calls
-    // (setgroups, setgid, setuid, prctl) on data made before the fork:
-    // nothing allocates or takes a lock. Groups first: once the uid is
-    // dropped they can no longer be changed; the parent-death signal last,
-    // as a change of credentials clears it. It ends the check should the
-    // service die first (a kill -9).
-    unsafe {
-        cmd.pre_exec(move || {
-            if let Some((groups, gid, uid)) = &switch {
-                setgroups(groups)?;
-                setgid(*gid)?;
-                setuid(*uid)?;
-            }
-            set_no_new_privs()?;
-            set_pdeathsig(Signal::SIGKILL)?;
-            Ok(())
-        });
-    }
-    let mut child = {
-        // Claimed before the reaper's sweep can see it (a group of its own).
-        let _spawning = reap::spawning();
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
-        reap::claim(child.id());
-        child
-    };
+    let mut spec = SpawnSpec::new(program, "/");
+    spec.args = vec!["--version".into()];
+    spec.env = env.to_vec();
+    spec.account = account.map(|a| crate::supervise::Account {
+        uid: a.uid,
+        gid: a.gid,
+        groups: a.groups.clone(),
+    });
+    spec.dies_with_spawner = true;
+    let mut child = spawn(&spec).map_err(|e| e.to_string())?;
+    // Its stdin closed: a CLI that reads it sees its end at once.
+    drop(child.stdin.take());
     let end = Instant::now() + deadline;
     let (out, err, cut) = read_both(&mut child, end);
     // A flood cut at the cap has said its first line: it is not waited for.
     let exited = !cut && exited_by(&child, end);
-    let pid = Pid::from_raw(child.id() as i32);
     // Unreaped, the leader keeps its group's number: this reaches only
     // what the check started, whatever is still running of it.
-    let _ = killpg(pid, Signal::SIGKILL);
+    let _ = killpg(Pid::from_raw(child.pgid() as i32), Signal::SIGKILL);
     let status = child.wait();
-    reap::release(child.id());
     let said = |bytes: &[u8]| first_line(&String::from_utf8_lossy(bytes));
     if cut {
         return said(&out).ok_or_else(|| format!("{asked} printed nothing"));
@@ -100,9 +72,11 @@ pub fn ask(
         ));
     };
     if !status.success() {
-        let how = match status.code() {
-            Some(code) => format!("exited with code {code}"),
-            None => "was killed by a signal".to_string(),
+        use std::os::unix::process::ExitStatusExt;
+        let how = match (status.code(), status.signal()) {
+            (Some(code), _) => format!("exited with code {code}"),
+            (None, Some(sig)) => format!("was killed by signal {sig}"),
+            (None, None) => "failed".to_string(),
         };
         return Err(match said(&err) {
             Some(why) => format!("{asked} {how}: {why}"),
@@ -167,7 +141,7 @@ fn read_both(child: &mut Child, end: Instant) -> (Vec<u8>, Vec<u8>, bool) {
 /// Whether the child has exited by `end`, looked at without reaping it (so
 /// its group's number stays its own until it is killed).
 fn exited_by(child: &Child, end: Instant) -> bool {
-    let pid = Pid::from_raw(child.id() as i32);
+    let pid = Pid::from_raw(child.pid() as i32);
     let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
     loop {
         match waitid(Id::Pid(pid), flags) {
@@ -252,9 +226,10 @@ mod tests {
             script("sleep 30 &\necho $! > \"$(dirname \"$0\")/child\"\nexec sleep 30");
         let t = Instant::now();
         let env = [(OsString::from("PATH"), OsString::from("/usr/bin:/bin"))];
-        let e = ask(&path, &env, None, Duration::from_millis(300)).unwrap_err();
-        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
-        assert!(e.ends_with("--version` did not finish within 0.3 s"), "{e}");
+        // Long enough for a busy machine to start the script.
+        let e = ask(&path, &env, None, Duration::from_millis(1500)).unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+        assert!(e.ends_with("--version` did not finish within 1.5 s"), "{e}");
         let child: i32 = std::fs::read_to_string(dir.join("child"))
             .unwrap()
             .trim()
