@@ -43,6 +43,12 @@ const TOKEN: &str = "bench-token-not-a-secret";
 const DEPTH: usize = 10;
 
 fn main() {
+    // The service asks each harness program its version at start, and this
+    // binary is its harness: it answers, and runs no bench.
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        println!("room-core bench harness");
+        return;
+    }
     if let Some(dir) = std::env::var_os(STAMP_ENV) {
         harness_mode(Path::new(&dir));
     }
@@ -1077,7 +1083,8 @@ const STARTUP_RUNS: usize = 15;
 fn startup(table: &mut Table) {
     use room_core::harness::command::{self, Turn};
     use room_core::harness::speech::{Heard, Out, Said};
-    use room_core::harness::{fixtures_dir, Harness, Programs};
+    use room_core::harness::{Harness, Programs};
+    use room_kit::fixtures_dir;
 
     println!("\n5. harness startup: spawn -> first event (native ID) -> exit");
     let root = std::env::temp_dir().join(format!("room-core-bench-startup-{}", std::process::id()));

@@ -1,6 +1,9 @@
 // The conversation as a person reads it: one element per event, each with
 // its seq in `data-seq` (in order, each once), built from text only. A
-// tool call is a <details> its result folds into when both are shown.
+// tool call is a <details> its result folds into when both are shown. A run
+// of events with nothing to show (protocol chatter: deltas, usage, status)
+// is one hidden element that counts them (`data-seq` the first, `data-last`
+// the last, `data-count`), so chatter never grows the page.
 
 import { h } from "./dom.js";
 import { clock, count, cut, duration, json, usd } from "./format.js";
@@ -51,29 +54,63 @@ function copyEnded(d) {
   return said || `The copy wait is over: ${String(d.why)} ${after}`;
 }
 
-/** Renders events; `calls` keeps each tool call's element by its ID. */
+/** The parts of a harness event, or null for another kind. */
+function partsOf(ev) {
+  return ev.kind === "harness" ? parts(ev.data) : null;
+}
+
+/**
+ * Renders events; `calls` keeps each tool call's element by its ID, `run`
+ * the hidden element of the run of chatter the last event joined, if it did.
+ */
 export class Conversation {
   constructor() {
     this.calls = new Map();
+    this.run = null;
   }
 
-  /** The element for one event. */
-  render(ev) {
+  /** Appends the elements of `events` (in seq order) to `parent`. */
+  addTo(parent, events) {
+    for (const ev of events) {
+      const p = partsOf(ev);
+      if (p && !p.length) {
+        this.chatter(parent, ev);
+        continue;
+      }
+      this.run = null;
+      parent.append(this.render(ev, p));
+    }
+  }
+
+  /** Counts `ev` into the run it continues, or starts a run with it. */
+  chatter(parent, ev) {
+    const run = this.run;
+    if (run && Number(run.dataset.last) === ev.seq - 1) {
+      run.dataset.last = ev.seq;
+      run.dataset.count = Number(run.dataset.count) + 1;
+      return;
+    }
+    this.run = h("article", { class: "ev quiet", hidden: true, "data-seq": ev.seq, "data-last": ev.seq, "data-count": 1, "data-kind": ev.kind });
+    parent.append(this.run);
+  }
+
+  /** The element for one event; `p`: its harness parts, when known. */
+  render(ev, p) {
     const el = h("article", { class: `ev ev-${String(ev.kind).replace(/[^a-z_]/g, "")}`, "data-seq": ev.seq, "data-kind": ev.kind });
     el.append(h("span", { class: "at", title: new Date(ev.at_ms).toISOString() }, `#${ev.seq} ${clock(ev.at_ms)}`));
     try {
-      this.body(el, ev);
+      this.body(el, ev, p);
     } catch {
       el.append(folded(String(ev.kind), ev.data));
     }
     return el;
   }
 
-  body(el, ev) {
+  body(el, ev, p) {
     const d = ev.data;
     switch (ev.kind) {
       case "harness":
-        return this.harness(el, d);
+        return this.harness(el, p || parts(d));
       case "prompt_queued":
         el.classList.add("user");
         el.append(h("div", { class: "who" }, `You · prompt ${d.prompt}`), h("div", { class: "text" }, d.text ?? ""));
@@ -127,15 +164,8 @@ export class Conversation {
     }
   }
 
-  harness(el, d) {
-    const said = parts(d);
-    if (!said.length) {
-      // Protocol chatter (a streamed piece, usage, a status): kept in the
-      // list, so every seq is there once, and not shown.
-      el.hidden = true;
-      return;
-    }
-    for (const p of said) {
+  harness(el, list) {
+    for (const p of list) {
       if (p.type === "text") {
         el.classList.add("model");
         el.append(h("div", { class: "text" }, p.text));

@@ -1,18 +1,18 @@
-// The session list, live: the list is asked again every few seconds (one
-// bounded request, however many sessions, where following each session's
-// stream would hold one of the service's 256 streams per row), and a row's
-// full view (folder, cost, pending approvals, which the list does not carry)
-// is asked only when its state changed, or at most every 5 s while it has
-// new events.
+// The session list, live: the list is asked again every few seconds, one
+// bounded request however many sessions (following each session's stream
+// would hold one of the service's 256 streams per row). Each entry carries
+// what its row shows (folder, pending approvals, cost), so one request a
+// refresh is all the list makes. One loop: at most one load in flight and
+// one timer; a load wanted while one is awaited ("More") is folded into the
+// next, and loads start at least a period apart, however often the tab is
+// hidden and shown.
 
-import { call, sessionPath } from "./api.js";
+import { call } from "./api.js";
 import { h, replace } from "./dom.js";
 import { duration, usd } from "./format.js";
 
-/** How often the list is asked again. */
+/** How often the list is asked again, and the least time between two loads. */
 const EVERY_MS = 2000;
-/** How often a busy row's view is asked again (its state changes show at once). */
-const VIEW_EVERY_MS = 5000;
 const STATES = ["", "pending", "running", "idle", "closed", "failed"];
 
 /** The filters in the page's address: `#/?workspace=…&state=…`. */
@@ -21,10 +21,12 @@ function filters() {
   return { workspace: q.get("workspace") || "", state: q.get("state") || "" };
 }
 
+/** Whether the tab is seen: the list is asked again only then. */
+const seen = () => document.visibilityState === "visible";
+
 /** Shows the session list in `main`; returns what ends the page. */
 export function listPage(main, setStatus) {
   let alive = true;
-  const views = new Map();
   const f = filters();
   document.title = "Sessions · room-core";
   const workspace = h("input", { id: "workspace", name: "workspace", value: f.workspace, placeholder: "any", autocomplete: "off" });
@@ -51,67 +53,89 @@ export function listPage(main, setStatus) {
   };
   form.addEventListener("submit", apply);
   state.addEventListener("change", apply);
-  more.addEventListener("click", () => {
-    limit = Math.min(1024, limit * 2);
-    load();
-  });
 
   const row = (s) => {
-    const v = views.get(s.id)?.view;
-    const approvals = v && Array.isArray(v.pending_approvals) ? v.pending_approvals.length : 0;
+    const approvals = Number(s.pending_approval_count) || 0;
     const queue = `${s.queue.length}${s.queue.paused ? " paused" : ""}`;
     const cell = (label, attrs, ...content) => h("td", { "data-label": label, ...attrs }, ...content);
     return h("tr", { "data-id": s.id, "data-state": s.state },
       cell("session", {}, h("a", { href: `#/sessions/${encodeURIComponent(s.id)}` }, s.id)),
       cell("state", {}, h("span", { class: "state", "data-state": s.state }, s.state), s.waiting_for ? h("span", { class: "note" }, " waiting for the copy") : null),
       cell("harness", {}, s.harness),
-      cell("folder", { class: "folder" }, v ? v.folder : "…"),
+      cell("folder", { class: "folder" }, s.folder ?? "—"),
       cell("age", {}, duration(Date.now() - s.created_ms)),
       cell("queue", {}, queue),
       cell("approvals", { class: approvals ? "pending" : "" }, String(approvals)),
-      cell("cost", {}, v ? usd(v.usage && v.usage.cost_usd) : "…"));
+      cell("cost", {}, usd(s.usage && s.usage.cost_usd)));
   };
 
+  // The loop's whole state: its one timer, whether a load is awaited,
+  // whether one more is wanted once it is, and when the last one began.
   let timer = null;
-  const load = async () => {
+  let busy = false;
+  let again = false;
+  let last = -Infinity;
+
+  /** The next load in `ms`, replacing any other; none while the tab is hidden. */
+  const schedule = (ms) => {
     clearTimeout(timer);
+    timer = alive && seen() ? setTimeout(load, ms) : null;
+  };
+  /** A load as soon as one may start: at once, or a period after the last began. */
+  const soon = () => {
+    if (busy) {
+      again = true;
+      return;
+    }
+    schedule(Math.max(0, last + EVERY_MS - Date.now()));
+  };
+
+  const load = async () => {
+    timer = null;
+    if (busy || !alive) return;
+    busy = true;
+    again = false;
+    last = Date.now();
     const q = new URLSearchParams({ limit: String(limit) });
     if (f.workspace) q.set("workspace", f.workspace);
     if (f.state) q.set("state", f.state);
+    let refused = false;
     try {
       const list = await call("GET", `/v1/sessions?${q}`);
-      if (!alive) return;
-      // A row's view again only when it changed since the last one: at
-      // once for a new state, at most every VIEW_EVERY_MS for new events.
-      await Promise.all(list.sessions.map(async (s) => {
-        const known = views.get(s.id);
-        const now = Date.now();
-        if (known && known.state === s.state && (known.activity === s.last_activity_ms || now - known.at < VIEW_EVERY_MS)) return;
-        try {
-          const view = await call("GET", sessionPath(s.id));
-          views.set(s.id, { state: s.state, activity: s.last_activity_ms, at: now, view });
-        } catch {
-          // Shown without it; asked again next time.
-        }
-      }));
-      if (!alive) return;
-      replace(body, list.sessions.map(row));
-      count.textContent = `${list.sessions.length} session${list.sessions.length === 1 ? "" : "s"}${list.next_after ? " (more below)" : ""}`;
-      more.hidden = !list.next_after || limit >= 1024;
-      setStatus("");
+      if (alive) {
+        replace(body, list.sessions.map(row));
+        count.textContent = `${list.sessions.length} session${list.sessions.length === 1 ? "" : "s"}${list.next_after ? " (more below)" : ""}`;
+        more.hidden = !list.next_after || limit >= 1024;
+        setStatus("");
+      }
     } catch (e) {
       // A refused token ends the page (app.js asks for another).
-      if (e.status === 401) return;
-      if (alive) setStatus(`Cannot list the sessions: ${e.message}`, true);
+      refused = e.status === 401;
+      if (alive && !refused) setStatus(`Cannot list the sessions: ${e.message}`, true);
+    } finally {
+      busy = false;
     }
-    // Asked again only while the tab is seen.
-    if (alive && document.visibilityState === "visible") timer = setTimeout(load, EVERY_MS);
+    if (refused) return;
+    // What was wanted meanwhile comes a period after this load began; the
+    // usual refresh, a period after it ended.
+    if (again) soon();
+    else schedule(EVERY_MS);
   };
+
+  more.addEventListener("click", () => {
+    limit = Math.min(1024, limit * 2);
+    soon();
+  });
   const onVisible = () => {
-    if (document.visibilityState === "visible") load();
+    if (seen()) {
+      soon();
+    } else {
+      clearTimeout(timer);
+      timer = null;
+    }
   };
   document.addEventListener("visibilitychange", onVisible);
-  load();
+  schedule(0);
   return () => {
     alive = false;
     clearTimeout(timer);

@@ -139,7 +139,7 @@ export function sessionPage(main, id, setStatus) {
     const stick = first || nearEnd();
     first = false;
     const frag = document.createDocumentFragment();
-    for (const ev of events) frag.append(conversation.render(ev));
+    conversation.addTo(frag, events);
     conv.append(frag);
     if (stick) conv.scrollTop = conv.scrollHeight;
     // When the page first showed events, for whoever measures it.
@@ -161,9 +161,7 @@ export function sessionPage(main, id, setStatus) {
     const chunk = new Conversation();
     const frag = document.createDocumentFragment();
     try {
-      await pages(id, from, before, (events) => {
-        for (const ev of events) frag.append(chunk.render(ev));
-      }, () => alive);
+      await pages(id, from, before, (events) => chunk.addTo(frag, events), () => alive);
       const height = conv.scrollHeight;
       conv.prepend(frag);
       conv.scrollTop += conv.scrollHeight - height;

@@ -10,20 +10,22 @@ const MARKS = new Set(["interrupted", "stopped", "resumed", "closed", "service_s
 /** What the picture and the usage table need of a session's events. */
 export class Summary {
   constructor() {
-    this.seen = new Set();
     this.wait = null;
     this.turns = new Map();
     this.approvals = new Map();
-    this.marks = [];
+    // By seq, so an event taken twice marks once.
+    this.marks = new Map();
     this.first = Infinity;
     this.last = 0;
   }
 
-  /** Takes events (a seq already taken is ignored). */
+  /**
+   * Takes events (one taken again changes nothing). Nothing is kept per
+   * event but what the picture draws, so a session's chatter costs no
+   * memory here.
+   */
   add(events) {
     for (const ev of events) {
-      if (this.seen.has(ev.seq)) continue;
-      this.seen.add(ev.seq);
       this.first = Math.min(this.first, ev.at_ms);
       this.last = Math.max(this.last, ev.at_ms);
       const d = ev.data || {};
@@ -41,7 +43,7 @@ export class Summary {
       else if (ev.kind === "turn_ended") Object.assign(turn(d.turn), { end: ev.at_ms, by: d.by, usage: d.usage, exit: d.exit });
       else if (ev.kind === "approval_requested") Object.assign(approval(d.id), { start: ev.at_ms, tool: d.tool });
       else if (ev.kind === "approval_resolved") Object.assign(approval(d.id), { end: ev.at_ms, decision: d.decision });
-      else if (MARKS.has(ev.kind)) this.marks.push({ at: ev.at_ms, kind: ev.kind });
+      else if (MARKS.has(ev.kind)) this.marks.set(ev.seq, { at: ev.at_ms, kind: ev.kind });
     }
   }
 }
@@ -62,7 +64,7 @@ export function draw(s, from, to, width) {
     height,
     viewBox: `0 0 ${w} ${height}`,
     role: "img",
-    "aria-label": `Timeline from ${clock(from)} to ${clock(to)}: ${s.turns.size} turns, ${s.approvals.size} approvals, ${s.marks.length} marks`,
+    "aria-label": `Timeline from ${clock(from)} to ${clock(to)}: ${s.turns.size} turns, ${s.approvals.size} approvals, ${s.marks.size} marks`,
   });
   LANES.forEach((name, i) => {
     root.append(svg("text", { x: 4, y: i * LANE + 16, class: "lane" }, name));
@@ -87,7 +89,7 @@ export function draw(s, from, to, width) {
     if (a.start === undefined) continue;
     bar(2, a.start, a.end, `approval ${a.decision || "pending"}`, `approval ${a.id} (${a.tool}): ${a.decision || "pending"}`);
   }
-  for (const m of s.marks) {
+  for (const m of s.marks.values()) {
     const mx = x(m.at);
     root.append(svg("line", { x1: mx, x2: mx, y1: 3 * LANE + 2, y2: 3 * LANE + 22, class: `mark ${m.kind}` }, svg("title", {}, `${m.kind} at ${clock(m.at)}`)));
   }

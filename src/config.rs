@@ -27,9 +27,11 @@ pub struct Config {
     pub agent_socket: Option<PathBuf>,
     /// The uid allowed on the agent socket; default the service's own uid.
     pub agent_uid: Option<u32>,
-    /// The claude CLI to run.
+    /// The claude CLI to run: a path, or a name looked up on `PATH`
+    /// (default `claude`). Nothing stands in for it when it is not there:
+    /// claude sessions fail their launch, saying so.
     pub claude_program: PathBuf,
-    /// The codex CLI to run.
+    /// The codex CLI to run, as `claude_program` (default `codex`).
     pub codex_program: PathBuf,
     /// Startup permits (harness starts at once); 0 means the CPU count.
     pub startup_permits: usize,

@@ -248,6 +248,16 @@ fn browser_the_token_url_opens_the_live_list() {
 }
 
 #[test]
+fn browser_the_list_keeps_one_loop_and_asks_no_sessions_view() {
+    scenario("list_requests", json!({}));
+}
+
+#[test]
+fn browser_thousands_of_events_with_nothing_to_show_leave_a_bounded_page() {
+    scenario("chatter", json!({}));
+}
+
+#[test]
 fn browser_a_wrong_token_says_so() {
     scenario("wrong_token", json!({}));
 }

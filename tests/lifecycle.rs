@@ -80,7 +80,7 @@ fn a_harness_that_cannot_run_fails_the_session() {
     });
     assert_eq!(
         v["error"],
-        "codex could not be started: cannot run /nonexistent/codex: No such file or directory (os error 2); its prompt stays queued for a relaunch"
+        "codex could not be started: codex is not installed: codex_program in the config names /nonexistent/codex, which does not exist; its prompt stays queued for a relaunch"
     );
     assert_eq!(v["queue"]["length"], 1, "{v}");
     // The permit came back: another start still runs.
@@ -144,14 +144,16 @@ fn the_watch_wakes_a_waiting_start_without_waiting_for_a_poll() {
 #[test]
 fn a_first_turn_cut_off_before_its_harness_reported_in_keeps_its_prompt() {
     use std::os::unix::fs::PermissionsExt;
-    // A claude that, while `hold` exists, hangs before its first event.
+    // A claude that, while `hold` exists, hangs before its first event (its
+    // version, which the service asks at start, it says at once).
     let root = temp_root();
     let fake = root.join("slow-claude");
     let real = fixtures_dir().join("fake-claude");
     std::fs::write(
         &fake,
         format!(
-            "#!/bin/sh\nd=$(dirname \"$0\")\nif [ -e \"$d/hold\" ]; then echo $$ > \"$d/held.tmp\"; mv \"$d/held.tmp\" \"$d/held.pid\"; exec sleep 30; fi\nexec {} \"$@\"\n",
+            "#!/bin/sh\ncase \"$1\" in --version) exec {} \"$@\";; esac\nd=$(dirname \"$0\")\nif [ -e \"$d/hold\" ]; then echo $$ > \"$d/held.tmp\"; mv \"$d/held.tmp\" \"$d/held.pid\"; exec sleep 30; fi\nexec {} \"$@\"\n",
+            real.display(),
             real.display()
         ),
     )

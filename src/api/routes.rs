@@ -270,7 +270,10 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
     let ok = |v: Value| Ok(Done::Reply(Reply::json(200, v)));
     let command = |a: CommandAnswer| Ok(Done::Command(id.to_string(), a));
     match op {
-        Op::Capabilities => ok(json!({"capabilities": ["project_copy"]})),
+        Op::Capabilities => ok(json!({
+            "capabilities": ["project_copy"],
+            "harnesses": rt.installed.report(),
+        })),
         Op::Health => ok(follow::health(ctx)),
         Op::Ready => Ok(Done::Reply(follow::ready(rt))),
         Op::Metrics => Ok(Done::Reply(Reply {

@@ -17,7 +17,7 @@ use room_machines::session::ApprovalMode;
 use super::account::{self, Account};
 use super::codex;
 use super::talk::Talker;
-use super::{Harness, Programs};
+use super::{program, Harness, Programs};
 use crate::config::Config;
 
 /// The variable that tells room-cli where Core's agent socket is.
@@ -57,7 +57,9 @@ pub struct Turn<'a> {
 }
 
 /// Builds a turn's spec from the config. Fails when the agent account
-/// cannot be looked up or the native ID could be read as an option.
+/// cannot be looked up, the native ID could be read as an option, or the
+/// CLI's program is not there (a bare name not on `PATH`, a path to
+/// nothing): the error names the CLI and its config field.
 pub fn build(
     config: &Config,
     programs: &Programs,
@@ -79,7 +81,11 @@ pub fn build(
         secrets,
         &config.harness_env,
     );
-    let program = absolute(programs.of(turn.harness), &env);
+    let configured = programs.of(turn.harness);
+    let program = absolute(configured, &env);
+    if !program::is_there(&program) {
+        return Err(program::not_installed(turn.harness.name(), configured));
+    }
     let mut modes = config.modes(turn.plan_only);
     if turn.approvals == ApprovalMode::App && !turn.plan_only {
         modes = modes.asking();
@@ -182,6 +188,24 @@ pub fn environment(
     env
 }
 
+/// The basics of the service's environment and nothing more: the
+/// [`ALLOWED`] names and the locale's `LC_*`, none whose value holds one of
+/// `secrets`. What a program the service runs for itself gets (a CLI asked
+/// its version): no credential, no socket, no operator extras.
+pub fn basics(
+    inherited: impl IntoIterator<Item = (OsString, OsString)>,
+    secrets: &[String],
+) -> Vec<(OsString, OsString)> {
+    inherited
+        .into_iter()
+        .filter(|(k, _)| {
+            let name = k.as_bytes();
+            ALLOWED.iter().any(|a| a.as_bytes() == name) || name.starts_with(b"LC_")
+        })
+        .filter(|(_, v)| !secrets.iter().any(|s| holds(v, s)))
+        .collect()
+}
+
 /// Whether `value` contains `secret`. A secret under 8 bytes only counts
 /// when it is the whole value, so a short token cannot knock out every
 /// variable that happens to contain its letters.
@@ -198,19 +222,12 @@ fn holds(value: &OsStr, secret: &str) -> bool {
 /// is a path or `PATH` is left alone, and the spec sets the whole
 /// environment, `PATH` included.
 fn absolute(program: &Path, env: &[(OsString, OsString)]) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    if program.components().count() != 1 || program.is_absolute() {
+    if !program::is_bare(program) {
         return program.to_path_buf();
     }
-    let Some((_, path)) = env.iter().find(|(k, _)| k == "PATH") else {
-        return program.to_path_buf();
-    };
-    std::env::split_paths(path)
-        .map(|dir| dir.join(program))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+    env.iter()
+        .find(|(k, _)| k == "PATH")
+        .and_then(|(_, path)| program::on_path(program, path))
         .unwrap_or_else(|| program.to_path_buf())
 }
 
@@ -387,9 +404,10 @@ mod tests {
             token: Some("tok-never-in-env".into()),
             ..Config::default()
         };
+        // Programs that are there (a missing one fails the build).
         let programs = Programs {
-            claude: "/opt/claude".into(),
-            codex: "/opt/codex".into(),
+            claude: "/bin/cat".into(),
+            codex: "/bin/sh".into(),
         };
         for harness in [Harness::Claude, Harness::Codex] {
             for prompt in ["-x", "--help", "--", "two\nlines", ""] {
@@ -420,6 +438,51 @@ mod tests {
                     .contains(&(SOCKET_VAR.into(), config.agent_socket_path().into())));
             }
         }
+    }
+
+    #[test]
+    fn a_programs_own_check_gets_the_basics_and_no_credential() {
+        let inherited = vars(&[
+            ("PATH", "/usr/bin"),
+            ("LC_ALL", "C.UTF-8"),
+            ("HOME", "/root"),
+            ("ANTHROPIC_API_KEY", "sk-1"),
+            ("ROOM_CORE_SOCKET", "/s"),
+            ("TMPDIR", "/tmp/tok-never-in-env"),
+        ]);
+        let kept = basics(inherited, &["tok-never-in-env".into()]);
+        assert_eq!(
+            kept,
+            vars(&[
+                ("PATH", "/usr/bin"),
+                ("LC_ALL", "C.UTF-8"),
+                ("HOME", "/root")
+            ])
+        );
+    }
+
+    #[test]
+    fn a_program_that_is_not_there_fails_the_build_naming_the_cli_and_its_field() {
+        let programs = Programs {
+            claude: "no-such-claude-here".into(),
+            codex: "/nonexistent/codex".into(),
+        };
+        let turn = |harness| Turn {
+            harness,
+            native_id: None,
+            plan_only: false,
+            approvals: ApprovalMode::Auto,
+            folder: Path::new("/w"),
+        };
+        let config = Config::default();
+        assert_eq!(
+            build(&config, &programs, &[], &turn(Harness::Claude)).unwrap_err(),
+            "claude is not installed: no `no-such-claude-here` on PATH (set claude_program in the config)"
+        );
+        assert_eq!(
+            build(&config, &programs, &[], &turn(Harness::Codex)).unwrap_err(),
+            "codex is not installed: codex_program in the config names /nonexistent/codex, which does not exist"
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! and serves one turn, or several while it lingers; a process of a later
 //! turn resumes the native session. `command` builds a process's whole
 //! spec (program, argv, environment, folder, talker, account);
-//! docs/harnesses.md describes it.
+//! docs/harnesses.md describes it. `program` finds a CLI's program (no
+//! fake stands in for a missing one), `installed` and `version` say which
+//! CLIs are installed and their versions.
 
 pub mod account;
 pub mod approvals;
@@ -16,12 +18,15 @@ pub mod codex_protocol;
 pub mod codex_talk;
 pub mod command;
 pub mod figures;
+pub mod installed;
 mod lenient;
 pub mod modes;
+pub mod program;
 pub mod speech;
 pub mod talk;
 #[cfg(test)]
 mod transcripts;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 
@@ -86,14 +91,15 @@ pub struct Programs {
 }
 
 impl Programs {
-    /// Resolves the configured programs. A bare default name (`claude`,
-    /// `codex`) that is not on PATH falls back to the fake harness in
-    /// `fixtures/`, with a printed note, so the service runs on a machine
-    /// without the real CLIs.
+    /// Resolves the configured programs: a bare name (`claude`, `codex`)
+    /// found on the service's `PATH` becomes that file's path; one not
+    /// found stays as configured, and a launch looks for it again then
+    /// and, not finding it, fails saying so ([`program::not_installed`]).
+    /// No fake stands in for a missing CLI.
     pub fn resolve(claude: &Path, codex: &Path) -> Programs {
         Programs {
-            claude: resolve_one(claude, "claude"),
-            codex: resolve_one(codex, "codex"),
+            claude: resolve_one(claude),
+            codex: resolve_one(codex),
         }
     }
 
@@ -106,36 +112,35 @@ impl Programs {
     }
 }
 
-fn resolve_one(configured: &Path, default: &str) -> PathBuf {
-    if configured != Path::new(default) || on_path(default).is_some() {
-        return configured.to_path_buf();
-    }
-    let fake = fixtures_dir().join(format!("fake-{default}"));
-    eprintln!(
-        "room-core: note: no `{default}` on PATH; using the fake harness {}",
-        fake.display()
-    );
-    fake
-}
-
-/// The repository's `fixtures/` folder (where the fake harnesses live).
-pub fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(name))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+fn resolve_one(configured: &Path) -> PathBuf {
+    let found = program::is_bare(configured)
+        .then(|| std::env::var_os("PATH"))
+        .flatten()
+        .and_then(|path| program::on_path(configured, &path));
+    found.unwrap_or_else(|| configured.to_path_buf())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The repository's `fixtures/` folder (recorded CLI output), for tests
+    /// only: nothing of the source tree is in a shipped binary.
+    fn fixtures_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+    }
+
+    #[test]
+    fn a_bare_name_is_looked_up_on_path_and_a_missing_one_kept_as_configured() {
+        let p = Programs::resolve(Path::new("sh"), Path::new("no-such-cli-here"));
+        assert!(p.claude.is_absolute() && p.claude.ends_with("sh"), "{p:?}");
+        assert_eq!(p.codex, Path::new("no-such-cli-here"));
+        let p = Programs::resolve(Path::new("/opt/claude"), Path::new("./codex"));
+        assert_eq!(
+            (p.of(Harness::Claude), p.of(Harness::Codex)),
+            (Path::new("/opt/claude"), Path::new("./codex"))
+        );
+    }
 
     /// Every line the real CLIs printed that reports usage passes the cheap
     /// look the stdout reader takes before parsing a line.

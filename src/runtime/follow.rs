@@ -88,8 +88,12 @@ impl Runtime {
         Ok(json!({"sessions": page, "next_after": next_after.flatten()}))
     }
 
+    /// A session as the list shows it: where it is, and what a list of
+    /// sessions shows of each (its folder, how many approvals wait for the
+    /// app, what its turns used), so a client needs no session's view.
     fn list_item(&self, s: &Hosted) -> Value {
         let v = self.render(s);
+        let pending = v["pending_approvals"].as_array().map_or(0, Vec::len);
         let last = self
             .follow
             .journals
@@ -107,6 +111,9 @@ impl Runtime {
             "native_id": v["native_id"],
             "created_ms": v["created_ms"],
             "last_activity_ms": last,
+            "folder": v["folder"],
+            "pending_approval_count": pending,
+            "usage": v["usage"],
         })
     }
 

@@ -37,6 +37,7 @@ use room_machines::session::{Input, LaunchInput};
 
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::harness::installed::Installed;
 use crate::harness::{command, Programs};
 use crate::metrics::Metrics;
 use crate::sessions::{lock, Registry, SessionRef};
@@ -62,6 +63,8 @@ pub struct Runtime {
     pub clock: Clock,
     /// The harness programs.
     pub programs: Programs,
+    /// Which harness CLIs are installed, and their versions.
+    pub installed: Installed,
     /// What no harness's environment may hold ([`command::secrets`]).
     secrets: Vec<String>,
     /// Harness pids for the agent socket.
@@ -120,6 +123,11 @@ impl Runtime {
         };
         let programs = Programs::resolve(&config.claude_program, &config.codex_program);
         let secrets = command::secrets(&config);
+        let installed = Installed::start(
+            &programs,
+            command::basics(std::env::vars_os(), &secrets),
+            crate::harness::account::for_agent(config.agent_uid),
+        );
         let rt = Arc::new_cyclic(|me| Runtime {
             permits: Permits::new(config.permits()),
             follow: follow_state::Follow::new(&config.state_dir, config.journal_caps()),
@@ -131,6 +139,7 @@ impl Runtime {
             clock,
             secrets,
             programs,
+            installed,
             harness_pids,
             metrics,
             supervisor: Arc::new(supervisor),

@@ -101,9 +101,17 @@ export async function withPage(scenario, allowed = /^$/) {
   check(problems.length === 0, problems.join("\n"));
 }
 
-/** The seqs of the events the page shows, in page order. */
+/**
+ * The seqs of the events the page accounts for, in page order: each
+ * event's element has its seq (`data-seq`), and a hidden run of events with
+ * nothing to show has its first and last (`data-seq`, `data-last`).
+ */
 export function shownSeqs(page) {
-  return page.$$eval(".conv article[data-seq]", (els) => els.map((e) => Number(e.dataset.seq)));
+  return page.$$eval(".conv article[data-seq]", (els) => els.flatMap((e) => {
+    const first = Number(e.dataset.seq);
+    const last = e.dataset.last === undefined ? first : Number(e.dataset.last);
+    return Array.from({ length: Math.max(0, last - first + 1) }, (_, i) => first + i);
+  }));
 }
 
 /** Opens the console with the token in the fragment, at `hash` after. */

@@ -139,6 +139,7 @@ pub(super) fn prepare(spec: &SpawnSpec) -> Result<Prepared, SpawnError> {
         no_new_privs: !spec.may_escalate,
         drop_capabilities: switches && !spec.may_escalate,
         cap_last: cap_last_cap(),
+        dies_with_spawner: spec.dies_with_spawner,
         #[cfg(test)]
         stop_before_exec: spec.test.stop_before_exec.is_some(),
         #[cfg(test)]

@@ -74,6 +74,7 @@ type KernelSigset = u64;
 /// prctl options (not all libc versions name them on every target).
 const PR_CAPBSET_DROP: usize = 24;
 const PR_SET_NO_NEW_PRIVS: usize = 38;
+const PR_SET_PDEATHSIG: usize = 1;
 const PR_CAP_AMBIENT: usize = 47;
 const PR_CAP_AMBIENT_CLEAR_ALL: usize = 4;
 /// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
@@ -147,6 +148,8 @@ pub(super) struct ChildArgs {
     pub drop_capabilities: bool,
     /// The highest capability number (`/proc/sys/kernel/cap_last_cap`).
     pub cap_last: usize,
+    /// PR_SET_PDEATHSIG to SIGKILL, after the account switch.
+    pub dies_with_spawner: bool,
     /// Tests only: the child stops itself right before execve.
     #[cfg(test)]
     pub stop_before_exec: bool,
@@ -321,6 +324,11 @@ unsafe fn child_steps(a: &ChildArgs) -> (Step, i32) {
             Step::Account,
             sys(libc::SYS_setresuid, [uid, uid, uid, 0, 0, 0])
         );
+    }
+    // After the switch, which clears it.
+    if a.dies_with_spawner {
+        let args = [PR_SET_PDEATHSIG, libc::SIGKILL as usize, 0, 0, 0, 0];
+        check!(Step::Privileges, sys(libc::SYS_prctl, args));
     }
     // After the switch: the folder must be reachable by the account.
     check!(

@@ -58,6 +58,13 @@ pub struct SpawnSpec {
     /// nothing), and when it switches `account`, with empty capability
     /// bounding, inheritable and ambient sets.
     pub may_escalate: bool,
+    /// Whether the process is killed (SIGKILL) when the thread that spawned
+    /// it ends (`PR_SET_PDEATHSIG`, set after the account switch, which
+    /// would clear it): for a short check the service runs for itself on a
+    /// thread that waits for it, so the check never outlives the service.
+    /// Never for a turn: its spawning thread is a pool worker, and a turn
+    /// survives its service on purpose (the restart finds and ends it).
+    pub dies_with_spawner: bool,
     /// Tests only: ways to make the child misbehave.
     #[cfg(test)]
     pub(crate) test: TestKnobs,
@@ -77,8 +84,8 @@ pub(crate) struct TestKnobs {
 
 impl SpawnSpec {
     /// A spec with no arguments, an empty environment, the service's
-    /// account, a process group of its own, no cgroup and no way to gain
-    /// privileges.
+    /// account, a process group of its own, no cgroup, no way to gain
+    /// privileges and no parent-death signal.
     pub fn new(program: impl Into<PathBuf>, cwd: impl Into<PathBuf>) -> SpawnSpec {
         SpawnSpec {
             program: program.into(),
@@ -89,6 +96,7 @@ impl SpawnSpec {
             leader: Leader::ProcessGroup,
             cgroup: None,
             may_escalate: false,
+            dies_with_spawner: false,
             #[cfg(test)]
             test: TestKnobs::default(),
         }

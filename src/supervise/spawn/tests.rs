@@ -5,7 +5,7 @@ use super::*;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::raw::CLONE3_WORKS;
 use std::ffi::OsStr;
@@ -279,4 +279,41 @@ fn no_new_privs_unless_escalation_is_allowed() {
     }
     spec.may_escalate = true;
     assert!(output_of(&spec).contains("NoNewPrivs:\t0\n"));
+}
+
+#[test]
+fn a_child_that_dies_with_its_spawner_ends_when_the_thread_that_started_it_does() {
+    let started = |dies: bool| {
+        let mut spec = SpawnSpec::new("/bin/sleep", "/");
+        spec.args = vec!["30".into()];
+        spec.dies_with_spawner = dies;
+        // Spawned on a thread that then ends; the child is reaped below.
+        std::thread::spawn(move || {
+            let child = spawn(&spec).unwrap();
+            let pid = child.pid();
+            std::mem::forget(child);
+            pid
+        })
+        .join()
+        .unwrap()
+    };
+    let (dies, lives) = (started(true), started(false));
+    let dead = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| process::parse_stat(&s))
+            .map_or(true, |st| st.state == b'Z')
+    };
+    let t = Instant::now();
+    while !dead(dies) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(dead(dies), "still running after its spawner ended");
+    assert!(!dead(lives), "a child without it outlived its spawner");
+    for pid in [dies, lives] {
+        let pid = nix::unistd::Pid::from_raw(pid as i32);
+        let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(pid, None);
+        reap::release(pid.as_raw() as u32);
+    }
 }

@@ -1,0 +1,129 @@
+//! Which harness CLIs are installed and the version each says it is, for
+//! `GET /v1/capabilities`. Whether each configured program is there is
+//! known at start (its `PATH` lookup is done then, [`Programs::resolve`]);
+//! its version is asked once, on a thread of its own per CLI
+//! ([`version::ask`]: a deadline, a read cap, a clean environment, the
+//! account turns run as). A
+//! request reads whatever is known so far and never waits for it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+
+use super::account::Account;
+use super::{program, version, Harness, Programs};
+
+/// What a CLI's `--version` said: nothing yet, its version, or why not.
+type Said = Option<Result<String, String>>;
+
+/// One harness's program and what is known of it.
+struct Entry {
+    harness: Harness,
+    program: PathBuf,
+    /// Why it cannot run, when it is not there.
+    missing: Option<String>,
+    said: Arc<Mutex<Said>>,
+}
+
+/// The harnesses' programs, installed or not, and their versions.
+pub struct Installed {
+    entries: Vec<Entry>,
+}
+
+impl Installed {
+    /// Looks at each of `programs` (each found one is logged, and each
+    /// missing one with why its launches will fail) and starts asking each
+    /// one that is there its version, with the environment `env`, as
+    /// `account` (the account turns run as, `None`: the service's own; an
+    /// error: the agent account could not be looked up, and nothing is
+    /// asked).
+    pub fn start(
+        programs: &Programs,
+        env: Vec<(OsString, OsString)>,
+        account: Result<Option<Account>, String>,
+    ) -> Installed {
+        let mut env = env;
+        if let Ok(Some(a)) = &account {
+            // The account's own, as a turn's environment has them.
+            env.retain(|(k, _)| !["HOME", "USER", "LOGNAME"].iter().any(|n| k == n));
+            env.push(("HOME".into(), a.home.clone().into()));
+            env.push(("USER".into(), a.name.clone().into()));
+            env.push(("LOGNAME".into(), a.name.clone().into()));
+        }
+        let asker = Arc::new((env, account));
+        let entries = [Harness::Claude, Harness::Codex]
+            .into_iter()
+            .map(|harness| {
+                let path = programs.of(harness).to_path_buf();
+                let cli = harness.name();
+                let missing =
+                    (!program::is_there(&path)).then(|| program::not_installed(cli, &path));
+                let said = Arc::new(Mutex::new(None));
+                match &missing {
+                    Some(why) => log::warn!("{why}; {cli} sessions fail their launch"),
+                    None => {
+                        log::info!("{cli}: {}", path.display());
+                        ask(harness, &path, &asker, &said);
+                    }
+                }
+                Entry {
+                    harness,
+                    program: path,
+                    missing,
+                    said,
+                }
+            })
+            .collect();
+        Installed { entries }
+    }
+
+    /// `harnesses` of `GET /v1/capabilities`: for each CLI whether its
+    /// program is there (`installed`), the program (its path when found on
+    /// `PATH`, else as configured), its `version` once it said one, and an
+    /// `error` when it is not there or did not say.
+    pub fn report(&self) -> Value {
+        let mut out = Map::new();
+        for e in &self.entries {
+            let mut v = json!({"installed": e.missing.is_none(), "program": e.program});
+            let said = e.said.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            match (&e.missing, said) {
+                (Some(why), _) => v["error"] = json!(why),
+                (None, Some(Ok(version))) => v["version"] = json!(version),
+                (None, Some(Err(why))) => v["error"] = json!(why),
+                (None, None) => {}
+            }
+            out.insert(e.harness.name().to_string(), v);
+        }
+        Value::Object(out)
+    }
+}
+
+/// What a check is run with: its environment and its account.
+type Asker = (Vec<(OsString, OsString)>, Result<Option<Account>, String>);
+
+/// Asks `program` its version on a thread of its own, into `said`.
+fn ask(harness: Harness, program: &Path, asker: &Arc<Asker>, said: &Arc<Mutex<Said>>) {
+    let (program, asker, into) = (program.to_path_buf(), asker.clone(), said.clone());
+    let cli = harness.name();
+    let started = std::thread::Builder::new()
+        .name(format!("{cli}-version"))
+        .spawn(move || {
+            let (env, account) = &*asker;
+            let answer = match account {
+                Ok(account) => version::ask(&program, env, account.as_ref(), version::DEADLINE),
+                Err(e) => Err(format!("cannot ask its version: {e}")),
+            };
+            match &answer {
+                Ok(v) => log::info!("{cli} says it is {v}"),
+                Err(why) => log::warn!("{cli}'s version is unknown: {why}"),
+            }
+            *into.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer);
+        });
+    if let Err(e) = started {
+        let why = format!("cannot ask its version: {e}");
+        log::warn!("{cli}: {why}");
+        *said.lock().unwrap_or_else(|p| p.into_inner()) = Some(Err(why));
+    }
+}
