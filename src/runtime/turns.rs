@@ -327,13 +327,13 @@ impl Runtime {
                 // reader holds at most one capped line meanwhile.
                 Ok(Some(_)) if capped => continue,
                 Ok(Some(Line::Text(line))) => line,
-                Ok(Some(Line::TooLong(n))) => {
+                Ok(Some(Line::TooLong { bytes: n, .. })) => {
                     log::warn!(
                         "{what}: dropped a stdout line of {n} bytes (the cap is {LINE_CAP})"
                     );
                     continue;
                 }
-                Ok(Some(Line::NotUtf8(n))) => {
+                Ok(Some(Line::NotUtf8 { bytes: n, .. })) => {
                     log::warn!("{what}: skipped a stdout line of {n} bytes that is not UTF-8");
                     continue;
                 }
