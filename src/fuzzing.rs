@@ -237,7 +237,7 @@ fn harness_output(harness: Harness, data: &[u8]) {
             let _ = harness.usage(&value);
         }
         protocol_line(&mut talker, &text);
-        let Some(event) = NewEvent::harness(&text) else {
+        let Ok(event) = NewEvent::harness(&text) else {
             continue;
         };
         let journalled = Journalled {

@@ -362,7 +362,7 @@ impl Runtime {
                 }
                 ok
             });
-            if let Some(event) = NewEvent::harness(&line) {
+            if let Ok(event) = NewEvent::harness(&line) {
                 batch.push(event);
             }
             // Lines that arrived together are journalled together (one
