@@ -183,7 +183,7 @@ pub(super) fn input_text(input: &Value) -> String {
 }
 
 /// `s`'s first `max` bytes, at a character boundary.
-pub(super) fn cut(s: &str, max: usize) -> String {
+pub(crate) fn cut(s: &str, max: usize) -> String {
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;

@@ -15,6 +15,7 @@ mod follow_state;
 pub mod harness_pids;
 mod job;
 mod launching;
+pub mod line_reports;
 mod list_query;
 
 mod ops;
