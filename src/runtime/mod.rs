@@ -22,6 +22,7 @@ mod ops;
 pub mod permits;
 
 mod restore;
+mod stdout_reader;
 mod talking;
 mod turns;
 pub mod watch;
