@@ -16,6 +16,7 @@ pub mod codex_protocol;
 pub mod codex_talk;
 pub mod command;
 pub mod figures;
+pub mod head;
 mod lenient;
 pub mod modes;
 pub mod speech;
