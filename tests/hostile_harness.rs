@@ -220,3 +220,146 @@ fn each_turn_of_a_warm_process_reports_its_own_lines_before_it_ends() {
     }
     assert_eq!(turn, 3);
 }
+
+/// What a line over the cap is refused with, `bytes` long.
+fn over_cap(bytes: u64) -> String {
+    format!(
+        "Denied: room-core cannot read this request: its line is {bytes} bytes, over the \
+         1047552 bytes a line of a harness's output may take."
+    )
+}
+
+#[test]
+fn a_request_over_the_cap_is_answered_at_once_and_the_app_is_told() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    for harness in ["claude", "codex"] {
+        // A Write of a 10 MiB file; codex: a 10 MiB command.
+        let (id, record) = run(
+            &svc,
+            harness,
+            harness,
+            "huge-ask: 10485760",
+            Duration::from_secs(60),
+        );
+        let bytes = record["asked_bytes"].as_u64().unwrap();
+        assert!(bytes > 10 << 20, "{bytes}");
+        let message = over_cap(bytes);
+        // What the harness got on its stdin, at once.
+        let answer = &record["answers"][0];
+        let (request, tool) = match harness {
+            "claude" => {
+                assert_eq!(answer["subtype"], "success", "{answer}");
+                assert_eq!(
+                    answer["response"],
+                    json!({"behavior": "deny", "message": message})
+                );
+                ("can_use_tool", "Write")
+            }
+            _ => {
+                assert_eq!(answer, &json!({"decision": "decline"}));
+                // codex's decline has no room for why: it follows as a steer.
+                assert_eq!(record["steers"], json!([message]));
+                ("item/commandExecution/requestApproval", "command")
+            }
+        };
+        // What the app sees: the refusal and the line dropped, no approval.
+        assert_eq!(
+            of_kind(&svc, &id, "request_refused"),
+            [
+                json!({"turn": 1, "request": request, "tool": tool, "bytes": bytes,
+                    "reason": "over_cap", "message": message, "answered": true})
+            ]
+        );
+        assert_eq!(
+            of_kind(&svc, &id, "output_dropped"),
+            [json!({"turn": 1, "why": "over_cap", "lines": 1, "bytes": bytes})]
+        );
+        assert_eq!(
+            of_kind(&svc, &id, "approval_requested"),
+            Vec::<Value>::new()
+        );
+        assert_eq!(svc.session(&id)["pending_approvals"], json!([]));
+    }
+}
+
+#[test]
+fn requests_room_core_cannot_take_are_answered_at_once_saying_why() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let long = "i".repeat(300);
+    for harness in ["claude", "codex"] {
+        let (id, record) = run(&svc, harness, harness, "bad-asks", Duration::from_secs(20));
+        let sizes: Vec<u64> = record["asked_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap())
+            .collect();
+        let answers = &record["answers"];
+        let refused = of_kind(&svc, &id, "request_refused");
+        // Each line's ID (null: none room-core can answer), and the reason.
+        let (expected, request): (Vec<(Value, &str)>, &str) = match harness {
+            "claude" => (
+                vec![
+                    (json!("no-tool"), "no_tool"),
+                    (json!("not-object"), "input_not_object"),
+                    (json!(long), "id_too_long"),
+                    (json!("deep"), "too_deep"),
+                    (json!("not-json"), "not_json"),
+                    (json!("not-utf8"), "not_utf8"),
+                    (Value::Null, "no_id"),
+                ],
+                "can_use_tool",
+            ),
+            _ => (
+                vec![
+                    (json!("params"), "params_not_object"),
+                    (json!(long), "id_too_long"),
+                    (json!("deep"), "too_deep"),
+                    (json!("not-json"), "not_json"),
+                    (json!("not-utf8"), "not_utf8"),
+                    (json!("input"), "not_utf8"),
+                    (Value::Null, "no_id"),
+                ],
+                "item/commandExecution/requestApproval",
+            ),
+        };
+        assert_eq!(refused.len(), expected.len(), "{refused:?}");
+        for (((rid, reason), r), bytes) in expected.iter().zip(&refused).zip(&sizes) {
+            let what = format!("{harness} {rid}: {r}");
+            assert_eq!(r["turn"], 1, "{what}");
+            assert_eq!(r["reason"], *reason, "{what}");
+            assert_eq!(r["bytes"], *bytes, "{what}");
+            assert_eq!(r["answered"], !rid.is_null(), "{what}");
+            let Some(rid) = rid.as_str() else { continue };
+            let answer = &answers[rid];
+            match (harness, rid) {
+                ("claude", _) => {
+                    assert_eq!(r["request"], request, "{what}");
+                    assert_eq!(
+                        answer["response"],
+                        json!({"behavior": "deny", "message": r["message"]}),
+                        "{what}"
+                    );
+                }
+                ("codex", "input") => {
+                    assert_eq!(r["request"], "item/tool/requestUserInput", "{what}");
+                    assert_eq!(
+                        answer["error"],
+                        json!({"code": -32600, "message": r["message"]}),
+                        "{what}"
+                    );
+                }
+                _ => {
+                    assert_eq!(
+                        (&r["request"], &r["tool"]),
+                        (&json!(request), &json!("command"))
+                    );
+                    assert_eq!(answer, &json!({"decision": "decline"}), "{what}");
+                }
+            }
+        }
+        assert_eq!(answers.as_object().unwrap().len(), 6, "{answers}");
+        // The turn went on to its end.
+        assert_eq!(of_kind(&svc, &id, "turn_ended")[0]["by"], Value::Null);
+    }
+}

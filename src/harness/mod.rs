@@ -10,7 +10,7 @@ pub mod account;
 pub mod approvals;
 pub mod claude;
 pub mod claude_protocol;
-mod claude_talk;
+pub mod claude_talk;
 pub mod codex;
 pub mod codex_protocol;
 pub mod codex_talk;
@@ -19,6 +19,7 @@ pub mod figures;
 pub mod head;
 mod lenient;
 pub mod modes;
+pub mod refusal;
 pub mod speech;
 pub mod talk;
 #[cfg(test)]

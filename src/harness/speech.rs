@@ -6,6 +6,8 @@
 use room_machines::session::{ApprovalRequest, DecidedBy, Decision, EndWhy, PromptId};
 use serde_json::Value;
 
+use super::refusal::Refused;
+
 /// The longest tool input kept in an approval request, as JSON text: the
 /// request is recorded and journalled, so a harness asking about a huge
 /// input cannot fill either.
@@ -127,9 +129,11 @@ pub struct Hearing {
     pub named: Option<String>,
     /// What the session must hear.
     pub heard: Option<Heard>,
-    /// Lines to write in answer (a request room-core does not serve, a
-    /// prompt held until the harness could take it).
+    /// Lines to write in answer (a request room-core refuses, a prompt
+    /// held until the harness could take it).
     pub writes: Vec<Out>,
+    /// A request room-core refused itself, for the app to see.
+    pub refused: Option<Refused>,
 }
 
 /// What the model reads when a tool use is denied and the app gave no
@@ -162,18 +166,17 @@ fn ending(why: EndWhy) -> &'static str {
     }
 }
 
-/// A tool's input as JSON text of at most [`INPUT_MAX`] bytes: a longer
-/// one is kept as a JSON string holding its start, so the text is always
-/// JSON. Escaping can make that string longer than the text it holds, so
-/// the start is shortened until the whole fits.
-pub(super) fn input_text(input: &Value) -> String {
-    let text = input.to_string();
+/// A tool's input (JSON text) as JSON text of at most [`INPUT_MAX`] bytes
+/// for the app: a longer one is kept as a JSON string holding its start,
+/// so the text is always JSON. Escaping can make that string longer than
+/// the text it holds, so the start is shortened until the whole fits.
+pub(super) fn input_text(text: &str) -> String {
     if text.len() <= INPUT_MAX {
-        return text;
+        return text.to_string();
     }
     let mut keep = INPUT_MAX;
     loop {
-        let held = format!("{}… (cut at {INPUT_MAX} bytes)", cut(&text, keep));
+        let held = format!("{}… (cut at {INPUT_MAX} bytes)", cut(text, keep));
         let json = Value::String(held).to_string();
         if json.len() <= INPUT_MAX || keep == 0 {
             return json;
@@ -200,7 +203,7 @@ mod tests {
         // Quotes double in the string that holds them: still within the cap.
         for content in ["x", "\"", "\u{1}"] {
             let big = serde_json::json!({"content": content.repeat(INPUT_MAX * 2)});
-            let text = input_text(&big);
+            let text = input_text(&big.to_string());
             assert!(text.len() <= INPUT_MAX, "{}", text.len());
             let v: Value = serde_json::from_str(&text).expect("still JSON");
             assert!(v.as_str().unwrap().ends_with("(cut at 262144 bytes)"));

@@ -6,11 +6,13 @@
 //! of the first as text. Each is counted per turn and reason and reported
 //! at once, then at most once a [`REPORT_EVERY_MS`] with the counts since
 //! the last report, and what is left when the turn's output ends. Pure:
-//! the time is passed in.
+//! the time is passed in. A request room-core refused is journalled as
+//! `request_refused`, one event each (its line is a request's, at least).
 
 use room_machines::session::TurnSeq;
 use serde::Serialize;
 
+use crate::harness::refusal::Refused;
 use crate::harness::speech::cut;
 use crate::journal::{NewEvent, Unservable};
 
@@ -203,6 +205,35 @@ impl LineReports {
             ),
         });
     }
+}
+
+/// The `request_refused` event for a request of turn `turn`'s harness that
+/// room-core answered itself (harness/refusal.rs).
+pub fn request_refused(turn: TurnSeq, r: &Refused) -> NewEvent {
+    NewEvent::new(
+        "request_refused",
+        &RequestRefused {
+            turn,
+            request: r.request.as_deref(),
+            tool: r.tool.as_deref(),
+            bytes: r.bytes,
+            reason: r.why.code(),
+            message: &r.message,
+            answered: r.answered,
+        },
+    )
+}
+
+/// `request_refused`'s data.
+#[derive(Serialize)]
+struct RequestRefused<'a> {
+    turn: TurnSeq,
+    request: Option<&'a str>,
+    tool: Option<&'a str>,
+    bytes: u64,
+    reason: &'static str,
+    message: &'a str,
+    answered: bool,
 }
 
 /// `output_dropped`'s data.

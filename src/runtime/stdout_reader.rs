@@ -7,7 +7,8 @@
 //! cannot journal as it is (over the cap, not UTF-8, too deep, not JSON)
 //! is counted in the turn's `output_dropped` and `harness_line_rejected`
 //! events (line_reports.rs), at most one a second per reason, and reading
-//! goes on. When the journal has no room for an event (its caps), it feeds
+//! goes on; a request in such a line, or one the talker cannot take, is
+//! answered at once by the talker and journalled as `request_refused`. When the journal has no room for an event (its caps), it feeds
 //! `OutputCapped` once and from then on reads the pipe to its end and
 //! drops what it reads, so the harness never blocks on a full pipe and
 //! nothing is held.
@@ -22,15 +23,16 @@ use std::time::Instant;
 use room_machines::session::{Input, JournalCap, TurnSeq};
 use serde_json::Value;
 
-use super::line_reports::{Dropped, LineReports};
+use super::line_reports::{request_refused, Dropped, LineReports};
 use super::Runtime;
-use crate::harness::speech::Heard;
+use crate::harness::refusal::{Unread, Unreadable};
+use crate::harness::speech::{Heard, Hearing};
 use crate::harness::Harness;
 use crate::journal::{Journal, NewEvent, Unservable, MAX_LINE};
 use crate::sessions::turn_input::TurnInput;
 use crate::sessions::turn_now::TurnNow;
 use crate::sessions::SessionHandle;
-use crate::supervise::output::{Line, LineReader};
+use crate::supervise::output::{Line, LineReader, HEAD};
 
 /// The longest stdout line journalled: 1 MiB less the room the journal's
 /// own fields take, so every line read fits a journal line.
@@ -79,39 +81,57 @@ impl Runtime {
             let reported = batch.len();
             reports.serve(seq, &mut batch);
             reports.due(at, &mut batch);
-            let line = match line {
-                Line::Text(line) => line,
-                Line::TooLong { bytes, .. } => {
+            // What cannot be journalled as it is is reported, and a request
+            // its start names is answered at once (the talker refuses it).
+            let (line, event, mut hearing) = match line {
+                Line::Text(line) => match NewEvent::harness(&line) {
+                    Ok(event) => {
+                        let hearing = input.hear(&line);
+                        (line, Some(event), hearing)
+                    }
+                    Err(Unservable::Blank) => (line, None, Hearing::default()),
+                    Err(why) => {
+                        reports.rejected(at, why, &line, &mut batch);
+                        let head = &line.as_bytes()[..line.len().min(HEAD)];
+                        let unread = Unread {
+                            why: Unreadable::Unservable(why),
+                            bytes: line.len() as u64,
+                            head,
+                        };
+                        let hearing = input.hear_unread(unread);
+                        (line, None, hearing)
+                    }
+                },
+                Line::TooLong { bytes, head } => {
                     reports.dropped(at, Dropped::OverCap, bytes, &mut batch);
-                    String::new()
+                    let why = Unreadable::OverCap { cap: LINE_CAP };
+                    let unread = Unread {
+                        why,
+                        bytes,
+                        head: &head,
+                    };
+                    (String::new(), None, input.hear_unread(unread))
                 }
-                Line::NotUtf8 { bytes, .. } => {
-                    reports.dropped(at, Dropped::NotUtf8, bytes as u64, &mut batch);
-                    String::new()
-                }
-            };
-            let event = match NewEvent::harness(&line) {
-                Ok(event) => Some(event),
-                Err(Unservable::Blank) => None,
-                Err(why) => {
-                    reports.rejected(at, why, &line, &mut batch);
-                    None
+                Line::NotUtf8 { bytes, head } => {
+                    let bytes = bytes as u64;
+                    reports.dropped(at, Dropped::NotUtf8, bytes, &mut batch);
+                    let why = Unreadable::NotUtf8;
+                    let unread = Unread {
+                        why,
+                        bytes,
+                        head: &head,
+                    };
+                    (String::new(), None, input.hear_unread(unread))
                 }
             };
             log_reports(&batch[reported..], &what);
-            let (usage, hearing) = match &event {
-                // Parsed here only when it can report usage; the talker
-                // looks at what can name the session, ask or end the turn.
-                Some(_) => (
-                    harness
-                        .may_report_usage(&line)
-                        .then(|| serde_json::from_str::<Value>(&line).ok())
-                        .flatten()
-                        .and_then(|e| harness.usage(&e)),
-                    input.hear(&line),
-                ),
-                None => (None, Default::default()),
-            };
+            // Parsed here only when it can report usage; the talker looks
+            // at what can name the session, ask or end the turn.
+            let usage = (event.is_some() && harness.may_report_usage(&line))
+                .then(|| serde_json::from_str::<Value>(&line).ok())
+                .flatten()
+                .and_then(|e| harness.usage(&e));
+            let refused = hearing.refused.take();
             let native_id = hearing.named.filter(|_| named != Some(seq)).filter(|id| {
                 let ok = plausible_native_id(id);
                 if !ok {
@@ -123,6 +143,16 @@ impl Runtime {
                 ok
             });
             batch.extend(event);
+            if let Some(refused) = &refused {
+                log::warn!(
+                    "{what}: refused a {} request of {} bytes ({}; answered: {})",
+                    refused.request.as_deref().unwrap_or("harness"),
+                    refused.bytes,
+                    refused.why.code(),
+                    refused.answered
+                );
+                batch.push(request_refused(seq, refused));
+            }
             if matches!(hearing.heard, Some(Heard::Finished { .. })) {
                 // The turn's output is over (its process may serve the
                 // next): what it dropped is reported before its end.
@@ -132,7 +162,10 @@ impl Runtime {
             // fdatasync), up to BATCH_MAX of them, so a batch of tiny
             // lines never holds much memory; one that names the session,
             // reports usage, asks or ends the turn before it is fed.
-            let feeds = native_id.is_some() || usage.is_some() || hearing.heard.is_some();
+            let feeds = native_id.is_some()
+                || usage.is_some()
+                || hearing.heard.is_some()
+                || refused.is_some();
             if feeds || !lines.has_line() || batch.len() >= BATCH_MAX {
                 if let Some(cap) = append(&journal, &mut batch, &what) {
                     capped = true;
