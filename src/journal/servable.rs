@@ -69,64 +69,116 @@ pub fn nests_deeper(text: &[u8], max: usize) -> bool {
 struct Scan {
     /// It nests deeper than the limit.
     too_deep: bool,
-    /// It holds a surrogate escape, a number with an exponent or a run of
-    /// 300 digits: what may be out of a strict parser's reach.
+    /// It holds a lone surrogate escape or a number at or past a double's
+    /// range: what a strict parser may refuse, for a full parse to tell.
     odd: bool,
 }
 
-/// The digits in a row after which a number may be beyond a double.
-const LONG_NUMBER: usize = 300;
+/// A number's magnitude from which a strict parser may find it out of
+/// range (a double's largest is about 1.8e308).
+const NEAR_MAX: f64 = 1e308;
 
 fn scan(text: &[u8], max: usize) -> Scan {
-    let (mut depth, mut digits) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
+    let mut depth = 0usize;
     let mut odd = false;
-    let mut prev = 0u8;
     let mut i = 0;
     while i < text.len() {
-        let b = text[i];
-        if in_string {
-            if escaped {
-                escaped = false;
-                // `\uD800` to `\uDFFF`: half of a surrogate pair.
-                let surrogate = b == b'u'
-                    && matches!(text.get(i + 1), Some(b'd' | b'D'))
-                    && matches!(
-                        text.get(i + 2),
-                        Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
-                    );
-                odd |= surrogate;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
+        match text[i] {
+            b'"' => {
+                i = string_end(text, i + 1, &mut odd);
+                continue;
             }
-        } else {
-            match b {
-                b'"' => in_string = true,
-                b'[' | b'{' => {
-                    depth += 1;
-                    if depth > max {
-                        return Scan {
-                            too_deep: true,
-                            odd,
-                        };
-                    }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return Scan {
+                        too_deep: true,
+                        odd,
+                    };
                 }
-                b']' | b'}' => depth = depth.saturating_sub(1),
-                b'e' | b'E' if prev.is_ascii_digit() || prev == b'.' => odd = true,
-                _ => {}
             }
-            digits = if b.is_ascii_digit() { digits + 1 } else { 0 };
-            odd |= digits >= LONG_NUMBER;
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'-' | b'0'..=b'9' => {
+                let end = i + text[i..]
+                    .iter()
+                    .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                    .unwrap_or(text.len() - i);
+                let number = &text[i..end];
+                // Only a number with an exponent, or a long one, can be
+                // that large: the rest costs no parse.
+                if number.len() > 300 || number.iter().any(|b| matches!(b, b'e' | b'E')) {
+                    let value = std::str::from_utf8(number)
+                        .ok()
+                        .and_then(|n| n.parse::<f64>().ok());
+                    odd |= value.is_some_and(|v| v.abs() >= NEAR_MAX);
+                }
+                i = end;
+                continue;
+            }
+            _ => {}
         }
-        prev = b;
         i += 1;
     }
     Scan {
         too_deep: false,
         odd,
     }
+}
+
+/// Where the string whose text starts at `i` ends (after its closing
+/// quote, or the text's end); `odd` is set by a lone surrogate escape.
+fn string_end(text: &[u8], mut i: usize, odd: &mut bool) -> usize {
+    loop {
+        let Some(k) = quote_or_backslash(&text[i..]) else {
+            return text.len();
+        };
+        i += k;
+        if text[i] == b'"' {
+            return i + 1;
+        }
+        // An escape: `\uXXXX` may be half of a surrogate pair.
+        if text.get(i + 1) == Some(&b'u') {
+            match hex4(text, i + 2) {
+                Some(0xd800..=0xdbff) => {
+                    let pair = text.get(i + 6..i + 8) == Some(b"\\u")
+                        && matches!(hex4(text, i + 8), Some(0xdc00..=0xdfff));
+                    *odd |= !pair;
+                    i += if pair { 12 } else { 6 };
+                    continue;
+                }
+                Some(0xdc00..=0xdfff) => *odd = true,
+                _ => {}
+            }
+        }
+        i = (i + 2).min(text.len());
+    }
+}
+
+/// Where the first `"` or `\` of `s` is. Whole 16-byte blocks are
+/// checked without an early exit, which compiles to vector compares: a
+/// string's long run of text costs a few cycles a block.
+fn quote_or_backslash(s: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i + 16 <= s.len() {
+        let block = &s[i..i + 16];
+        if block
+            .iter()
+            .fold(false, |found, b| found | (*b == b'"') | (*b == b'\\'))
+        {
+            break;
+        }
+        i += 16;
+    }
+    s[i..]
+        .iter()
+        .position(|b| *b == b'"' || *b == b'\\')
+        .map(|k| i + k)
+}
+
+/// The four hex digits at `at`, if they are.
+fn hex4(text: &[u8], at: usize) -> Option<u16> {
+    let digits = std::str::from_utf8(text.get(at..at + 4)?).ok()?;
+    u16::from_str_radix(digits, 16).ok()
 }
 
 #[cfg(test)]
@@ -149,6 +201,10 @@ mod tests {
         assert!(nests_deeper(br#"["\\",[[[ ]]]]"#, 3));
         // Unbalanced closers never count below zero.
         assert!(nests_deeper(b"]]]]][[", 1));
+        // Cut anywhere, even after a backslash or inside an escape.
+        for cut in [&b"[\"a\\"[..], b"[\"\\u", b"[\"\\ud83d\\u", b"[1e"] {
+            assert!(!nests_deeper(cut, 1));
+        }
     }
 
     #[test]
@@ -160,7 +216,10 @@ mod tests {
         assert_eq!(servable("{} {}").err(), Some(Unservable::NotJson));
         for not_portable in [
             r#"{"s":"\ud800"}"#,
+            r#"{"s":"\udc00\ud800"}"#,
+            r#"["\ud800\u0041"]"#,
             "[1e999]",
+            "[-2E308]",
             &format!("[{}]", "9".repeat(400)),
         ] {
             assert_eq!(
@@ -172,9 +231,9 @@ mod tests {
         // What only looks odd is served: a surrogate pair, an exponent in
         // range, `true`, a long number within a double's range.
         for fine in [
-            r#"{"s":"\ud83d\ude00"}"#,
-            "[1.5e-5, 2E10, true, false]",
-            &format!("[{}]", "1".repeat(300)),
+            r#"{"s":"\ud83d\ude00","t":"\\ud800"}"#,
+            "[1.5e-5, 2E10, 1e-999, true, false]",
+            &format!("[{}]", "1".repeat(301)),
         ] {
             assert_eq!(servable(fine).unwrap().get(), fine);
         }
