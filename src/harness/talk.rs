@@ -3,8 +3,10 @@
 //! (claude_talk.rs) and codex's app server (codex_talk.rs). Pure: what the
 //! session wants said goes in, lines to write come out; a stdout line goes
 //! in, what it means (and any line it must be answered with) comes out.
-//! A turn's stdin writer holds one [`Talker`] per process; the values it
-//! takes and gives are in speech.rs.
+//! A line not read whole, or not servable, goes in as its start: a request
+//! it names is refused at once (refusal.rs). A turn's stdin writer holds
+//! one [`Talker`] per process; the values it takes and gives are in
+//! speech.rs.
 
 use super::claude_protocol as claude;
 use super::claude_talk::{self, ClaudeTalk};
