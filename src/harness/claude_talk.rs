@@ -16,11 +16,11 @@ use room_machines::session::{ApprovalRequest, Decision, FAILURE_TEXT_MAX, MAX_PE
 use rustc_hash::FxHashMap;
 use serde_json::value::RawValue;
 
+use super::bounds::{REF_MAX, TEXT_MAX};
 use super::claude_protocol::{self as claude, CliRequest, Incoming};
 use super::head::{fields, Scalar};
 use super::refusal::{Named, Refused, Unreadable, Why, INPUTS_MAX};
 use super::speech::{cut, denial_text, input_text, Carries, Heard, Hearing, Out, Said};
-use super::speech::{REF_MAX, TEXT_MAX};
 
 /// What an answer to a refused request carries, for the log.
 const REFUSAL: &str = "an answer to a request room-core refused";

@@ -17,13 +17,13 @@ use room_machines::session::{ApprovalRequest, DecidedBy, Decision, PromptId, FAI
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
+use super::bounds::{REF_MAX, TEXT_MAX};
 use super::codex_protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, RequestId};
 use super::codex_protocol::{Item, Notification, SandboxMode, ServerRequest, TurnStatus};
 use super::codex_protocol::{COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use super::head::{fields, Scalar};
 use super::refusal::{Named, Refused, Unreadable, Why};
 use super::speech::{cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said};
-use super::speech::{REF_MAX, TEXT_MAX};
 
 /// The most requests of room-core's remembered while codex has not
 /// answered them: a codex that answers nothing cannot grow this.

@@ -8,6 +8,7 @@
 
 pub mod account;
 pub mod approvals;
+pub mod bounds;
 pub mod claude;
 pub mod claude_protocol;
 pub mod claude_talk;

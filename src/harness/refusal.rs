@@ -7,11 +7,12 @@
 //! a JSON-RPC error), and the stdout reader journals a `request_refused`
 //! event so the app sees it.
 
-use room_machines::session::DecidedBy;
-
+use super::bounds::{cut, REF_MAX, TEXT_MAX};
 use super::head::Scalar;
-use super::speech::{denial_text, REF_MAX};
 use crate::journal::{Unservable, DEPTH_MAX};
+
+/// What the model reads when a request is denied because too many wait.
+pub const TOO_MANY: &str = "Denied: too many approval requests are waiting in this session.";
 
 /// The most bytes of approval requests' inputs a claude talker holds for
 /// their answers (each is at most a line, 1 MiB).
@@ -127,7 +128,7 @@ impl Why {
             Why::NoTool => "Denied: the request names no tool.".into(),
             Why::InputNotObject => "Denied: the tool's input is not a JSON object.".into(),
             Why::ParamsNotObject => "Denied: the request's params are not a JSON object.".into(),
-            Why::TooManyWaiting => denial_text(DecidedBy::TooMany),
+            Why::TooManyWaiting => TOO_MANY.into(),
             Why::InputsOverBudget => format!(
                 "Denied: the inputs of the approval requests waiting would take more than \
                  {} MiB.",
@@ -135,7 +136,7 @@ impl Why {
             ),
             Why::NotServed => format!(
                 "room-core does not serve {} requests",
-                super::speech::cut(kind.unwrap_or("these"), 64)
+                cut(kind.unwrap_or("these"), 64)
             ),
         }
     }
@@ -168,7 +169,7 @@ impl Refused {
         why: Why,
         answered: bool,
     ) -> Refused {
-        let keep = |s: &str| super::speech::cut(s, super::speech::TEXT_MAX);
+        let keep = |s: &str| cut(s, TEXT_MAX);
         Refused {
             request: request.map(keep),
             tool: tool.map(keep),

@@ -6,18 +6,13 @@
 use room_machines::session::{ApprovalRequest, DecidedBy, Decision, EndWhy, PromptId};
 use serde_json::Value;
 
-use super::refusal::Refused;
+pub(super) use super::bounds::cut;
+use super::refusal::{Refused, TOO_MANY};
 
 /// The longest tool input kept in an approval request, as JSON text: the
 /// request is recorded and journalled, so a harness asking about a huge
 /// input cannot fill either.
 pub const INPUT_MAX: usize = 256 << 10;
-
-/// The longest tool name or reason kept.
-pub(super) const TEXT_MAX: usize = 1024;
-
-/// The longest request ID answered: claude's are UUIDs, codex's numbers.
-pub(super) const REF_MAX: usize = 256;
 
 /// What the session wants said to the harness.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,9 +142,7 @@ pub fn denial_text(by: DecidedBy) -> String {
                 .into()
         }
         DecidedBy::Timeout => "Denied: nobody answered the approval request in time.".into(),
-        DecidedBy::TooMany => {
-            "Denied: too many approval requests are waiting in this session.".into()
-        }
+        DecidedBy::TooMany => TOO_MANY.into(),
         DecidedBy::TurnEnding(why) => format!("Denied: the turn is being ended ({}).", ending(why)),
         DecidedBy::TurnGone => "Denied: the turn is over.".into(),
     }
@@ -183,15 +176,6 @@ pub(super) fn input_text(text: &str) -> String {
         }
         keep = keep.saturating_sub(json.len() - INPUT_MAX);
     }
-}
-
-/// `s`'s first `max` bytes, at a character boundary.
-pub(crate) fn cut(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@
 use room_machines::session::TurnSeq;
 use serde::Serialize;
 
+use crate::harness::bounds::cut;
 use crate::harness::refusal::Refused;
-use crate::harness::speech::cut;
 use crate::journal::{NewEvent, Unservable};
 
 /// The shortest time between two reports of one turn and reason.
