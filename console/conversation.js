@@ -41,6 +41,22 @@ function ended(d) {
   return `Turn ${d.turn} ended (${exit}${by})${usageText(d.usage)}`;
 }
 
+/** "1.5 MB" and the like: how much a harness printed. */
+function size(bytes) {
+  const n = Number(bytes || 0);
+  if (n < 1000) return `${n} bytes`;
+  const [value, unit] = n < 1e6 ? [n / 1e3, "kB"] : n < 1e9 ? [n / 1e6, "MB"] : [n / 1e9, "GB"];
+  return `${value.toFixed(1)} ${unit}`;
+}
+
+/** "1 line" or "3 lines" of `bytes`. */
+function lines(d) {
+  return `${count(d.lines)} line${d.lines === 1 ? "" : "s"} (${size(d.bytes)})`;
+}
+
+const DROPPED = { over_cap: "over the 1 MiB cap", not_utf8: "not UTF-8" };
+const REJECTED = { too_deep: "nested too deep", not_json: "not JSON", not_portable: "JSON that strict parsers refuse" };
+
 function copyEnded(d) {
   const after = `after ${duration(d.waited_ms || 0)}`;
   if (d.why && typeof d.why === "object") return `The project copy failed (${d.why.copy_failed ?? json(d.why)}) ${after}`;
@@ -156,6 +172,19 @@ export class Conversation {
         return el.append(folded("input", d.input, "tool-input"));
       case "approval_resolved":
         return el.append(line(`Approval ${d.id}: ${d.decision}${d.by ? ` by ${d.by}` : ""}${d.message ? ` (${d.message})` : ""}`));
+      case "output_dropped":
+        el.classList.add("error");
+        return el.append(line(`Turn ${d.turn}: ${lines(d)} of output dropped, ${DROPPED[d.why] || String(d.why)}`));
+      case "harness_line_rejected":
+        el.classList.add("error");
+        el.append(line(`Turn ${d.turn}: ${lines(d)} of output not shown, ${REJECTED[d.why] || String(d.why)}; the first began:`));
+        return el.append(h("pre", { class: "prefix" }, String(d.prefix ?? "")));
+      case "request_refused": {
+        el.classList.add("error");
+        const what = `${d.request ? String(d.request) : "a"} request${d.tool ? ` for ${d.tool}` : ""}`;
+        const answered = d.answered ? "room-core answered" : "room-core could not answer";
+        return el.append(line(`Turn ${d.turn}: ${what} refused (${String(d.reason)}, ${size(d.bytes)}); ${answered}: ${d.message}`));
+      }
       case "journal_repaired":
         el.classList.add("error");
         return el.append(line(`The journal was repaired: ${d.lines} damaged lines skipped`));

@@ -28,12 +28,15 @@ use crate::api::query::Query;
 use crate::error::Refusal;
 use crate::harness::codex_protocol::{ApprovalPolicy, SandboxMode};
 use crate::harness::codex_talk::Opening;
+use crate::harness::refusal::{Unread, Unreadable};
 use crate::harness::speech::{self, Answer, Heard, Out, Said};
-use crate::harness::talk::Talker;
+use crate::harness::talk::{Read, Talker};
 use crate::harness::Harness;
-use crate::journal::{Journal, Journalled, NewEvent, MAX_PAGE};
+use crate::journal::{
+    nests_deeper, Journal, Journalled, NewEvent, Unservable, DEPTH_MAX, MAX_PAGE,
+};
 use crate::procfs;
-use crate::supervise::output::{Line, LineReader};
+use crate::supervise::output::{Line, LineReader, HEAD};
 use crate::supervise::process;
 
 /// One fuzz target: its name (its file in `fuzz/fuzz_targets/` and its
@@ -186,18 +189,24 @@ fn talking(harness: Harness) -> Talker {
 
 /// What a harness's line says to the session, and every line room-core
 /// would write back for it: a request's fields within their caps (its
-/// input still JSON), each line one JSON line that the CLI can read.
-fn protocol_line(talker: &mut Talker, text: &str) {
+/// input still JSON), each line one JSON line that the CLI can read, a
+/// refusal answered exactly when it says so, and (claude) an allow that
+/// carries the input asked about.
+fn protocol_line(talker: &mut Talker, read: Read, text: &str) {
     let one_line = |out: &Out| {
         let body = out
             .line
             .strip_suffix('\n')
             .expect("a line ends in a newline");
         assert!(!body.contains('\n'), "one line: {:?}", out.line);
-        serde_json::from_str::<serde_json::Value>(body).expect("JSON");
+        serde_json::from_str::<serde_json::Value>(body).expect("JSON")
     };
-    let hearing = talker.hear(text);
-    hearing.writes.iter().for_each(one_line);
+    let hearing = talker.heard(read);
+    hearing.writes.iter().for_each(|out| drop(one_line(out)));
+    if let Some(refused) = &hearing.refused {
+        assert_eq!(refused.answered, !hearing.writes.is_empty(), "{refused:?}");
+        assert!(hearing.heard.is_none());
+    }
     if let Some(Heard::Asked(req)) = hearing.heard {
         assert!(req.harness_ref.len() <= 256 && req.tool.len() <= 1024);
         assert!(!req.reason.as_ref().is_some_and(|r| r.len() > 1024));
@@ -211,7 +220,12 @@ fn protocol_line(talker: &mut Talker, text: &str) {
                 by: DecidedBy::App,
                 message: Some(text.to_string()),
             });
-            talker.say(answer).iter().for_each(one_line);
+            let said = talker.say(answer);
+            let first = said.iter().map(one_line).next();
+            if let (Harness::Claude, Decision::Allow, Some(v)) = (talker.harness(), decision, first)
+            {
+                assert!(v["response"]["response"]["updatedInput"].is_object(), "{v}");
+            }
         }
     }
 }
@@ -221,9 +235,12 @@ fn protocol_line(talker: &mut Talker, text: &str) {
 /// `LINE_CAP`, 1 MiB; the code is the same).
 const HARNESS_LINE_CAP: usize = 512;
 
-/// Splits `data` into lines as the turn reader does, finds the native ID
-/// and makes each JSON line its journal event, which must be one line of
-/// the journal that restores to the same data byte for byte.
+/// Splits `data` into lines as the turn reader does, finds the native ID,
+/// makes each servable JSON line its journal event, which must be one line
+/// of the journal that restores to the same data byte for byte and parses
+/// in a page with serde_json's recursion limit, and hands every other line
+/// (over the cap, not UTF-8, not servable) to the talker as a line not read
+/// whole, whose requests are refused.
 fn harness_output(harness: Harness, data: &[u8]) {
     let mut lines = LineReader::with_cap(data, HARNESS_LINE_CAP);
     let mut talker = talking(harness);
@@ -231,31 +248,68 @@ fn harness_output(harness: Harness, data: &[u8]) {
     while let Some(line) = lines.next_line().expect("a slice cannot fail to read") {
         count += 1;
         assert!(count <= data.len() + 1, "more lines than bytes");
-        let Line::Text(text) = line else { continue };
-        assert!(text.len() <= HARNESS_LINE_CAP && !text.contains('\n'));
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
-            let _ = harness.usage(&value);
-        }
-        protocol_line(&mut talker, &text);
-        let Some(event) = NewEvent::harness(&text) else {
-            continue;
+        let (why, bytes, head) = match &line {
+            Line::Text(text) => {
+                assert!(text.len() <= HARNESS_LINE_CAP && !text.contains('\n'));
+                match NewEvent::harness(text) {
+                    Ok(event) => {
+                        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+                            let _ = harness.usage(&value);
+                        }
+                        protocol_line(&mut talker, Talker::read(harness, text), text);
+                        journal_line(event);
+                        continue;
+                    }
+                    Err(Unservable::Blank) => continue,
+                    Err(why) => {
+                        let deep = nests_deeper(text.trim().as_bytes(), DEPTH_MAX);
+                        assert_eq!(deep, why == Unservable::TooDeep, "{why:?}");
+                        let head = &text.as_bytes()[..text.len().min(HEAD)];
+                        (Unreadable::Unservable(why), text.len() as u64, head)
+                    }
+                }
+            }
+            Line::TooLong { bytes, head } => {
+                assert!(*bytes > HARNESS_LINE_CAP as u64 && head.len() <= HEAD);
+                let why = Unreadable::OverCap {
+                    cap: HARNESS_LINE_CAP,
+                };
+                (why, *bytes, &head[..])
+            }
+            Line::NotUtf8 { bytes, head } => {
+                assert!(head.len() <= HEAD && head.len() <= *bytes);
+                (Unreadable::NotUtf8, *bytes as u64, &head[..])
+            }
         };
-        let journalled = Journalled {
-            seq: 1,
-            at_ms: 1,
-            kind: event.kind,
-            data: event.data,
-        };
-        let line = serde_json::to_vec(&journalled).expect("an event serialises");
-        assert!(!line.contains(&b'\n'), "a journal line holds no newline");
-        let back: Journalled = serde_json::from_slice(&line).expect("a journal line is an event");
-        assert_eq!(back.data.get(), journalled.data.get());
-        assert_eq!(back.kind, "harness");
+        let unread = Unread { why, bytes, head };
+        protocol_line(&mut talker, Talker::read_unread(harness, unread), "");
     }
     assert!(
         lines.peak_buffer() <= HARNESS_LINE_CAP + (64 << 10),
         "the reader's memory is capped"
     );
+}
+
+/// A harness's journal event as its journal line: one line, restored byte
+/// for byte, and a page holding it parses in serde_json (recursion limit
+/// 128).
+fn journal_line(event: NewEvent) {
+    let journalled = Journalled {
+        seq: 1,
+        at_ms: 1,
+        kind: event.kind,
+        data: event.data,
+    };
+    let line = serde_json::to_vec(&journalled).expect("an event serialises");
+    assert!(!line.contains(&b'\n'), "a journal line holds no newline");
+    let back: Journalled = serde_json::from_slice(&line).expect("a journal line is an event");
+    assert_eq!(back.data.get(), journalled.data.get());
+    assert_eq!(back.kind, "harness");
+    let page = format!(
+        r#"{{"events":[{}],"next_after":1}}"#,
+        String::from_utf8_lossy(&line)
+    );
+    serde_json::from_str::<serde_json::Value>(&page).expect("a page parses");
 }
 
 /// One room-cli request as the agent socket reads it (`conn::read_request`,

@@ -116,6 +116,12 @@ fn an_allowed_tool_runs_and_a_denied_one_does_not_and_the_model_reads_why() {
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["pending_approvals"], json!([]));
     let record = answered_record(&svc, &folder);
+    // The allow carries the input asked about, to run as it is.
+    assert_eq!(
+        record["answers"][0]["response"],
+        json!({"behavior": "allow",
+               "updatedInput": {"command": "touch allowed.txt && id -u"}})
+    );
     assert_eq!(
         record["tool"]["stdout"],
         format!("{}\n", agent.uid),
@@ -163,6 +169,31 @@ fn an_allowed_tool_runs_and_a_denied_one_does_not_and_the_model_reads_why() {
     assert_eq!(record["denied"], "use make instead", "{record}");
     assert!(record["tool"].is_null());
     assert!(!folder.join("denied.txt").exists());
+    svc.await_session(&id, "idle", |v| v["state"] == "idle");
+}
+
+#[test]
+fn an_allow_runs_exactly_what_was_asked_where_the_app_was_shown_it_cut() {
+    let Some((svc, _)) = asking_service(
+        "an_allow_runs_exactly_what_was_asked_where_the_app_was_shown_it_cut",
+        json!({}),
+    ) else {
+        return;
+    };
+    // 300 KiB of input: the app is shown 256 KiB of it.
+    let pad = 300 << 10;
+    let (id, folder, asked) = ask_app(&svc, "cut", &format!("ask-padded: {pad} touch whole.txt"));
+    let shown = asked["input"].as_str().expect("cut to a string");
+    assert!(shown.ends_with("(cut at 262144 bytes)"), "{}", shown.len());
+    let (status, v) = decide(&svc, &id, &asked["id"], json!({"decision": "allow"}));
+    assert_eq!(status, 200, "{v}");
+    let record = answered_record(&svc, &folder);
+    assert_eq!(
+        record["answers"][0]["response"],
+        json!({"behavior": "allow", "updatedInput":
+               {"command": "touch whole.txt", "description": "x".repeat(pad)}})
+    );
+    assert!(folder.join("whole.txt").exists());
     svc.await_session(&id, "idle", |v| v["state"] == "idle");
 }
 
@@ -405,6 +436,20 @@ fn breaks_the_protocol(test: &str, harness: &str) {
         }
     }
     assert_eq!(answers.len(), 8, "{answers:?}");
+    // The app sees each request room-core answered itself: the one it
+    // does not serve, the one without an ID, and (claude, whose talker
+    // holds each waiting request's input) those past the 64 waiting.
+    let refused: Vec<(Value, Value)> = all_events(&svc, &id, 1024)
+        .into_iter()
+        .filter(|e| e["kind"] == "request_refused")
+        .map(|e| (e["data"]["reason"].clone(), e["data"]["answered"].clone()))
+        .collect();
+    let mut expected = vec![(json!("not_served"), json!(true))];
+    if harness == "claude" {
+        expected.insert(0, (json!("no_id"), json!(false)));
+        expected.extend((63..70).map(|_| (json!("too_many_waiting"), json!(true))));
+    }
+    assert_eq!(refused, expected);
     let view = svc.await_session(&id, "64 pending", |v| {
         v["pending_approvals"].as_array().unwrap().len() == 64
     });

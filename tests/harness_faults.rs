@@ -3,7 +3,8 @@
 //! handshake) times out and gives its startup permit back; prompts of any size go on stdin (a NUL byte is refused at
 //! the API); 4 MiB of stderr neither blocks nor breaks a turn and its end
 //! shows in the error; a stdout line that is not UTF-8, or one over the
-//! cap, is skipped and reading goes on. Every event lands in the journal.
+//! cap, is skipped, reported (`output_dropped`) and reading goes on. Every
+//! event lands in the journal.
 
 use std::time::{Duration, Instant};
 
@@ -207,9 +208,20 @@ fn four_mib_of_stderr_ends_the_turn_normally_and_its_tail_is_the_error() {
 }
 
 #[test]
-fn a_line_that_is_not_utf8_or_too_long_is_skipped_and_reading_goes_on() {
+fn a_line_that_is_not_utf8_or_too_long_is_skipped_reported_and_reading_goes_on() {
     let svc = Service::start(ROOM_CORE, json!({}));
-    for (name, prompt) in [("bad", "bad-utf8"), ("long", "long-line: 2000000")] {
+    for (name, prompt, dropped) in [
+        (
+            "bad",
+            "bad-utf8",
+            json!({"turn": 1, "why": "not_utf8", "lines": 1, "bytes": 24}),
+        ),
+        (
+            "long",
+            "long-line: 2000000",
+            json!({"turn": 1, "why": "over_cap", "lines": 1, "bytes": 2_000_000}),
+        ),
+    ] {
         let folder = svc.folder(name);
         let s = svc.start_session(start_body(&folder, "codex", json!({"prompt": prompt})));
         let id = id_of(&s);
@@ -226,13 +238,14 @@ fn a_line_that_is_not_utf8_or_too_long_is_skipped_and_reading_goes_on() {
         // The answer to room-core's `initialize`, first; `turn/completed`, last.
         assert!(harness[0]["result"]["userAgent"].is_string(), "{harness:?}");
         assert_eq!(harness.last().unwrap()["method"], "turn/completed");
+        // The app sees what was dropped.
+        let reported: Vec<Value> = journal(&svc.state, &id)
+            .into_iter()
+            .filter(|e| e["kind"] == "output_dropped")
+            .map(|e| e["data"].clone())
+            .collect();
+        assert_eq!(reported, [dropped], "{name}");
     }
-    let log = svc.log();
-    assert!(log.contains("not UTF-8"), "{log}");
-    assert!(
-        log.contains("dropped a stdout line of 2000000 bytes"),
-        "{log}"
-    );
 }
 
 #[test]

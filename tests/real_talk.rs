@@ -9,6 +9,7 @@
 mod real_support;
 
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use libtest_mimic::Arguments;
@@ -38,26 +39,34 @@ fn await_kind(real: &Real, id: &str, kind: &str, n: usize) -> Vec<Value> {
     })
 }
 
-/// `harness` asks the app before a write, and runs only what it allows; a
-/// denial's message reaches the model.
-fn asks_the_app_before_a_write(test: &str, harness: &str) {
-    let Some(agent) = agent_account(test) else {
-        return;
-    };
+/// A service running the real `harness` as the agent account (which
+/// `approvals: app` needs), with `extra` config, and its `code` folder,
+/// owned by that account. `None` where the CLI, root or the account is
+/// missing (outside CI).
+fn asking_real(test: &str, harness: &str, extra: Value) -> Option<(Real, PathBuf)> {
+    let agent = agent_account(test)?;
     let sock_dir = temp_root();
     std::fs::set_permissions(&sock_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let config = json!({
+    let mut config = json!({
         "agent_uid": agent.uid.as_raw(),
         "agent_socket": sock_dir.join("agent.sock"),
     });
-    let Some(real) = Real::start(test, harness, config, vec![]) else {
-        return;
-    };
+    room_kit::merge(&mut config, extra);
+    let real = Real::start(test, harness, config, vec![])?;
     let (uid, gid) = (agent.uid.as_raw(), agent.gid.as_raw());
     chown_tree(&real.dir, uid, gid);
     let folder = real.svc.folder("code");
     std::fs::create_dir_all(&folder).unwrap();
     chown_tree(&folder, uid, gid);
+    Some((real, folder))
+}
+
+/// `harness` asks the app before a write, and runs only what it allows; a
+/// denial's message reaches the model.
+fn asks_the_app_before_a_write(test: &str, harness: &str) {
+    let Some((real, folder)) = asking_real(test, harness, json!({})) else {
+        return;
+    };
 
     let allowed = folder.join("allowed.txt");
     let s = real.svc.start_session(start_body(
@@ -123,6 +132,61 @@ fn asks_the_app_before_a_write(test: &str, harness: &str) {
         (&resolved[1]["decision"], &resolved[1]["by"]),
         (&json!("deny"), &json!("app"))
     );
+}
+
+/// How many allowed writes [`claude_runs_every_allowed_write`] asks for.
+const ALLOWS: usize = 20;
+
+/// Every write the app allows runs: claude 2.1.332 validates an allow's
+/// `updatedInput` as a record and, without one, sometimes fails the tool
+/// ("Tool permission request failed: ZodError … updatedInput … expected
+/// record, received undefined") and writes nothing, as it did once in
+/// the check above. One session of [`ALLOWS`] turns, each in a process of
+/// its own (`linger_ms: 0`: a process's first tool call, as there), each
+/// allowed by the app and checked by the file it wrote.
+fn claude_runs_every_allowed_write() {
+    let test = "claude_runs_every_allowed_write";
+    let Some((real, folder)) = asking_real(test, "claude", json!({"linger_ms": 0})) else {
+        return;
+    };
+    let path = |i: usize| folder.join(format!("allowed-{i}.txt"));
+    let prompt = |i: usize| format!("TOOL_WRITE {} yes {i}", path(i).display());
+    let s = real.svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"approvals": "app", "prompt": prompt(0)}),
+    ));
+    let id = id_of(&s);
+    for i in 0..ALLOWS {
+        if i > 0 {
+            let (status, v) = real.svc.post(
+                &format!("/v1/sessions/{id}/messages"),
+                json!({"prompt": prompt(i)}),
+            );
+            assert_eq!(status, 200, "{v}");
+        }
+        let request = await_kind(&real, &id, "approval_requested", i + 1).remove(i);
+        assert_eq!(request["tool"], "Write", "{request}");
+        assert_eq!(request["input"]["file_path"], path(i).display().to_string());
+        let (status, v) = real.svc.post(
+            &format!("/v1/sessions/{id}/approvals/{}", request["id"]),
+            json!({"decision": "allow"}),
+        );
+        assert_eq!(status, 200, "{v}");
+        real.await_idle(&id);
+        let result = real
+            .model
+            .turn_requests("claude")
+            .iter()
+            .rev()
+            .find_map(tool_result)
+            .unwrap_or_default();
+        assert_eq!(
+            std::fs::read_to_string(path(i)).ok().as_deref(),
+            Some(format!("yes {i}\n").as_str()),
+            "allowed write {i} of {ALLOWS} did not run; the tool's result: {result}"
+        );
+    }
 }
 
 /// A `harness` session in the service's `code` folder with `prompt`: its ID.
@@ -431,6 +495,12 @@ fn main() -> std::process::ExitCode {
         Some("claude"),
         false,
         claude_interrupted_mid_answer_keeps_it_and_leaves_nothing_running,
+    ));
+    trials.push(trial(
+        "claude_runs_every_allowed_write",
+        Some("claude"),
+        true,
+        claude_runs_every_allowed_write,
     ));
     trials.push(trial(
         "codex_interrupted_mid_command_leaves_nothing_running",

@@ -686,9 +686,15 @@ fn output_stays_bounded_and_reading_goes_on() {
         got,
         vec![
             Line::Text("first".into()),
-            Line::NotUtf8(2),
+            Line::NotUtf8 {
+                bytes: 2,
+                head: b"\xff\xfe".to_vec()
+            },
             Line::Text("second".into()),
-            Line::TooLong(104_857_600),
+            Line::TooLong {
+                bytes: 104_857_600,
+                head: vec![b'x'; output::HEAD]
+            },
             Line::Text("last".into()),
         ]
     );

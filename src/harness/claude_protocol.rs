@@ -16,9 +16,11 @@
 //! absent), so a known message is never lost over one odd field.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::lenient;
+use super::refusal::Why;
 
 /// The arguments, after the program, that put claude on this protocol;
 /// the permission mode, allowed tools and `--resume <id>` follow them.
@@ -39,7 +41,7 @@ pub const PROTOCOL_ARGS: [&str; 8] = [
 // ------------------------------------------------------------ to claude
 
 /// A message room-core writes to claude's stdin.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Outgoing<'a> {
     /// A prompt; while a turn runs, a steer.
@@ -83,7 +85,7 @@ pub enum ClientRequest {
 }
 
 /// A `control_response`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(tag = "subtype", rename_all = "snake_case")]
 pub enum ControlResponse<'a> {
     /// The request is answered.
@@ -104,13 +106,17 @@ pub enum ControlResponse<'a> {
 }
 
 /// The answer to `can_use_tool`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(tag = "behavior", rename_all = "snake_case")]
 pub enum PermissionResult<'a> {
-    /// Run the tool. An `updatedInput` here would run instead of what
-    /// claude asked about, so none is sent: claude then runs the input the
-    /// app was shown.
+    /// Run the tool with `updatedInput`, which claude runs instead of what
+    /// it asked about: room-core sends back exactly the input it was asked
+    /// about, as the Agent SDK does (claude 2.1.332 sometimes fails an allow
+    /// without one: "ZodError … updatedInput … expected record").
     Allow {
+        /// The input to run: the one asked about, as claude printed it.
+        #[serde(rename = "updatedInput")]
+        updated_input: &'a RawValue,
         /// Rules added for the rest of the process.
         #[serde(rename = "updatedPermissions", skip_serializing_if = "Vec::is_empty")]
         updated_permissions: Vec<PermissionUpdate<'a>>,
@@ -157,12 +163,18 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// What the app decided about a `can_use_tool` request.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Decision<'a> {
-    /// Run it.
-    Allow,
+    /// Run it, with the input claude asked about.
+    Allow {
+        /// That input.
+        input: &'a RawValue,
+    },
     /// Run it, and every later use of the same tool in this process.
-    AllowForSession,
+    AllowForSession {
+        /// The input claude asked about.
+        input: &'a RawValue,
+    },
     /// Do not run it; the model reads `message` and the turn goes on.
     Deny {
         /// What the model reads.
@@ -213,10 +225,12 @@ pub fn interrupt(request_id: &str) -> String {
 /// The answer to the `can_use_tool` request `request_id` about `tool`.
 pub fn permission_response(request_id: &str, tool: &str, decision: Decision) -> String {
     let response = match decision {
-        Decision::Allow => PermissionResult::Allow {
+        Decision::Allow { input } => PermissionResult::Allow {
+            updated_input: input,
             updated_permissions: Vec::new(),
         },
-        Decision::AllowForSession => PermissionResult::Allow {
+        Decision::AllowForSession { input } => PermissionResult::Allow {
+            updated_input: input,
             updated_permissions: vec![PermissionUpdate {
                 kind: "addRules",
                 rules: vec![PermissionRule {
@@ -324,6 +338,13 @@ pub struct Init {
 pub enum CliRequest {
     /// May this tool run?
     CanUseTool(CanUseTool),
+    /// A `can_use_tool` room-core cannot take: answer it with a denial.
+    BadCanUseTool {
+        /// The tool, if it names one.
+        tool_name: Option<String>,
+        /// What is wrong with it.
+        why: Why,
+    },
     /// Any other request (`hook_callback`, `mcp_message`, ... — none is
     /// sent unless room-core registers hooks or SDK MCP servers): answer
     /// it with [`error_response`].
@@ -333,14 +354,43 @@ pub enum CliRequest {
     },
 }
 
+/// A JSON value as claude printed it, byte for byte.
+#[derive(Debug, Clone)]
+pub struct RawInput(pub Box<RawValue>);
+
+impl RawInput {
+    /// Its JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl Default for RawInput {
+    /// `{}`.
+    fn default() -> RawInput {
+        RawInput(RawValue::from_string("{}".into()).expect("{} is JSON"))
+    }
+}
+
+impl PartialEq for RawInput {
+    fn eq(&self, other: &RawInput) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for RawInput {}
+
 /// `can_use_tool`: claude waits for the answer before running the tool.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// (`tool_name` and `input` are checked and set by the decoder.)
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct CanUseTool {
     /// The tool (`Bash`, `Write`, `Edit`, ...).
+    #[serde(skip)]
     pub tool_name: String,
-    /// Its input (`command`, `file_path`, ...).
-    #[serde(default)]
-    pub input: Value,
+    /// Its input (`command`, `file_path`, ...), a JSON object as claude
+    /// printed it: an allow sends it back whole.
+    #[serde(skip)]
+    pub input: RawInput,
     /// The tool call's id in the conversation.
     #[serde(default, deserialize_with = "lenient::text")]
     pub tool_use_id: Option<String>,
@@ -445,7 +495,7 @@ pub fn decode(line: &str) -> Incoming {
             Ok(r) => Incoming::Result(r.into()),
             Err(_) => Incoming::Unknown(value),
         },
-        "control_request" => decode_control_request(value),
+        "control_request" => decode_control_request(value, line),
         "control_response" => decode_control_response(value),
         "control_cancel_request" => match text_at(&value, "request_id") {
             Some(request_id) => Incoming::ControlCancel { request_id },
@@ -472,7 +522,7 @@ fn decode_system(value: Value) -> Incoming {
     }
 }
 
-fn decode_control_request(value: Value) -> Incoming {
+fn decode_control_request(value: Value, line: &str) -> Incoming {
     let Some(request_id) = text_at(&value, "request_id") else {
         return Incoming::Unknown(value);
     };
@@ -481,16 +531,58 @@ fn decode_control_request(value: Value) -> Incoming {
     let request = match subtype.as_deref() {
         // serde reads a struct from an array too; `subtype` makes it an
         // object here.
-        Some("can_use_tool") => match serde_json::from_value::<CanUseTool>(body) {
-            Ok(req) => CliRequest::CanUseTool(req),
-            Err(_) => CliRequest::Other { subtype },
-        },
+        Some("can_use_tool") => can_use_tool(body, line),
         _ => CliRequest::Other { subtype },
     };
     Incoming::ControlRequest {
         request_id,
         request,
     }
+}
+
+/// A `can_use_tool` request's body (its fields read leniently) with its
+/// input as printed in `line`, or what is wrong with it.
+fn can_use_tool(body: Value, line: &str) -> CliRequest {
+    /// The line again, for the input's text.
+    #[derive(Deserialize)]
+    struct Line {
+        request: Body,
+    }
+    #[derive(Deserialize)]
+    struct Body {
+        #[serde(default)]
+        input: Option<Box<RawValue>>,
+    }
+    let tool_name = text_at(&body, "tool_name");
+    let is_object = body.get("input").is_some_and(Value::is_object);
+    let (Some(name), true) = (&tool_name, is_object) else {
+        let why = if tool_name.is_none() {
+            Why::NoTool
+        } else {
+            Why::InputNotObject
+        };
+        return CliRequest::BadCanUseTool { tool_name, why };
+    };
+    // A line serde cannot read as a struct (a repeated key) still has its
+    // input, as parsed.
+    let input = match serde_json::from_str::<Line>(line) {
+        Ok(Line {
+            request: Body { input: Some(raw) },
+        }) if raw.get().starts_with('{') => raw,
+        _ => match RawValue::from_string(body["input"].to_string()) {
+            Ok(raw) => raw,
+            Err(_) => {
+                return CliRequest::BadCanUseTool {
+                    tool_name,
+                    why: Why::InputNotObject,
+                }
+            }
+        },
+    };
+    let mut req = serde_json::from_value::<CanUseTool>(body).unwrap_or_default();
+    req.tool_name = name.clone();
+    req.input = RawInput(input);
+    CliRequest::CanUseTool(req)
 }
 
 fn decode_control_response(value: Value) -> Incoming {
@@ -711,7 +803,8 @@ mod tests {
             .unwrap();
         assert!(!id.is_empty());
         assert_eq!(req.tool_name, "Write");
-        assert_eq!(req.input["file_path"], "<work>/allowed.txt");
+        let input: Value = serde_json::from_str(req.input.get()).unwrap();
+        assert_eq!(input["file_path"], "<work>/allowed.txt");
         assert!(req.tool_use_id.as_deref().unwrap().starts_with("toolu_"));
         let outside = from_cli("auto_modes")
             .into_iter()
@@ -787,40 +880,28 @@ mod tests {
         has(initialize("init-1"));
         has(interrupt("int-1"));
         has(user_message("hello"));
-        let req = |input: Value, tool: &str| CanUseTool {
-            tool_name: tool.into(),
-            input,
-            tool_use_id: None,
-            description: None,
-            decision_reason: None,
-            decision_reason_type: None,
-            blocked_path: None,
-            permission_suggestions: Vec::new(),
-        };
-        let write = req(
-            json!({"file_path": "<work>/allowed.txt", "content": "hello\n"}),
-            "Write",
-        );
-        let line = permission_response("x", &write.tool_name, Decision::Allow);
+        let answers: Vec<&Value> = sent.iter().map(|s| &s["response"]["response"]).collect();
+        let raw = |v: Value| RawValue::from_string(v.to_string()).unwrap();
+        // An allow with the input to run, as the approval_error scenario
+        // sent it (claude ran it).
+        let input = raw(json!({"file_path": "<work>/rewritten.txt", "content": "rewritten\n"}));
+        let line = permission_response("x", "Write", Decision::Allow { input: &input });
         let v: Value = serde_json::from_str(&line).unwrap();
-        // What the approval_allow scenario sent without updatedInput (the
-        // original input ran).
-        assert_eq!(v["response"]["response"], json!({"behavior": "allow"}));
-        let line = permission_response("x", &write.tool_name, Decision::Deny { message: "no" });
+        assert!(answers.contains(&&v["response"]["response"]), "{v}");
+        let line = permission_response("x", "Write", Decision::Deny { message: "no" });
         let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(
             v["response"],
             json!({"subtype": "success", "request_id": "x",
                    "response": {"behavior": "deny", "message": "no"}})
         );
-        // The whole-tool session rule as the allow_session scenario sent it.
-        let bash = req(json!({"command": "c"}), "Bash");
-        let line = permission_response("x", &bash.tool_name, Decision::AllowForSession);
+        // The input and the whole-tool session rule as the allow_session
+        // scenario sent them.
+        let input = raw(json!({"command": "sh -c 'echo y > <work>/whole.txt'",
+                               "description": "Run what the test asked"}));
+        let line = permission_response("x", "Bash", Decision::AllowForSession { input: &input });
         let v: Value = serde_json::from_str(&line).unwrap();
-        let rule = &v["response"]["response"]["updatedPermissions"];
-        assert!(sent
-            .iter()
-            .any(|s| s["response"]["response"]["updatedPermissions"] == *rule));
+        assert!(answers.contains(&&v["response"]["response"]), "{v}");
         let line = error_response("x", "APP_ERROR_TEXT");
         let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["response"]["subtype"], "error");
@@ -855,16 +936,50 @@ mod tests {
             decode("{\"type\":\"system\",\"subtype\":\"init\"}"),
             Incoming::System { .. }
         ));
-        // A can_use_tool without a tool name is still a request to answer.
+        // A can_use_tool without a tool name, or whose input is not an
+        // object, is still a request to answer (with a denial).
         assert_eq!(
             decode("{\"type\":\"control_request\",\"request_id\":\"r\",\"request\":{\"subtype\":\"can_use_tool\"}}"),
             Incoming::ControlRequest {
                 request_id: "r".into(),
-                request: CliRequest::Other {
-                    subtype: Some("can_use_tool".into())
+                request: CliRequest::BadCanUseTool {
+                    tool_name: None,
+                    why: Why::NoTool
                 }
             }
         );
+        assert_eq!(
+            decode("{\"type\":\"control_request\",\"request_id\":\"r\",\"request\":{\"subtype\":\"can_use_tool\",\"tool_name\":\"Bash\",\"input\":[1]}}"),
+            Incoming::ControlRequest {
+                request_id: "r".into(),
+                request: CliRequest::BadCanUseTool {
+                    tool_name: Some("Bash".into()),
+                    why: Why::InputNotObject
+                }
+            }
+        );
+        // The input is kept as printed, even where serde cannot read the
+        // line as a struct (a repeated key).
+        let Incoming::ControlRequest {
+            request: CliRequest::CanUseTool(req),
+            ..
+        } = decode(
+            r#"{"type":"control_request","request_id":"r","request":{"subtype":"can_use_tool","tool_name":"W","input":{"b": 1.0, "a":[ ]}}}"#,
+        )
+        else {
+            panic!("a request")
+        };
+        assert_eq!(req.input.get(), r#"{"b": 1.0, "a":[ ]}"#);
+        let Incoming::ControlRequest {
+            request: CliRequest::CanUseTool(req),
+            ..
+        } = decode(
+            r#"{"type":"control_request","request_id":"r","request":{"subtype":"can_use_tool","tool_name":"W","input":{"a":1},"input":{"b":2}}}"#,
+        )
+        else {
+            panic!("a request")
+        };
+        assert_eq!(req.input.get(), r#"{"b":2}"#);
         let Incoming::Result(r) = decode(
             "{\"type\":\"result\",\"usage\":{\"input_tokens\":-1,\"output_tokens\":7},\"total_cost_usd\":\"x\"}",
         ) else {

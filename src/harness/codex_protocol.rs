@@ -21,9 +21,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::lenient;
+use super::refusal::Why;
 
 /// The arguments, after the program, that start the app server on stdio.
 pub const PROTOCOL_ARGS: [&str; 1] = ["app-server"];
+
+/// The method of a command's approval request.
+pub const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
+
+/// The method of a patch's approval request.
+pub const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
 
 // ------------------------------------------------------------- to codex
 
@@ -381,6 +388,14 @@ pub enum ServerRequest {
     CommandApproval(CommandApproval),
     /// `item/fileChange/requestApproval`.
     FileChangeApproval(FileChangeApproval),
+    /// An approval request room-core cannot take: answer it with a
+    /// decline.
+    BadApproval {
+        /// Its method.
+        method: String,
+        /// What is wrong with it.
+        why: Why,
+    },
     /// Any other request (user input, MCP elicitation, permissions, ...):
     /// answer it with [`error_answer`].
     Other {
@@ -702,16 +717,19 @@ pub fn decode(line: &str) -> Incoming {
 fn server_request(method: String, params: Value) -> ServerRequest {
     // serde reads a struct from an array too (by position): only an
     // object is read as parameters.
-    if !params.is_object() {
-        return ServerRequest::Other { method };
-    }
+    let approval = [COMMAND_APPROVAL, FILE_CHANGE_APPROVAL].contains(&method.as_str());
+    let bad = || ServerRequest::BadApproval {
+        method: method.clone(),
+        why: Why::ParamsNotObject,
+    };
     match method.as_str() {
-        "item/commandExecution/requestApproval" => serde_json::from_value(params)
+        _ if approval && !params.is_object() => bad(),
+        COMMAND_APPROVAL => serde_json::from_value(params)
             .map(ServerRequest::CommandApproval)
-            .unwrap_or(ServerRequest::Other { method }),
-        "item/fileChange/requestApproval" => serde_json::from_value(params)
+            .unwrap_or_else(|_| bad()),
+        FILE_CHANGE_APPROVAL => serde_json::from_value(params)
             .map(ServerRequest::FileChangeApproval)
-            .unwrap_or(ServerRequest::Other { method }),
+            .unwrap_or_else(|_| bad()),
         _ => ServerRequest::Other { method },
     }
 }
@@ -1166,15 +1184,17 @@ mod tests {
             decode("{\"method\":\"x\",\"id\":{\"x\":1}}"),
             Incoming::Unknown(_)
         ));
-        // A known request whose parameters do not fit is still a request.
+        // A known request whose parameters do not fit is still a request,
+        // to be declined.
         assert_eq!(
             decode(
                 "{\"method\":\"item/commandExecution/requestApproval\",\"id\":3,\"params\":[1]}"
             ),
             Incoming::Request {
                 id: RequestId::Number(3),
-                request: ServerRequest::Other {
-                    method: "item/commandExecution/requestApproval".into()
+                request: ServerRequest::BadApproval {
+                    method: COMMAND_APPROVAL.into(),
+                    why: Why::ParamsNotObject,
                 }
             }
         );

@@ -8,17 +8,22 @@
 //! means (a refused steer goes back to the queue).
 //!
 //! What codex writes is untrusted: an answer to nothing is ignored, a
-//! request room-core does not serve is answered with an error, and what is
-//! remembered is bounded.
+//! request room-core does not serve is answered with an error, one it
+//! cannot take (not read whole, params not an object, an ID too long) with
+//! a decline or an error at once (refusal.rs), and what is remembered is
+//! bounded.
 
 use room_machines::session::{ApprovalRequest, DecidedBy, Decision, PromptId, FAILURE_TEXT_MAX};
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
+use super::bounds::{REF_MAX, TEXT_MAX};
 use super::codex_protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, RequestId};
 use super::codex_protocol::{Item, Notification, SandboxMode, ServerRequest, TurnStatus};
+use super::codex_protocol::{COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
+use super::head::{fields, Scalar};
+use super::refusal::{Named, Refused, Unreadable, Why};
 use super::speech::{cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said};
-use super::speech::{REF_MAX, TEXT_MAX};
 
 /// The most requests of room-core's remembered while codex has not
 /// answered them: a codex that answers nothing cannot grow this.
@@ -31,6 +36,9 @@ const HELD_MAX: usize = 64;
 
 /// JSON-RPC's "method not found".
 const NOT_SERVED: i64 = -32601;
+
+/// JSON-RPC's "invalid request".
+const INVALID: i64 = -32600;
 
 /// How a process opens its thread: from the turn's command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,11 +130,14 @@ impl CodexTalk {
 
     /// What `line` means, and what must be written for it.
     pub fn hear(&mut self, line: &str) -> Hearing {
-        read(line).map_or_else(Hearing::default, |incoming| self.heard(incoming))
+        read(line).map_or_else(Hearing::default, |incoming| {
+            self.heard(incoming, line.len() as u64)
+        })
     }
 
-    /// What a parsed line means, and what must be written for it.
-    pub fn heard(&mut self, incoming: Incoming) -> Hearing {
+    /// What a parsed line of `bytes` means, and what must be written for
+    /// it.
+    pub fn heard(&mut self, incoming: Incoming, bytes: u64) -> Hearing {
         let mut hearing = Hearing::default();
         match incoming {
             Incoming::Response { id, result } => match self.answered(&id) {
@@ -168,7 +179,13 @@ impl CodexTalk {
                 }
                 _ => {}
             },
-            Incoming::Request { id, request } => self.asked(id, request, &mut hearing),
+            Incoming::Request { id, request } => self.asked(id, request, bytes, &mut hearing),
+            Incoming::Unknown(v) if v["method"].is_string() && v.get("id").is_some() => {
+                // A request whose ID cannot be read: nothing can answer it.
+                let method = v["method"].as_str();
+                let tool = method.and_then(approval_tool);
+                hearing.refused = Some(Refused::new(method, tool, bytes, Why::NoId, false));
+            }
             Incoming::Notification(Notification::TurnStarted { turn_id, .. })
                 if self.turn.is_none() =>
             {
@@ -301,18 +318,25 @@ impl CodexTalk {
         let Ok(id) = serde_json::from_str::<RequestId>(&a.harness_ref) else {
             return Vec::new();
         };
-        let decision = match a.decision {
+        let explained = !matches!(a.by, DecidedBy::TurnEnding(_) | DecidedBy::TurnGone);
+        let message = (a.decision == Decision::Deny && explained)
+            .then(|| a.message.unwrap_or_else(|| denial_text(a.by)));
+        self.decide(&id, a.decision, message)
+    }
+
+    /// The answer `decision` to approval request `id`, and `message` as a
+    /// steer of the running turn, if one runs.
+    fn decide(&mut self, id: &RequestId, decision: Decision, message: Option<String>) -> Vec<Out> {
+        let decision = match decision {
             Decision::Allow => codex::Decision::Accept,
             Decision::AllowForSession => codex::Decision::AcceptForSession,
             Decision::Deny => codex::Decision::Decline,
         };
         let mut out = vec![Out::other(
-            codex::approval_answer(&id, decision),
+            codex::approval_answer(id, decision),
             "an approval's answer",
         )];
-        let explained = !matches!(a.by, DecidedBy::TurnEnding(_) | DecidedBy::TurnGone);
-        if let (Decision::Deny, true, Some(turn)) = (a.decision, explained, self.turn.clone()) {
-            let message = a.message.unwrap_or_else(|| denial_text(a.by));
+        if let (Some(message), Some(turn)) = (message, self.turn.clone()) {
             let steer = self.ask(Waiting::Other);
             let thread = self.thread.as_deref().unwrap_or_default();
             out.push(Out::other(
@@ -323,10 +347,69 @@ impl CodexTalk {
         out
     }
 
+    /// Answers request `id` of `method` (`bytes` long) at once, refused for
+    /// `why`: an approval with a decline and the reason as a steer, anything
+    /// else with an error.
+    fn refuse(
+        &mut self,
+        id: &RequestId,
+        method: &str,
+        why: Why,
+        bytes: u64,
+        hearing: &mut Hearing,
+    ) {
+        let tool = approval_tool(method);
+        let refused = Refused::new(Some(method), tool, bytes, why, true);
+        if tool.is_some() {
+            let message = Some(refused.message.clone());
+            hearing
+                .writes
+                .extend(self.decide(id, Decision::Deny, message));
+        } else {
+            let code = if why == Why::NotServed {
+                NOT_SERVED
+            } else {
+                INVALID
+            };
+            hearing.writes.push(Out::other(
+                codex::error_answer(id, code, &refused.message),
+                "an answer to a request room-core refused",
+            ));
+        }
+        hearing.refused = Some(refused);
+    }
+
+    /// A line of `bytes` not read whole (for `why`) whose start names
+    /// request `named`: refused at once where it can be answered.
+    pub fn unread(&mut self, named: Named, why: Unreadable, bytes: u64) -> Hearing {
+        let mut hearing = Hearing::default();
+        let method = named.kind.unwrap_or_default();
+        let id = match named.id {
+            Some(Scalar::Number(n)) => n.parse().ok().map(RequestId::Number),
+            Some(Scalar::Text(s)) => Some(RequestId::Text(s)),
+            _ => None,
+        };
+        let why = Why::Unreadable(why);
+        match id {
+            Some(id) => self.refuse(&id, &method, why, bytes, &mut hearing),
+            None => {
+                let tool = approval_tool(&method);
+                hearing.refused = Some(Refused::new(Some(&method), tool, bytes, why, false));
+            }
+        }
+        hearing
+    }
+
     /// A request of codex's: an approval is heard, anything else is
-    /// answered with an error so codex does not wait for it.
-    fn asked(&mut self, id: RequestId, request: ServerRequest, hearing: &mut Hearing) {
+    /// answered at once so codex does not wait for it.
+    fn asked(&mut self, id: RequestId, request: ServerRequest, bytes: u64, hearing: &mut Hearing) {
         let harness_ref = serde_json::to_string(&id).unwrap_or_default();
+        let method = match &request {
+            ServerRequest::CommandApproval(_) => COMMAND_APPROVAL,
+            ServerRequest::FileChangeApproval(_) => FILE_CHANGE_APPROVAL,
+            ServerRequest::BadApproval { method, .. } | ServerRequest::Other { method } => method,
+        }
+        .to_string();
         let (tool, input, reason) = match request {
             ServerRequest::CommandApproval(c) => (
                 "command",
@@ -345,27 +428,20 @@ impl CodexTalk {
                     f.reason,
                 )
             }
-            ServerRequest::Other { method } => {
-                let why = format!("room-core does not serve {} requests", cut(&method, 64));
-                hearing.writes.push(Out::other(
-                    codex::error_answer(&id, NOT_SERVED, &why),
-                    "an answer to a request that is not served",
-                ));
-                return;
+            ServerRequest::BadApproval { why, .. } => {
+                return self.refuse(&id, &method, why, bytes, hearing)
+            }
+            ServerRequest::Other { .. } => {
+                return self.refuse(&id, &method, Why::NotServed, bytes, hearing)
             }
         };
         if harness_ref.len() > REF_MAX {
-            let why = "room-core does not answer a request ID this long";
-            hearing.writes.push(Out::other(
-                codex::error_answer(&id, NOT_SERVED, why),
-                "an answer to a request that is not served",
-            ));
-            return;
+            return self.refuse(&id, &method, Why::IdTooLong, bytes, hearing);
         }
         hearing.heard = Some(Heard::Asked(ApprovalRequest {
             harness_ref,
             tool: tool.into(),
-            input: input_text(&input),
+            input: input_text(&input.to_string()),
             reason: reason.map(|r| cut(&r, TEXT_MAX)),
         }));
     }
@@ -400,6 +476,28 @@ impl CodexTalk {
             RequestId::Text(_) => None,
         }
     }
+}
+
+/// The tool an approval request of `method` asks about; `None` for
+/// another request.
+fn approval_tool(method: &str) -> Option<&'static str> {
+    match method {
+        COMMAND_APPROVAL => Some("command"),
+        FILE_CHANGE_APPROVAL => Some("fileChange"),
+        _ => None,
+    }
+}
+
+/// The request the start of a line not read whole names, if it names one
+/// (a method and an ID: without an ID it is a notification).
+pub fn read_head(head: &[u8]) -> Option<Named> {
+    let [method, id] = fields(head, [&["method"], &["id"]]);
+    let method = method?.text()?.to_string();
+    Some(Named {
+        id: Some(id?),
+        kind: Some(method),
+        tool: None,
+    })
 }
 
 /// `line` parsed, unless it is chatter: the parse needs no talker, so it

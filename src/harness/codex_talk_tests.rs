@@ -1,6 +1,7 @@
 use serde_json::Value;
 
 use super::*;
+use crate::harness::refusal::Why;
 use crate::harness::speech::Answer;
 
 /// The messages the real CLI printed in a recorded scenario
@@ -256,9 +257,10 @@ fn what_codex_must_not_wait_for_is_answered_and_odd_lines_mean_nothing() {
     );
     let h = talk.hear(&long);
     assert_eq!(
-        (h.heard, json(&h.writes[0])["error"]["code"].clone()),
-        (None, (-32601).into())
+        (h.heard, json(&h.writes[0])["result"]["decision"].clone()),
+        (None, "decline".into())
     );
+    assert_eq!(h.refused.unwrap().why, Why::IdTooLong);
     for quiet in [
         "not json",
         r#"{"id":99,"result":{"thread":{"id":"t"}}}"#,
@@ -269,6 +271,50 @@ fn what_codex_must_not_wait_for_is_answered_and_odd_lines_mean_nothing() {
         let h = talk.hear(quiet);
         assert_eq!(h, Hearing::default(), "{quiet}");
     }
+}
+
+#[test]
+fn an_approval_room_core_cannot_take_is_declined_at_once_with_why_as_a_steer() {
+    let mut talk = in_turn();
+    // Not read whole: its start names it.
+    let head =
+        br#"{"id":7,"method":"item/commandExecution/requestApproval","params":{"command":"xxxx"#;
+    let named = read_head(head).unwrap();
+    let h = talk.unread(named, Unreadable::OverCap { cap: 1 << 20 }, 10 << 20);
+    let (decline, steer) = (json(&h.writes[0]), json(&h.writes[1]));
+    assert_eq!(decline["id"], 7);
+    assert_eq!(decline["result"]["decision"], "decline");
+    assert_eq!(steer["method"], "turn/steer");
+    assert_eq!(steer["params"]["expectedTurnId"], "u");
+    let refused = h.refused.unwrap();
+    assert_eq!(
+        steer["params"]["input"][0]["text"],
+        serde_json::json!(refused.message)
+    );
+    assert_eq!(
+        (refused.why.code(), refused.tool.as_deref(), refused.bytes),
+        ("over_cap", Some("command"), 10 << 20)
+    );
+    // Its params not an object.
+    let h = talk.hear(r#"{"id":8,"method":"item/fileChange/requestApproval","params":"x"}"#);
+    assert_eq!(json(&h.writes[0])["result"]["decision"], "decline");
+    assert_eq!(h.refused.unwrap().why, Why::ParamsNotObject);
+    // Another request not read whole: an error.
+    let named =
+        read_head(br#"{"id":"m","method":"mcpServer/elicitation/request","params":{"#).unwrap();
+    let h = talk.unread(named, Unreadable::NotUtf8, 9);
+    assert_eq!(json(&h.writes[0])["error"]["code"], -32600);
+    // An ID that cannot be echoed, or none (a notification): no answer.
+    let h = talk.hear(r#"{"id":1.5,"method":"item/commandExecution/requestApproval","params":{}}"#);
+    let refused = h.refused.unwrap();
+    assert_eq!(
+        (h.writes.len(), refused.why, refused.answered),
+        (0, Why::NoId, false)
+    );
+    let named = read_head(br#"{"id":1.5,"method":"m","params":{"#).unwrap();
+    let h = talk.unread(named, Unreadable::NotUtf8, 9);
+    assert_eq!((h.writes.len(), h.refused.unwrap().answered), (0, false));
+    assert_eq!(read_head(br#"{"method":"item/completed","params":{"#), None);
 }
 
 #[test]

@@ -10,18 +10,21 @@
 
 pub mod account;
 pub mod approvals;
+pub mod bounds;
 pub mod claude;
 pub mod claude_protocol;
-mod claude_talk;
+pub mod claude_talk;
 pub mod codex;
 pub mod codex_protocol;
 pub mod codex_talk;
 pub mod command;
 pub mod figures;
+pub mod head;
 pub mod installed;
 mod lenient;
 pub mod modes;
 pub mod program;
+pub mod refusal;
 pub mod speech;
 pub mod talk;
 #[cfg(test)]

@@ -6,16 +6,13 @@
 use room_machines::session::{ApprovalRequest, DecidedBy, Decision, EndWhy, PromptId};
 use serde_json::Value;
 
+pub(super) use super::bounds::cut;
+use super::refusal::{Refused, TOO_MANY};
+
 /// The longest tool input kept in an approval request, as JSON text: the
 /// request is recorded and journalled, so a harness asking about a huge
 /// input cannot fill either.
 pub const INPUT_MAX: usize = 256 << 10;
-
-/// The longest tool name or reason kept.
-pub(super) const TEXT_MAX: usize = 1024;
-
-/// The longest request ID answered: claude's are UUIDs, codex's numbers.
-pub(super) const REF_MAX: usize = 256;
 
 /// What the session wants said to the harness.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,9 +124,11 @@ pub struct Hearing {
     pub named: Option<String>,
     /// What the session must hear.
     pub heard: Option<Heard>,
-    /// Lines to write in answer (a request room-core does not serve, a
-    /// prompt held until the harness could take it).
+    /// Lines to write in answer (a request room-core refuses, a prompt
+    /// held until the harness could take it).
     pub writes: Vec<Out>,
+    /// A request room-core refused itself, for the app to see.
+    pub refused: Option<Refused>,
 }
 
 /// What the model reads when a tool use is denied and the app gave no
@@ -143,9 +142,7 @@ pub fn denial_text(by: DecidedBy) -> String {
                 .into()
         }
         DecidedBy::Timeout => "Denied: nobody answered the approval request in time.".into(),
-        DecidedBy::TooMany => {
-            "Denied: too many approval requests are waiting in this session.".into()
-        }
+        DecidedBy::TooMany => TOO_MANY.into(),
         DecidedBy::TurnEnding(why) => format!("Denied: the turn is being ended ({}).", ending(why)),
         DecidedBy::TurnGone => "Denied: the turn is over.".into(),
     }
@@ -162,33 +159,23 @@ fn ending(why: EndWhy) -> &'static str {
     }
 }
 
-/// A tool's input as JSON text of at most [`INPUT_MAX`] bytes: a longer
-/// one is kept as a JSON string holding its start, so the text is always
-/// JSON. Escaping can make that string longer than the text it holds, so
-/// the start is shortened until the whole fits.
-pub(super) fn input_text(input: &Value) -> String {
-    let text = input.to_string();
+/// A tool's input (JSON text) as JSON text of at most [`INPUT_MAX`] bytes
+/// for the app: a longer one is kept as a JSON string holding its start,
+/// so the text is always JSON. Escaping can make that string longer than
+/// the text it holds, so the start is shortened until the whole fits.
+pub(super) fn input_text(text: &str) -> String {
     if text.len() <= INPUT_MAX {
-        return text;
+        return text.to_string();
     }
     let mut keep = INPUT_MAX;
     loop {
-        let held = format!("{}… (cut at {INPUT_MAX} bytes)", cut(&text, keep));
+        let held = format!("{}… (cut at {INPUT_MAX} bytes)", cut(text, keep));
         let json = Value::String(held).to_string();
         if json.len() <= INPUT_MAX || keep == 0 {
             return json;
         }
         keep = keep.saturating_sub(json.len() - INPUT_MAX);
     }
-}
-
-/// `s`'s first `max` bytes, at a character boundary.
-pub(super) fn cut(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
 }
 
 #[cfg(test)]
@@ -200,7 +187,7 @@ mod tests {
         // Quotes double in the string that holds them: still within the cap.
         for content in ["x", "\"", "\u{1}"] {
             let big = serde_json::json!({"content": content.repeat(INPUT_MAX * 2)});
-            let text = input_text(&big);
+            let text = input_text(&big.to_string());
             assert!(text.len() <= INPUT_MAX, "{}", text.len());
             let v: Value = serde_json::from_str(&text).expect("still JSON");
             assert!(v.as_str().unwrap().ends_with("(cut at 262144 bytes)"));

@@ -3,21 +3,25 @@
 //! (claude_talk.rs) and codex's app server (codex_talk.rs). Pure: what the
 //! session wants said goes in, lines to write come out; a stdout line goes
 //! in, what it means (and any line it must be answered with) comes out.
-//! A turn's stdin writer holds one [`Talker`] per process; the values it
-//! takes and gives are in speech.rs.
+//! A line not read whole, or not servable, goes in as its start: a request
+//! it names is refused at once (refusal.rs). A turn's stdin writer holds
+//! one [`Talker`] per process; the values it takes and gives are in
+//! speech.rs.
 
 use super::claude_protocol as claude;
-use super::claude_talk;
+use super::claude_talk::{self, ClaudeTalk};
 use super::codex_protocol as codex;
 use super::codex_talk::{self, CodexTalk, Opening};
+use super::refusal::{Named, Unread, Unreadable};
 use super::speech::{Hearing, Out, Said};
 use super::Harness;
 
 /// One harness process's side of its protocol.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Talker {
-    /// claude's stream-json: nothing to remember between lines.
-    Claude,
+    /// claude's stream-json: the inputs of the requests waiting for their
+    /// answers.
+    Claude(Box<ClaudeTalk>),
     /// codex's app server: the thread, the running turn, the requests
     /// waiting for codex's answers.
     Codex(Box<CodexTalk>),
@@ -28,7 +32,7 @@ impl Talker {
     /// as `opening` says.
     pub fn new(harness: Harness, opening: Opening) -> Talker {
         match harness {
-            Harness::Claude => Talker::Claude,
+            Harness::Claude => Talker::Claude(Box::default()),
             Harness::Codex => Talker::Codex(Box::new(CodexTalk::new(opening))),
         }
     }
@@ -38,7 +42,7 @@ impl Talker {
     /// interrupt before its turn's ID is known).
     pub fn say(&mut self, said: Said) -> Vec<Out> {
         match self {
-            Talker::Claude => claude_talk::say(said),
+            Talker::Claude(claude) => claude.say(said),
             Talker::Codex(codex) => codex.say(said),
         }
     }
@@ -55,17 +59,45 @@ impl Talker {
     /// a turn's output costs no parse; and the parse needs no talker, so
     /// it holds none.
     pub fn read(harness: Harness, line: &str) -> Read {
-        match harness {
-            Harness::Claude => Read::Claude(claude_talk::read(line)),
-            Harness::Codex => Read::Codex(codex_talk::read(line)),
+        let parsed = match harness {
+            Harness::Claude => Parsed::Claude(claude_talk::read(line)),
+            Harness::Codex => Parsed::Codex(codex_talk::read(line)),
+        };
+        Read {
+            bytes: line.len() as u64,
+            parsed,
         }
     }
 
-    /// What a line [`Talker::read`] parsed means.
+    /// A line of a `harness` process's stdout that was not read whole, or
+    /// cannot be served: the request its start names, if any, to be
+    /// answered at once. Needs no talker either.
+    pub fn read_unread(harness: Harness, unread: Unread) -> Read {
+        let named = match harness {
+            Harness::Claude => claude_talk::read_head(unread.head),
+            Harness::Codex => codex_talk::read_head(unread.head),
+        };
+        Read {
+            bytes: unread.bytes,
+            parsed: Parsed::Unread(unread.why, named),
+        }
+    }
+
+    /// What a line [`Talker::read`] (or [`Talker::read_unread`]) parsed
+    /// means.
     pub fn heard(&mut self, read: Read) -> Hearing {
-        match (self, read) {
-            (Talker::Claude, Read::Claude(Some(incoming))) => claude_talk::heard(incoming),
-            (Talker::Codex(codex), Read::Codex(Some(incoming))) => codex.heard(incoming),
+        let bytes = read.bytes;
+        match (self, read.parsed) {
+            (Talker::Claude(claude), Parsed::Claude(Some(incoming))) => {
+                claude.heard(incoming, bytes)
+            }
+            (Talker::Codex(codex), Parsed::Codex(Some(incoming))) => codex.heard(incoming, bytes),
+            (Talker::Claude(claude), Parsed::Unread(why, Some(named))) => {
+                claude.unread(named, why, bytes)
+            }
+            (Talker::Codex(codex), Parsed::Unread(why, Some(named))) => {
+                codex.unread(named, why, bytes)
+            }
             _ => Hearing::default(),
         }
     }
@@ -73,18 +105,26 @@ impl Talker {
     /// The harness this talker speaks to.
     pub fn harness(&self) -> Harness {
         match self {
-            Talker::Claude => Harness::Claude,
+            Talker::Claude(_) => Harness::Claude,
             Talker::Codex(_) => Harness::Codex,
         }
     }
 }
 
-/// A stdout line parsed by its harness's protocol; `None` when it cannot
-/// matter to the session.
+/// A stdout line parsed by its harness's protocol, and its size.
 #[derive(Debug)]
-pub enum Read {
+pub struct Read {
+    bytes: u64,
+    parsed: Parsed,
+}
+
+/// What [`Read`] holds; `None` when the line cannot matter to the session.
+#[derive(Debug)]
+enum Parsed {
     /// claude's.
     Claude(Option<claude::Incoming>),
     /// codex's.
     Codex(Option<codex::Incoming>),
+    /// A line not read whole, and the request its start names.
+    Unread(Unreadable, Option<Named>),
 }

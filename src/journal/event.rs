@@ -3,6 +3,8 @@
 
 use serde_json::value::RawValue;
 
+use super::servable::{servable, Unservable};
+
 /// One event to append: its kind and its data, already JSON.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
@@ -43,13 +45,13 @@ impl NewEvent {
         }
     }
 
-    /// A harness's own event, kept byte for byte as it printed it. `None`
-    /// when the line is not one JSON value.
-    pub fn harness(line: &str) -> Option<NewEvent> {
-        let raw: Box<RawValue> = serde_json::from_str(line.trim()).ok()?;
-        Some(NewEvent {
+    /// A harness's own event, kept byte for byte as it printed it (without
+    /// the whitespace around it); why not when the line is not one JSON
+    /// value that every page can serve (servable.rs).
+    pub fn harness(line: &str) -> Result<NewEvent, Unservable> {
+        Ok(NewEvent {
             kind: "harness".into(),
-            data: raw,
+            data: servable(line.trim())?,
         })
     }
 }

@@ -45,7 +45,8 @@
 //!
 //! The files: a [`Journal`] (`handle.rs`) is scanned (`scan.rs`, line by
 //! line with `lines.rs`) into its index (`index.rs`), appends
-//! (`append.rs`) and reads (`read.rs`); its events are in `event.rs`, its
+//! (`append.rs`) and reads (`read.rs`); its events are in `event.rs` (a
+//! harness's line only when every page can serve it: `servable.rs`), its
 //! bounds in `limits.rs`, and [`Journals`] (`registry.rs`) holds the open
 //! ones.
 
@@ -61,6 +62,7 @@ mod repair;
 mod report;
 mod rule;
 mod scan;
+mod servable;
 
 pub use append::Appended;
 pub use event::{Journalled, Line, NewEvent};
@@ -71,6 +73,7 @@ pub use limits::{
 pub use registry::{dir, Journals};
 pub use report::{Repaired, Run, SetAside, MAX_LISTED, REPAIRED};
 pub use room_machines::session::JournalCap;
+pub use servable::{nests_deeper, Unservable, DEPTH_MAX};
 
 #[cfg(test)]
 mod caps_tests;

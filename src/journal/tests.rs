@@ -62,8 +62,12 @@ fn a_harness_event_is_kept_as_printed() {
     let e = &j.page(0, 1).unwrap()[0];
     assert_eq!(e.kind, "harness");
     assert_eq!(e.data.get(), printed);
-    assert!(NewEvent::harness("not json").is_none());
-    assert!(NewEvent::harness("{} {}").is_none());
+    assert_eq!(
+        NewEvent::harness("not json").err(),
+        Some(Unservable::NotJson)
+    );
+    assert_eq!(NewEvent::harness("{} {}").err(), Some(Unservable::NotJson));
+    assert_eq!(NewEvent::harness(" \t").err(), Some(Unservable::Blank));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -15,12 +15,14 @@ mod follow_state;
 pub mod harness_pids;
 mod job;
 mod launching;
+pub mod line_reports;
 mod list_query;
 
 mod ops;
 pub mod permits;
 
 mod restore;
+mod stdout_reader;
 mod talking;
 mod turns;
 pub mod watch;

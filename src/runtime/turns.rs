@@ -7,42 +7,27 @@
 //!   behind (`Supervisor::terminate`), waits a moment for the output
 //!   readers and feeds `TurnEnded`. It never waits for stdout's end first:
 //!   a daemon the harness left could hold it open;
-//! - the stdout reader (started once the turn's start is journalled)
-//!   journals every JSON line as a `harness` event, batching lines that
-//!   arrived together; it feeds `TurnUsage` for each event that says what
-//!   the turn used, and what the process's talker hears (`NativeId` for
-//!   the first line that names the session, an approval request, the end
-//!   of the turn, a refused prompt or steer); lines over the cap or not
-//!   UTF-8 are skipped and reading goes on. When the journal has no room for an event (its caps), it
-//!   feeds `OutputCapped` once and from then on reads the pipe to its end
-//!   and drops what it reads, so the harness never blocks on a full pipe
-//!   and nothing is held;
+//! - the stdout reader (stdout_reader.rs, started once the turn's start is
+//!   journalled) journals what the harness prints and feeds what it says;
 //! - the stderr drain reads to the end, keeping a tail for the error;
 //! - the stdin writer (sessions/turn_input.rs) writes what the talker
 //!   words, so no prompt meets an argv limit and a big one blocks no
 //!   shared thread.
 
-use std::cell::Cell;
-use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::ChildStdout;
-use std::rc::Rc;
-use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal as Sig;
-use room_machines::session::{Exit, Input, JournalCap, Process, Signal, TurnSeq};
-use serde_json::Value;
+use room_machines::session::{Exit, Input, Process, Signal, TurnSeq};
 
 use super::driver::Pass;
 use super::job::Job;
 use super::Runtime;
-use crate::harness::speech::{Heard, Said};
+use crate::harness::speech::Said;
 use crate::harness::talk::Talker;
-use crate::harness::{account, command, Harness};
-use crate::journal::{Journal, NewEvent, MAX_LINE};
+use crate::harness::{account, command};
 use crate::nofollow;
 use crate::procfs::ProcKey;
 use crate::sessions::live_turn::LiveTurn;
@@ -50,17 +35,8 @@ use crate::sessions::turn_input::{undelivered, TurnInput};
 use crate::sessions::turn_now::TurnNow;
 use crate::sessions::SessionHandle;
 use crate::sessions::{self, lock, turn_key, Hosted};
-use crate::supervise::output::{self, Line, LineReader, Tail};
+use crate::supervise::output::{self, Tail};
 use crate::supervise::{self, Child, SpawnSpec, Tree, TurnKey, TurnRecord};
-
-/// The longest stdout line journalled: 1 MiB less the room the journal's
-/// own fields take, so every line read fits a journal line.
-const LINE_CAP: usize = MAX_LINE - 1024;
-
-/// The most harness events journalled in one append: a 64 KiB read of
-/// `{}` lines is 20,000 of them, and each takes a few hundred bytes of
-/// memory until it is written.
-const BATCH_MAX: usize = 1024;
 
 /// How long, once a turn's whole tree is gone, its output readers get to
 /// reach the end of their pipes (at once, unless something escaped the tree).
@@ -313,224 +289,6 @@ impl Runtime {
         log::info!("turn {} ended: {exit} ({ended:?})", tree.key());
         let seq = now.get();
         self.feed(&handle, Input::TurnEnded { seq, exit, detail });
-    }
-
-    /// A turn's stdout reader.
-    fn read_output(
-        &self,
-        handle: SessionHandle,
-        now: TurnNow,
-        harness: Harness,
-        journal: Arc<Journal>,
-        stdout: ChildStdout,
-        input: TurnInput,
-    ) {
-        let what = format!("{} turn {}", journal_name(&journal), now.get());
-        let drain = Drain::default();
-        let mut lines = LineReader::with_cap(drain.over(stdout), LINE_CAP);
-        let mut batch = Vec::new();
-        // The turn whose first event named the session: each turn of a
-        // process that serves several (warm follow-ups) names it again.
-        let mut named: Option<TurnSeq> = None;
-        let mut capped = false;
-        loop {
-            let line = match lines.next_line() {
-                // Past the cap, everything is read and dropped: the line
-                // reader holds at most one capped line meanwhile.
-                Ok(Some(_)) if capped => continue,
-                Ok(Some(Line::Text(line))) => line,
-                Ok(Some(Line::TooLong(n))) => {
-                    log::warn!(
-                        "{what}: dropped a stdout line of {n} bytes (the cap is {LINE_CAP})"
-                    );
-                    continue;
-                }
-                Ok(Some(Line::NotUtf8(n))) => {
-                    log::warn!("{what}: skipped a stdout line of {n} bytes that is not UTF-8");
-                    continue;
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    log::warn!("{what}: cannot read stdout: {e}");
-                    break;
-                }
-            };
-            // Parsed here only when it can report usage; the talker looks
-            // at what can name the session, ask or end the turn.
-            let seq = now.get();
-            let usage = harness
-                .may_report_usage(&line)
-                .then(|| serde_json::from_str::<Value>(&line).ok())
-                .flatten()
-                .and_then(|e| harness.usage(&e));
-            let hearing = input.hear(&line);
-            let native_id = hearing.named.filter(|_| named != Some(seq)).filter(|id| {
-                let ok = plausible_native_id(id);
-                if !ok {
-                    log::warn!(
-                        "{what}: ignored a session ID of {} bytes that is not an ID",
-                        id.len()
-                    );
-                }
-                ok
-            });
-            if let Some(event) = NewEvent::harness(&line) {
-                batch.push(event);
-            }
-            // Lines that arrived together are journalled together (one
-            // fdatasync), up to BATCH_MAX of them, so a batch of tiny
-            // lines never holds much memory; one that names the session,
-            // reports usage, asks or ends the turn before it is fed.
-            let feeds = native_id.is_some() || usage.is_some() || hearing.heard.is_some();
-            if feeds || !lines.has_line() || batch.len() >= BATCH_MAX {
-                if let Some(cap) = append(&journal, &mut batch, &what) {
-                    capped = true;
-                    drain.start();
-                    self.output_capped(&handle, seq, cap, &what);
-                    continue;
-                }
-            }
-            if let Some(native_id) = native_id {
-                named = Some(seq);
-                self.feed(&handle, Input::NativeId { seq, native_id });
-            }
-            if let Some(report) = usage {
-                self.feed(&handle, Input::TurnUsage { seq, report });
-            }
-            let fed = match hearing.heard {
-                Some(Heard::Asked(request)) => Input::ApprovalRequested { seq, request },
-                Some(Heard::Finished { failed }) => Input::TurnFinished { seq, failed },
-                Some(Heard::SteerRefused { prompt, text }) => {
-                    Input::SteerUndelivered { seq, prompt, text }
-                }
-                Some(Heard::PromptRefused(error)) => Input::PromptUndelivered { seq, error },
-                None => continue,
-            };
-            self.feed(&handle, fed);
-        }
-        if !capped {
-            if let Some(cap) = append(&journal, &mut batch, &what) {
-                self.output_capped(&handle, now.get(), cap, &what);
-            }
-        }
-        if capped {
-            log::info!(
-                "{what}: dropped {} bytes of output past the journal's cap",
-                drain.dropped()
-            );
-        }
-    }
-
-    /// The journal had no room for the turn's output: the machine decides.
-    fn output_capped(&self, handle: &SessionHandle, seq: TurnSeq, cap: JournalCap, what: &str) {
-        log::warn!(
-            "{what}: the journal is at its cap of {cap}; dropping the turn's further output"
-        );
-        self.feed(handle, Input::OutputCapped { seq, cap });
-    }
-}
-
-/// The session ID a journal belongs to, for log lines.
-fn journal_name(journal: &Journal) -> String {
-    journal
-        .path()
-        .file_stem()
-        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
-}
-
-/// A turn's stdout as its line reader reads it, until [`Drain::start`]:
-/// from then on a read reads the pipe to its end in 64 KiB chunks, drops
-/// them and reports the end, so a flood past the journal's cap costs a
-/// read per chunk, not a line split per line, and the harness is never
-/// left blocked on a full pipe.
-#[derive(Clone, Default)]
-struct Drain {
-    on: Rc<Cell<bool>>,
-    dropped: Rc<Cell<u64>>,
-}
-
-/// A reader whose reads a [`Drain`] can turn into draining.
-struct Drained<R> {
-    inner: R,
-    drain: Drain,
-}
-
-impl Drain {
-    fn over<R: Read>(&self, inner: R) -> Drained<R> {
-        Drained {
-            inner,
-            drain: self.clone(),
-        }
-    }
-
-    fn start(&self) {
-        self.on.set(true);
-    }
-
-    /// Bytes read and dropped since the start (what the line reader had
-    /// read in already is not counted).
-    fn dropped(&self) -> u64 {
-        self.dropped.get()
-    }
-}
-
-impl<R: Read> Read for Drained<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if !self.drain.on.get() {
-            return self.inner.read(buf);
-        }
-        let mut scratch = vec![0u8; 64 << 10];
-        loop {
-            match self.inner.read(&mut scratch) {
-                Ok(0) => return Ok(0),
-                Ok(n) => self.drain.dropped.set(self.drain.dropped.get() + n as u64),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-/// The longest native session ID taken from a harness (both CLIs print
-/// UUIDs, 36 bytes).
-const NATIVE_ID_MAX: usize = 128;
-
-/// Whether `id`, which the harness printed, can be a native session ID: it
-/// is recorded, journalled and passed back as an argument on every later
-/// turn, so one that is long or holds more than letters, digits, `-` and
-/// `_` is not taken.
-fn plausible_native_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= NATIVE_ID_MAX
-        && !id.starts_with('-')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-#[cfg(test)]
-#[test]
-fn only_an_id_shaped_native_id_is_taken() {
-    assert!(plausible_native_id("5b7e3a1c-8c1d-4f0e-9a57-2d6c1f0e9b21"));
-    assert!(plausible_native_id("019a2f3c_7d1e"));
-    for bad in ["", "-x", "a b", "a\nb", "../x", &"a".repeat(129)] {
-        assert!(!plausible_native_id(bad), "{bad:?}");
-    }
-}
-
-/// Journals `batch` (and empties it) as far as the journal's caps let it;
-/// the cap it met, if it met one.
-fn append(journal: &Journal, batch: &mut Vec<NewEvent>, what: &str) -> Option<JournalCap> {
-    if batch.is_empty() {
-        return None;
-    }
-    let events = std::mem::take(batch);
-    match journal.append_output(events, crate::clock::unix_ms()) {
-        Ok(appended) => appended.capped,
-        Err(e) => {
-            log::error!("{what}: cannot journal the harness's events: {e}");
-            None
-        }
     }
 }
 

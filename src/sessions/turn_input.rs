@@ -19,8 +19,9 @@ use crossbeam_channel::{Sender, TrySendError};
 use room_machines::session::{Input, TurnSeq};
 
 use super::turn_now::TurnNow;
+use crate::harness::refusal::Unread;
 use crate::harness::speech::{Carries, Hearing, Out, Said};
-use crate::harness::talk::Talker;
+use crate::harness::talk::{Read, Talker};
 use crate::harness::Harness;
 
 /// The most lines waiting for the writer: more than a session has
@@ -107,7 +108,17 @@ impl TurnInput {
     /// line is parsed before the talker is taken, so a long line never
     /// holds up what the runtime says meanwhile.
     pub fn hear(&self, line: &str) -> Hearing {
-        let read = Talker::read(self.harness, line);
+        self.heard(Talker::read(self.harness, line))
+    }
+
+    /// What a line of the harness's stdout that was not read whole, or
+    /// cannot be served, means: a request its start names is answered at
+    /// once, the answer queued here.
+    pub fn hear_unread(&self, unread: Unread) -> Hearing {
+        self.heard(Talker::read_unread(self.harness, unread))
+    }
+
+    fn heard(&self, read: Read) -> Hearing {
         let mut talker = self.talker.lock().unwrap_or_else(PoisonError::into_inner);
         let mut hearing = talker.heard(read);
         let writes = std::mem::take(&mut hearing.writes);

@@ -1,8 +1,10 @@
 //! A turn's output, read in bounded memory whatever the harness writes.
 //!
 //! - stdout: line by line ([`LineReader`]); a line longer than the cap
-//!   (1 MiB) is dropped and one that is not UTF-8 is skipped, each reported,
-//!   and reading goes on after it.
+//!   (1 MiB) is dropped and one that is not UTF-8 is skipped, each reported
+//!   with its length and its first [`HEAD`] bytes (enough to read a
+//!   request's ID, which comes before its big input), and reading goes on
+//!   after it.
 //! - stderr: drained to its end ([`drain_tail`]) so the harness never blocks
 //!   on a full pipe nor gets EPIPE, keeping only the last few KiB for an
 //!   error message.
@@ -16,20 +18,34 @@ pub const LINE_CAP: usize = 1 << 20;
 pub const STDERR_TAIL: usize = 4096;
 /// The size of one read.
 const CHUNK: usize = 64 * 1024;
+/// The bytes kept of the start of a line that is dropped or skipped: the
+/// CLIs print a request's ID, kind and tool before its input, so a request
+/// too big to read can still be answered.
+pub const HEAD: usize = 4096;
 
 /// One line of output, or what was skipped in its place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Line {
     /// A UTF-8 line, without its newline.
     Text(String),
-    /// A line over the cap, dropped; its length in bytes.
-    TooLong(u64),
-    /// A line that is not UTF-8, skipped; its length in bytes.
-    NotUtf8(usize),
+    /// A line over the cap, dropped.
+    TooLong {
+        /// Its length in bytes.
+        bytes: u64,
+        /// Its first bytes (at most [`HEAD`]).
+        head: Vec<u8>,
+    },
+    /// A line that is not UTF-8, skipped.
+    NotUtf8 {
+        /// Its length in bytes.
+        bytes: usize,
+        /// Its first bytes (at most [`HEAD`]).
+        head: Vec<u8>,
+    },
 }
 
 /// Reads lines of at most `cap` bytes; memory stays under `cap` plus one
-/// read (64 KiB) whatever the input.
+/// read (64 KiB) plus [`HEAD`] whatever the input.
 pub struct LineReader<R> {
     inner: R,
     buf: Vec<u8>,
@@ -39,6 +55,8 @@ pub struct LineReader<R> {
     searched: usize,
     /// Bytes of an over-long line dropped so far (its end not yet seen).
     dropping: Option<u64>,
+    /// The start of the over-long line being dropped.
+    head: Vec<u8>,
     eof: bool,
     cap: usize,
     peak: usize,
@@ -58,6 +76,7 @@ impl<R: Read> LineReader<R> {
             start: 0,
             searched: 0,
             dropping: None,
+            head: Vec::new(),
             eof: false,
             cap,
             peak: 0,
@@ -88,7 +107,11 @@ impl<R: Read> LineReader<R> {
             }
             self.searched = pending.len();
             if pending.len() > self.cap {
-                // Over the cap: forget what is held and skip to its end.
+                // Over the cap: forget what is held (but its start) and
+                // skip to its end.
+                if self.dropping.is_none() {
+                    self.head = pending[..pending.len().min(HEAD)].to_vec();
+                }
                 *self.dropping.get_or_insert(0) += pending.len() as u64;
                 self.buf.clear();
                 self.start = 0;
@@ -109,12 +132,22 @@ impl<R: Read> LineReader<R> {
     /// `next`.
     fn take(&mut self, end: usize, next: usize) -> Line {
         let bytes = &self.buf[self.start..self.start + end];
+        let head = |b: &[u8]| b[..b.len().min(HEAD)].to_vec();
         let line = match self.dropping.take() {
-            Some(dropped) => Line::TooLong(dropped + bytes.len() as u64),
-            None if bytes.len() > self.cap => Line::TooLong(bytes.len() as u64),
+            Some(dropped) => Line::TooLong {
+                bytes: dropped + bytes.len() as u64,
+                head: std::mem::take(&mut self.head),
+            },
+            None if bytes.len() > self.cap => Line::TooLong {
+                bytes: bytes.len() as u64,
+                head: head(bytes),
+            },
             None => match std::str::from_utf8(bytes) {
                 Ok(s) => Line::Text(s.to_string()),
-                Err(_) => Line::NotUtf8(bytes.len()),
+                Err(_) => Line::NotUtf8 {
+                    bytes: bytes.len(),
+                    head: head(bytes),
+                },
             },
         };
         self.start += next;
@@ -157,13 +190,13 @@ impl<R: Read> LineReader<R> {
         std::iter::from_fn(move || loop {
             match self.next_line() {
                 Ok(Some(Line::Text(s))) => return Some(s),
-                Ok(Some(Line::TooLong(n))) => {
+                Ok(Some(Line::TooLong { bytes: n, .. })) => {
                     log::warn!(
                         "{what}: dropped a stdout line of {n} bytes (the cap is {} bytes)",
                         self.cap
                     );
                 }
-                Ok(Some(Line::NotUtf8(n))) => {
+                Ok(Some(Line::NotUtf8 { bytes: n, .. })) => {
                     log::warn!("{what}: skipped a stdout line of {n} bytes that is not UTF-8");
                 }
                 Ok(None) => return None,
@@ -240,6 +273,13 @@ mod tests {
         Line::Text(s.into())
     }
 
+    fn too_long(bytes: u64, head: &[u8]) -> Line {
+        Line::TooLong {
+            bytes,
+            head: head.to_vec(),
+        }
+    }
+
     #[test]
     fn lines_split_at_newlines_and_a_last_line_needs_none() {
         assert_eq!(
@@ -259,21 +299,31 @@ mod tests {
             lines(&input, 5),
             vec![
                 text("ok"),
-                Line::TooLong(300_000),
+                too_long(300_000, &[b'x'; HEAD]),
                 text("after"),
                 text("12345"),
-                Line::TooLong(6)
+                too_long(6, b"123456")
             ]
         );
         // Unterminated at the end.
-        assert_eq!(lines(&[b'y'; 200_000], 5), vec![Line::TooLong(200_000)]);
+        assert_eq!(
+            lines(&[b'y'; 200_000], 5),
+            vec![too_long(200_000, &[b'y'; HEAD])]
+        );
     }
 
     #[test]
     fn a_line_that_is_not_utf8_is_skipped() {
         assert_eq!(
             lines(b"a\n\xff\xfe\nb\n", 10),
-            vec![text("a"), Line::NotUtf8(2), text("b")]
+            vec![
+                text("a"),
+                Line::NotUtf8 {
+                    bytes: 2,
+                    head: b"\xff\xfe".to_vec()
+                },
+                text("b")
+            ]
         );
         let r = LineReader::with_cap(&b"a\n\xff\nb\n"[..], 10);
         assert_eq!(r.text_lines("t".into()).collect::<Vec<_>>(), vec!["a", "b"]);
@@ -299,7 +349,36 @@ mod tests {
         let got: Vec<Line> = std::iter::from_fn(|| r.next_line().unwrap()).collect();
         assert_eq!(
             got,
-            vec![text("one"), text("two"), Line::TooLong(7), text("z")]
+            vec![text("one"), text("two"), too_long(7, b"xxxxxx"), text("z")]
+        );
+    }
+
+    #[test]
+    fn an_over_long_line_keeps_its_start_and_memory_stays_bounded() {
+        // A request's ID comes first; its big input after.
+        let mut input = br#"{"type":"control_request","request_id":"r1","#.to_vec();
+        input.extend(std::iter::repeat_n(b'x', 3 << 20));
+        input.extend(b"\nnext\n");
+        let mut r = LineReader::with_cap(&input[..], 1 << 20);
+        let Some(Line::TooLong { bytes, head }) = r.next_line().unwrap() else {
+            panic!("dropped")
+        };
+        assert_eq!(bytes, input.len() as u64 - 6);
+        assert_eq!(head, input[..HEAD]);
+        assert_eq!(r.next_line().unwrap(), Some(text("next")));
+        assert!(
+            r.peak_buffer() <= (1 << 20) + 2 * CHUNK,
+            "{}",
+            r.peak_buffer()
+        );
+        // A short line's head is the whole line.
+        let got = lines(b"{\xff}\n", 10);
+        assert_eq!(
+            got,
+            vec![Line::NotUtf8 {
+                bytes: 3,
+                head: b"{\xff}".to_vec()
+            }]
         );
     }
 

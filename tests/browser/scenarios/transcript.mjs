@@ -2,7 +2,8 @@
 // fixtures/oneshot/claude/, codex app-server's JSON-RPC in
 // fixtures/protocols/codex/) read as a person reads them: the prompt, the
 // model's text, each tool call with its result folded in; markup a harness
-// prints is text, and a kind the console does not know is shown as it is.
+// prints is text, a kind the console does not know is shown as it is, and
+// a line that is not JSON is reported with its start as text.
 // codex's replay adds a file change and a harness error in its own shape.
 
 import { check, open, shot, start, session, withPage } from "../lib.mjs";
@@ -30,7 +31,8 @@ export default async function () {
   await session(codex.id, "idle", (v) => v.state === "idle");
   await withPage(async (page) => {
     await open(page);
-    const { call } = await read(page, claude.id, "FAKE_MODEL_DONE");
+    const { call, text } = await read(page, claude.id, "FAKE_MODEL_DONE");
+    check(text.includes("1 line (49 bytes) of output not shown, not JSON") && text.includes("<img src=x id=injected onerror=alert(3)> not json"), "a line that is not JSON is reported, its start as text");
     const folded = await call.textContent();
     check(folded.includes("Bash") && folded.includes("echo hi") && folded.includes("(Bash completed with no output)"), `the call holds its input and result: ${folded}`);
     // The picture and the usage table are drawn a moment after the events.
