@@ -65,17 +65,19 @@ pub fn start(shared: &Shared) -> std::io::Result<Server> {
         bind(&config.listen).map_err(cannot)?
     };
     let addr = listener.local_addr()?;
-    let cap = limits::connection_cap();
-    log::info!("HTTP API on http://{addr} (at most {cap} connections)");
-    // Without the token, which is never logged.
-    log::info!("console on http://{addr}/ (`room-core --console-url` prints it with the token)");
-    // The address for scripts and tests; the log line above says it too,
-    // so a state dir without room for it (a full disk) stops nothing.
+    // The address for scripts and tests; the log line below says it too,
+    // so a state dir without room for it (a full disk) stops nothing. The
+    // file comes first: a reader that finds the address in the log finds
+    // the file written as well.
     let listen = config.state_dir.join("listen");
     if let Err(e) = crate::store::write_atomic(&listen, format!("{addr}\n").as_bytes()) {
         log::error!("cannot write {}: {e}", listen.display());
         runtime.state_write_failed(&listen.display().to_string(), e);
     }
+    let cap = limits::connection_cap();
+    log::info!("HTTP API on http://{addr} (at most {cap} connections)");
+    // Without the token, which is never logged.
+    log::info!("console on http://{addr}/ (`room-core --console-url` prints it with the token)");
     let (stop, stopped) = watch::channel(false);
     let front = Arc::new(front::Front {
         runtime: runtime.clone(),
