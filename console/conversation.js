@@ -151,6 +151,9 @@ export class Conversation {
         return el.append(line(`The harness named its session ${d.native_id}`, "note"));
       case "prompt_requeued":
         return el.append(line(`Prompt ${d.prompt} went back to the queue (turn ${d.turn} could not run it)`));
+      case "unresponsive":
+        el.classList.add("error");
+        return el.append(line(`Turn ${d.turn} showed no sign of life within ${duration(d.within_ms || 0)} of getting prompt ${d.prompt}; its process was ended${d.retried ? " and the prompt runs once more in a new process" : ""}`));
       case "prompt_failed":
         el.classList.add("error");
         return el.append(line(`Prompt ${d.prompt} failed: ${d.error}`));
