@@ -258,22 +258,34 @@ impl Runtime {
             self.stopping.store(true, Ordering::SeqCst);
             reg.by_id.values().cloned().collect()
         };
+        // Each session whose turn is still there tells when it is gone:
+        // the wait is for those answers, never a poll.
+        let (gone, ends) = crossbeam_channel::unbounded();
+        let mut waiting = 0;
         for s in &all {
-            self.drive(&mut lock(s), Input::ServiceStop);
+            let mut s = lock(s);
+            self.drive(&mut s, Input::ServiceStop);
+            if let Some(seq) = s.machine.record().turn.as_ref().map(|t| t.seq) {
+                let gone = gone.clone();
+                s.waiters.push((
+                    seq,
+                    Box::new(move || {
+                        let _ = gone.send(());
+                    }),
+                ));
+                waiting += 1;
+            }
         }
         let give_up = Instant::now() + self.turn_bound();
-        loop {
-            let left: Vec<String> = all
-                .iter()
-                .filter_map(|s| {
-                    let s = lock(s);
-                    s.machine.record().turn.is_some().then(|| s.id.clone())
-                })
-                .collect();
-            if left.is_empty() {
-                break;
-            }
-            if Instant::now() >= give_up {
+        for _ in 0..waiting {
+            if ends.recv_deadline(give_up).is_err() {
+                let left: Vec<String> = all
+                    .iter()
+                    .filter_map(|s| {
+                        let s = lock(s);
+                        s.machine.record().turn.is_some().then(|| s.id.clone())
+                    })
+                    .collect();
                 log::error!(
                     "the turns of {} did not end within {:?}; stopping anyway",
                     left.join(", "),
@@ -281,8 +293,6 @@ impl Runtime {
                 );
                 break;
             }
-            // Turn threads and the pool feed the ends; this only looks.
-            std::thread::sleep(Duration::from_millis(5));
         }
         log::info!("every turn has ended");
     }
