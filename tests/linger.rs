@@ -67,6 +67,19 @@ fn follow_ups(harness: &str) {
     assert_eq!(status, 200, "{v}");
     let both = await_ended(&svc, &id, 2);
     assert_eq!(both[1]["turn"], 2);
+    // The turn's start is journalled before anything its process printed
+    // for it, though the prompt went to the process before the start was
+    // durable.
+    let events = all_events(&svc, &id, 1024);
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    let first_end = kinds.iter().position(|k| *k == "turn_ended").unwrap();
+    let second_start = kinds.iter().rposition(|k| *k == "turn_started").unwrap();
+    assert_eq!(events[second_start]["data"]["turn"], 2, "{kinds:?}");
+    assert!(
+        !kinds[first_end..second_start].contains(&"harness"),
+        "{kinds:?}"
+    );
+    assert!(kinds[second_start..].contains(&"harness"), "{kinds:?}");
     let records = svc.records_in(&folder);
     assert_eq!(records.len(), 1, "no second process: {records:?}");
     let record = wait_until("the second prompt", Duration::from_secs(5), || {

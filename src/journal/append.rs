@@ -33,12 +33,10 @@ impl Journal {
         lock(&self.staged).push(event);
     }
 
-    /// Appends what was staged; with nothing staged it returns at once
-    /// (it does not wait for an append in progress).
+    /// Appends what was staged. With nothing staged it still waits for an
+    /// append in progress, which may have taken the staged events: once it
+    /// returns, everything staged before the call is durable.
     pub fn flush(&self, at_ms: u64) -> Result<Vec<Journalled>, JournalError> {
-        if lock(&self.staged).is_empty() {
-            return Ok(Vec::new());
-        }
         self.append(Vec::new(), at_ms)
     }
 

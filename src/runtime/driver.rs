@@ -35,6 +35,9 @@ pub(super) struct Pass {
     /// The same events, logged when they are journalled: a log line is a
     /// write to stderr, kept off the way to a spawn.
     pub logged: Vec<Event>,
+    /// Events were staged in the journal ([`Runtime::stage_events`]); the
+    /// pass's end makes them durable.
+    pub staged: bool,
 }
 
 /// The refusal an app gets for the machine's; `waiting` is how many prompts
@@ -302,17 +305,40 @@ impl Runtime {
         Ok(())
     }
 
-    /// Appends the pass's events to the journal (one write, one fdatasync),
-    /// so they are durable before anyone can read them, and logs them.
+    /// Hands the pass's events to the journal to write ahead of its next
+    /// append, with no fdatasync now, and logs them: what a prompt's line
+    /// must not wait for, while the harness's output, whichever thread
+    /// appends it, still comes after them. The pass's end makes them
+    /// durable, and no reader sees them before.
+    pub(super) fn stage_events(&self, s: &Hosted, pass: &mut Pass) {
+        for event in pass.logged.drain(..) {
+            log_event(&s.id, s.start.harness.name(), &event);
+        }
+        for event in pass.events.drain(..) {
+            s.journal.stage(event);
+            pass.staged = true;
+        }
+    }
+
+    /// Appends what was staged and the pass's events to the journal (one
+    /// write, one fdatasync), so they are durable before anyone can read
+    /// them, and logs them.
     pub(super) fn flush_events(&self, s: &Hosted, pass: &mut Pass) {
         for event in pass.logged.drain(..) {
             log_event(&s.id, s.start.harness.name(), &event);
         }
         let events = std::mem::take(&mut pass.events);
-        if events.is_empty() {
-            return;
-        }
-        if let Err(e) = s.journal.append(events, crate::clock::unix_ms()) {
+        let at = crate::clock::unix_ms();
+        let written = if events.is_empty() {
+            if !std::mem::take(&mut pass.staged) {
+                return;
+            }
+            s.journal.flush(at).map(drop)
+        } else {
+            pass.staged = false;
+            s.journal.append(events, at).map(drop)
+        };
+        if let Err(e) = written {
             log::error!("{}: cannot journal its events: {e}", s.id);
             let what = format!("the event journal of {}", s.id);
             self.store

@@ -51,7 +51,11 @@ impl Runtime {
             // marker), now under the turn it serves.
             *at = seq;
         }
-        self.flush_events(s, pass);
+        // The turn's start is staged, not written yet: the prompt's line
+        // goes out now, and the journal writes the start ahead of anything
+        // the harness answers (its reader's append takes staged events
+        // first) and makes it durable by the pass's end.
+        self.stage_events(s, pass);
         self.say(s, pass, seq, Said::Prompt(prompt));
     }
 

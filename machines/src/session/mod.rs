@@ -13,7 +13,8 @@
 //! - **Queue.** Every accepted prompt gets a number and is queued; its
 //!   `prompt_queued` event carries its text, cut to fit a journal line, and
 //!   it is appended to the prompt log (`PersistPrompt`), which is all a
-//!   queued message writes. At most `max_queued_prompts` wait (`QueueFull`);
+//!   queued message writes (one that starts a turn at once is in the
+//!   record its `Persist` writes, and is not logged). At most `max_queued_prompts` wait (`QueueFull`);
 //!   a prompt coming back to the queue is never refused. Prompts run in the
 //!   order they were accepted: one coming back goes before every prompt
 //!   accepted after it, and a steer never overtakes a waiting prompt. A turn
@@ -534,16 +535,24 @@ impl Session {
     }
 
     /// Puts the durable writes in front of what the input produced (each
-    /// accepted prompt's `PersistPrompt`, then `Persist` when the record
-    /// changed otherwise) and reports a change of the shown state last.
+    /// accepted prompt's `PersistPrompt`, unless the record that follows
+    /// holds it as its turn's, then `Persist` when the record changed
+    /// otherwise) and reports a change of the shown state last.
     ///
     /// A new session's first state is its first event (before what its
     /// start queues and begins), so a journal opens with it.
     fn finish(&mut self) {
+        let dirty = std::mem::take(&mut self.dirty);
+        let running = self.state.record.turn.as_ref().map(|t| t.prompt.id);
         for prompt in std::mem::take(&mut self.appended) {
-            self.effects.push_back(Effect::PersistPrompt(prompt));
+            // A prompt that went straight to a turn is in the record the
+            // `Persist` below writes: a warm follow-up is one durable
+            // write before its prompt reaches the harness, not two.
+            if !(dirty && running == Some(prompt.id)) {
+                self.effects.push_back(Effect::PersistPrompt(prompt));
+            }
         }
-        if std::mem::take(&mut self.dirty) {
+        if dirty {
             self.state.persist_retry_at = None;
             self.effects.push_back(Effect::Persist);
         } else if let Some(at) = self
