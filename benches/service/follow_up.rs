@@ -1,7 +1,7 @@
 //! Section 5, `startup`, its second half: a follow-up message to a real
 //! CLI, cold (a spawn that resumes) and warm (within the linger), through
 //! room-core's stream; and claude's own floor (its stdin straight from the
-//! bench).
+//! bench). The Claude Agent SDK's side is sdk.rs.
 
 use std::io::Write;
 use std::path::Path;
@@ -13,26 +13,34 @@ use serde_json::json;
 use crate::stats::{ms, realtime_us, stats, Table};
 
 /// Follow-up messages timed per mode.
-const FOLLOW_UPS: usize = 10;
+pub(crate) const FOLLOW_UPS: usize = 10;
+/// What claude's assistant messages hold on the stream (its own line,
+/// journalled as it printed it).
+const ASSISTANT: &str = r#""type":"assistant""#;
 
-/// A follow-up message to the real claude through the service: POST of the
-/// message -> the turn's first event (`system`/`init`) read on the session's
-/// stream. Cold: `linger_ms: 0`, every message spawns claude with
-/// `--resume`; warm: within the linger, the message goes to the process
-/// that ran the turn before.
+/// A follow-up message to a real CLI through the service: POST of the
+/// message -> the turn's first event (claude's `system`/`init`) read on the
+/// session's stream, and for claude also -> its first assistant message
+/// (the figure the Claude Agent SDK is compared on, sdk.rs). Cold:
+/// `linger_ms: 0`, every message spawns the CLI, which resumes; warm:
+/// within the linger, the message goes to the process that ran the turn
+/// before. Returns the first assistant message's medians, cold then warm
+/// (none for codex).
 pub(crate) fn follow_up_latency(
     table: &mut Table,
     harness: &str,
     program: &Path,
     cli_env: &[(String, String)],
-) {
+) -> Vec<f64> {
     // The turn's first event: claude's `system/init`, codex's `turn/started`
     // (a cold codex answers `initialize` first, which no turn starts).
     let first = match harness {
         "claude" => r#""subtype":"init""#,
         _ => r#""turn/started""#,
     };
+    let assistant = (harness == "claude").then_some(ASSISTANT);
     let mut medians = Vec::new();
+    let mut assistant_medians = Vec::new();
     for (mode, linger) in [
         ("cold (spawn + resume)", 0u64),
         ("warm (within the linger)", 60_000),
@@ -57,10 +65,11 @@ pub(crate) fn follow_up_latency(
         };
         idle(&svc);
         let mut took = Vec::new();
+        let mut to_assistant = Vec::new();
         for n in 0..FOLLOW_UPS {
             let (_, page) = svc.get(&format!("/v1/sessions/{id}/events?limit=1"));
             let after = page["last_seq"].as_u64().unwrap();
-            let reader = first_event_reader(&svc.base, &svc.token(), &id, after, first);
+            let reader = first_event_reader(&svc.base, &svc.token(), &id, after, first, assistant);
             std::thread::sleep(Duration::from_millis(50));
             let began = realtime_us();
             let (status, v) = svc.post(
@@ -68,8 +77,11 @@ pub(crate) fn follow_up_latency(
                 json!({"prompt": format!("follow-up {n}")}),
             );
             assert_eq!(status, 200, "{v}");
-            let read = reader.join().unwrap();
+            let (read, answered) = reader.join().unwrap();
             took.push(read.saturating_sub(began) as f64 / 1000.0);
+            if let Some(at) = answered {
+                to_assistant.push(at.saturating_sub(began) as f64 / 1000.0);
+            }
             idle(&svc);
         }
         let (p50, p99) = stats(&took);
@@ -88,7 +100,22 @@ pub(crate) fn follow_up_latency(
                 format!("{FOLLOW_UPS} messages; POST -> {first} on the stream")
             },
         );
+        if assistant.is_some() && !to_assistant.is_empty() {
+            let (p50, p99) = stats(&to_assistant);
+            assistant_medians.push(p50);
+            table.row(
+                "follow-up message to its first assistant message",
+                &format!("real {harness}, {mode}, through room-core"),
+                ms(p50),
+                ms(p99),
+                format!(
+                    "{} messages; POST -> the first \"type\":\"assistant\" event on the stream",
+                    to_assistant.len()
+                ),
+            );
+        }
     }
+    assistant_medians
 }
 
 /// The floor under a warm follow-up: claude on stream-json driven straight
@@ -174,14 +201,16 @@ pub(crate) fn warm_floor(
 }
 
 /// Reads session `id`'s stream after `after` until the first harness event
-/// of a turn (the one holding `first`); when it read it, in realtime µs.
+/// of a turn (the one holding `first`), then, given `then`, on to the first
+/// event holding it; when it read each, in realtime µs.
 fn first_event_reader(
     base: &str,
     token: &str,
     id: &str,
     after: u64,
     first: &'static str,
-) -> std::thread::JoinHandle<u64> {
+    then: Option<&'static str>,
+) -> std::thread::JoinHandle<(u64, Option<u64>)> {
     use std::io::BufRead;
     let agent = ureq::AgentBuilder::new()
         .timeout_read(Duration::from_secs(60))
@@ -194,13 +223,29 @@ fn first_event_reader(
     let mut reader = std::io::BufReader::new(resp.into_reader());
     std::thread::spawn(move || {
         let mut line = String::new();
+        let mut first_at = None;
         loop {
             line.clear();
             if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                panic!("the stream ended before the turn's first event");
+                // A turn that ends without `then` gives only its first
+                // event; one without a first event is no figure at all.
+                let at = first_at.expect("the stream ended before the turn's first event");
+                return (at, None);
             }
-            if line.starts_with("data: ") && line.contains(first) {
-                return realtime_us();
+            if !line.starts_with("data: ") {
+                continue;
+            }
+            if first_at.is_none() && line.contains(first) {
+                let at = realtime_us();
+                match then {
+                    None => return (at, None),
+                    Some(_) => first_at = Some(at),
+                }
+            }
+            if let (Some(at), Some(mark)) = (first_at, then) {
+                if line.contains(mark) {
+                    return (at, Some(realtime_us()));
+                }
             }
         }
     })

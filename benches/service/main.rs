@@ -16,9 +16,10 @@
 //! - `classify` (classify.rs): `classify()` alone, and an agent-socket
 //!   request from a caller at depth 10.
 //! - `throughput` (throughput.rs): `POST /v1/sessions` from 8 clients.
-//! - `startup` (startup.rs, follow_up.rs): the real CLIs' and the fakes'
-//!   start against the loopback fake model, then follow-up messages cold
-//!   and warm through room-core and straight to claude.
+//! - `startup` (startup.rs, follow_up.rs, sdk.rs): the real CLIs' and the
+//!   fakes' start against the loopback fake model, then follow-up messages
+//!   cold and warm through room-core, straight to claude, and through the
+//!   Claude Agent SDK (a pinned venv the bench makes once).
 //! - `spawn` (spawn.rs): one turn's process started four ways.
 //! - `hostile` (hostile.rs): `GET /v1/sessions/{id}` alone and beside 200
 //!   hostile connections.
@@ -35,7 +36,9 @@
 //! `ROOM_BENCH_KEEP=1` keeps each service's temp folder (config, log,
 //! state); `ROOM_BENCH_LAG_WATCH_ONLY=1` skips the polling half of the lag
 //! section; `ROOM_BENCH_SUPERVISION=process_group` (or `cgroup`) sets every
-//! service's `supervision` (default: the service's own choice, `auto`).
+//! service's `supervision` (default: the service's own choice, `auto`);
+//! `ROOM_BENCH_SDK=off` leaves the Claude Agent SDK out of the startup
+//! section.
 
 mod approvals;
 mod classify;
@@ -46,6 +49,7 @@ mod journal;
 mod lag;
 mod modes;
 mod queue;
+mod sdk;
 mod service;
 mod spawn;
 mod startup;

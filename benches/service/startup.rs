@@ -1,7 +1,7 @@
 //! Section 5, `startup`, its first half: the real CLIs' own start and the
 //! python fakes', each turn built as the service builds it and spawned
 //! straight from the bench, against the loopback fake model; then the
-//! follow-ups (follow_up.rs).
+//! follow-ups (follow_up.rs, sdk.rs).
 
 use std::io::Write;
 use std::path::Path;
@@ -166,13 +166,16 @@ pub(crate) fn startup(table: &mut Table) {
     }
     match on_path("claude") {
         Some(claude) => {
-            follow_up_latency(table, "claude", &claude, &cli_env);
+            let room = follow_up_latency(table, "claude", &claude, &cli_env);
             warm_floor(table, &claude, &cli_env, &root);
+            crate::sdk::follow_ups(table, &claude, &cli_env, &root, &room);
         }
         None => println!("  real claude: not on PATH, follow-ups left out"),
     }
     match on_path("codex") {
-        Some(codex) => follow_up_latency(table, "codex", &codex, &cli_env),
+        Some(codex) => {
+            follow_up_latency(table, "codex", &codex, &cli_env);
+        }
         None => println!("  real codex: not on PATH, follow-ups left out"),
     }
     drop(model);
