@@ -385,6 +385,12 @@ impl Session {
     /// its output dropped past the journal's cap, so its end of turn is
     /// never heard) can still end by itself.
     fn signal_term(&mut self, now: Millis, seq: TurnSeq) {
+        if self.state.kill_at.is_some() {
+            // SIGTERM went already and its grace runs: a second reason to
+            // end the turn (its output capped while a linger ends it) moves
+            // the SIGKILL no later.
+            return;
+        }
         if !self.state.input_closed {
             self.close_input(seq);
         }
