@@ -253,9 +253,6 @@ fn harness_output(harness: Harness, data: &[u8]) {
                 assert!(text.len() <= HARNESS_LINE_CAP && !text.contains('\n'));
                 match NewEvent::harness(text) {
                     Ok(event) => {
-                        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
-                            let _ = harness.usage(&value);
-                        }
                         protocol_line(&mut talker, Talker::read(harness, text), text);
                         journal_line(event);
                         continue;

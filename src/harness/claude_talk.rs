@@ -89,8 +89,9 @@ impl ClaudeTalk {
     pub fn heard(&mut self, incoming: Incoming, bytes: u64) -> Hearing {
         let mut hearing = Hearing::default();
         match incoming {
-            Incoming::Init(init) => hearing.named = Some(init.session_id),
+            Incoming::Init { session_id } => hearing.named = Some(session_id),
             Incoming::Result(result) => {
+                hearing.usage = result.usage;
                 // The turn is over: nothing of it waits for an answer.
                 self.waiting.clear();
                 self.bytes = 0;
@@ -110,18 +111,17 @@ impl ClaudeTalk {
             Incoming::ControlCancel { request_id } => {
                 self.answered(&request_id);
             }
-            Incoming::Unknown(v) if v["type"] == "control_request" => {
-                // No ID to answer with: claude waits, and the app is told.
-                let text = |key: &str| v["request"][key].as_str();
+            Incoming::RequestWithoutId { subtype, tool_name } => {
+                // Nothing can answer it: claude waits, and the app is told.
                 hearing.refused = Some(Refused::new(
-                    text("subtype"),
-                    text("tool_name"),
+                    subtype.as_deref(),
+                    tool_name.as_deref(),
                     bytes,
                     Why::NoId,
                     false,
                 ));
             }
-            _ => {}
+            Incoming::Other => {}
         }
         hearing
     }

@@ -128,3 +128,36 @@ enum Parsed {
     /// A line not read whole, and the request its start names.
     Unread(Unreadable, Option<Named>),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    /// Every line the real CLIs printed that reports usage is heard with
+    /// it: the look a talker takes before parsing a line lets it through.
+    #[test]
+    fn the_lines_that_report_usage_are_heard_with_it() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let modes = Config::default().modes(false);
+        for (harness, file, reports) in [
+            (Harness::Claude, "oneshot/claude/resumed.jsonl", 1),
+            (Harness::Codex, "protocols/codex/turn.jsonl", 2),
+        ] {
+            let opening = super::super::codex::opening("/w", None, &modes);
+            let mut talker = Talker::new(harness, opening);
+            let text = std::fs::read_to_string(fixtures.join(file)).unwrap();
+            let mut seen = 0;
+            for line in text.lines() {
+                let mut event: serde_json::Value = serde_json::from_str(line).unwrap();
+                if harness == Harness::Codex {
+                    event = event["msg"].take();
+                }
+                if talker.hear(&event.to_string()).usage.is_some() {
+                    seen += 1;
+                }
+            }
+            assert_eq!(seen, reports, "{file}");
+        }
+    }
+}

@@ -1,9 +1,10 @@
 //! A turn's stdout reader (started once the turn's start is journalled):
 //! it journals every servable JSON line as a `harness` event, batching
-//! lines that arrived together; it feeds `TurnUsage` for each event that
-//! says what the turn used, and what the process's talker hears
-//! (`NativeId` for the first line that names the session, an approval
-//! request, the end of the turn, a refused prompt or steer). A line it
+//! lines that arrived together; it feeds what the process's talker hears
+//! in each line (`NativeId` for the first line that names the session,
+//! `TurnUsage` for one that says what the turn used, an approval request,
+//! the end of the turn, a refused prompt or steer). The talker parses a
+//! line once; the reader parses none. A line it
 //! cannot journal as it is (over the cap, not UTF-8, too deep, not JSON)
 //! is counted in the turn's `output_dropped` and `harness_line_rejected`
 //! events (line_reports.rs), at most one a second per reason, and reading
@@ -21,13 +22,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use room_machines::session::{Input, JournalCap, TurnSeq};
-use serde_json::Value;
 
 use super::line_reports::{request_refused, Dropped, LineReports};
 use super::Runtime;
 use crate::harness::refusal::{Unread, Unreadable};
 use crate::harness::speech::{Heard, Hearing};
-use crate::harness::Harness;
 use crate::journal::{Journal, NewEvent, Unservable, MAX_LINE};
 use crate::sessions::turn_input::TurnInput;
 use crate::sessions::turn_now::TurnNow;
@@ -49,7 +48,6 @@ impl Runtime {
         &self,
         handle: SessionHandle,
         now: TurnNow,
-        harness: Harness,
         journal: Arc<Journal>,
         stdout: ChildStdout,
         input: TurnInput,
@@ -83,13 +81,10 @@ impl Runtime {
             reports.due(at, &mut batch);
             // What cannot be journalled as it is is reported, and a request
             // its start names is answered at once (the talker refuses it).
-            let (line, event, mut hearing) = match line {
+            let (event, mut hearing) = match line {
                 Line::Text(line) => match NewEvent::harness(&line) {
-                    Ok(event) => {
-                        let hearing = input.hear(&line);
-                        (line, Some(event), hearing)
-                    }
-                    Err(Unservable::Blank) => (line, None, Hearing::default()),
+                    Ok(event) => (Some(event), input.hear(&line)),
+                    Err(Unservable::Blank) => (None, Hearing::default()),
                     Err(why) => {
                         reports.rejected(at, why, &line, &mut batch);
                         let head = &line.as_bytes()[..line.len().min(HEAD)];
@@ -98,8 +93,7 @@ impl Runtime {
                             bytes: line.len() as u64,
                             head,
                         };
-                        let hearing = input.hear_unread(unread);
-                        (line, None, hearing)
+                        (None, input.hear_unread(unread))
                     }
                 },
                 Line::TooLong { bytes, head } => {
@@ -110,7 +104,7 @@ impl Runtime {
                         bytes,
                         head: &head,
                     };
-                    (String::new(), None, input.hear_unread(unread))
+                    (None, input.hear_unread(unread))
                 }
                 Line::NotUtf8 { bytes, head } => {
                     let bytes = bytes as u64;
@@ -121,16 +115,11 @@ impl Runtime {
                         bytes,
                         head: &head,
                     };
-                    (String::new(), None, input.hear_unread(unread))
+                    (None, input.hear_unread(unread))
                 }
             };
             log_reports(&batch[reported..], &what);
-            // Parsed here only when it can report usage; the talker looks
-            // at what can name the session, ask or end the turn.
-            let usage = (event.is_some() && harness.may_report_usage(&line))
-                .then(|| serde_json::from_str::<Value>(&line).ok())
-                .flatten()
-                .and_then(|e| harness.usage(&e));
+            let usage = hearing.usage.take();
             let refused = hearing.refused.take();
             let native_id = hearing.named.filter(|_| named != Some(seq)).filter(|id| {
                 let ok = plausible_native_id(id);
