@@ -1,22 +1,20 @@
-//! claude and codex adapters: the argv of a harness process and (`talk`)
-//! what is said on its stdin and heard on its stdout on each CLI's
-//! protocol, the turn's usage included. A process runs in the session's folder
-//! and serves one turn, or several while it lingers; a process of a later
-//! turn resumes the native session. `command` builds a process's whole
-//! spec (program, argv, environment, folder, talker, account);
-//! docs/harnesses.md describes it. `program` finds a CLI's program (no
-//! fake stands in for a missing one), `installed` and `version` say which
-//! CLIs are installed and their versions.
+//! The harnesses: one adapter per CLI, `claude` and `codex`, each holding
+//! the argv of its process, the wire types it reads and writes and its
+//! side of the talker; `talk` is the talker over both, which says what the
+//! session wants on a process's stdin and hears what its stdout means
+//! (the turn's usage included), parsing each line once. A process runs in
+//! the session's folder and serves one turn, or several while it lingers;
+//! a process of a later turn resumes the native session. `command` builds
+//! a process's whole spec (program, argv, environment, folder, talker,
+//! account); docs/harnesses.md describes it. `program` finds a CLI's
+//! program (no fake stands in for a missing one), `installed` and
+//! `version` say which CLIs are installed and their versions.
 
 pub mod account;
 pub mod approvals;
 pub mod bounds;
 pub mod claude;
-pub mod claude_protocol;
-pub mod claude_talk;
 pub mod codex;
-pub mod codex_protocol;
-pub mod codex_talk;
 pub mod command;
 pub mod figures;
 pub mod head;

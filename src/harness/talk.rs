@@ -1,6 +1,6 @@
 //! What room-core says to a harness on its stdin and what it hears back
 //! that the session must know, for both protocols: claude's stream-json
-//! (claude_talk.rs) and codex's app server (codex_talk.rs). Pure: what the
+//! (claude/talk.rs) and codex's app server (codex/talk.rs). Pure: what the
 //! session wants said goes in, lines to write come out; a stdout line goes
 //! in, what it means (and any line it must be answered with) comes out.
 //! A line not read whole, or not servable, goes in as its start: a request
@@ -8,10 +8,10 @@
 //! one [`Talker`] per process; the values it takes and gives are in
 //! speech.rs.
 
-use super::claude_protocol as claude;
-use super::claude_talk::{self, ClaudeTalk};
-use super::codex_protocol as codex;
-use super::codex_talk::{self, CodexTalk, Opening};
+use super::claude::protocol as claude;
+use super::claude::talk::{self as claude_talk, ClaudeTalk};
+use super::codex::protocol as codex;
+use super::codex::talk::{self as codex_talk, CodexTalk, Opening};
 use super::refusal::{Named, Unread, Unreadable};
 use super::speech::{Hearing, Out, Said};
 use super::Harness;

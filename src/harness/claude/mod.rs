@@ -1,14 +1,19 @@
-//! Claude Code on its stream-json protocol (claude_protocol.rs): `claude -p
+//! The claude adapter: Claude Code on its stream-json protocol, with the
+//! wire types it reads and writes (protocol.rs) and its side of the
+//! talker (talk.rs). Here: the argv of its process, `claude -p
 //! --input-format stream-json --output-format stream-json --verbose
 //! --permission-prompt-tool stdio [--resume <id>] --permission-mode <mode>
 //! [--allowedTools <tool>...]`, the prompt a user message on stdin (so no
 //! prompt can be taken for an option). The turn's first event,
 //! `{"type":"system","subtype":"init","session_id":…}`, names the session
-//! (claude_talk.rs hears it); its `result` ends the turn and says what it
-//! used (claude_protocol.rs reads that).
+//! (talk.rs hears it); its `result` ends the turn and says what it used
+//! (protocol.rs reads that).
 
-use super::claude_protocol::PROTOCOL_ARGS;
+pub mod protocol;
+pub mod talk;
+
 use super::modes::Modes;
+use protocol::PROTOCOL_ARGS;
 
 /// The argv (without the program) of one turn.
 pub fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {

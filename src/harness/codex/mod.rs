@@ -1,14 +1,19 @@
-//! Codex on its app server (codex_protocol.rs, codex_talk.rs): `codex
-//! app-server [-c sandbox_workspace_write.network_access=true]`, JSON-RPC
-//! on stdio. The thread's folder, sandbox and approval policy go in
-//! `thread/start` (or `thread/resume`, which continues a native session by
-//! its thread ID); the network switch is config, so it goes on the command
-//! line. `thread/tokenUsage/updated`, after each model request, says what
-//! the thread has used so far.
+//! The codex adapter: Codex on its app server, with the wire types it
+//! reads and writes (protocol.rs) and its side of the talker (talk.rs).
+//! Here: the argv of its process, `codex app-server [-c
+//! sandbox_workspace_write.network_access=true]`, JSON-RPC on stdio, and
+//! how the process opens its thread. The thread's folder, sandbox and
+//! approval policy go in `thread/start` (or `thread/resume`, which
+//! continues a native session by its thread ID); the network switch is
+//! config, so it goes on the command line. `thread/tokenUsage/updated`,
+//! after each model request, says what the thread has used so far.
 
-use super::codex_protocol::PROTOCOL_ARGS;
-use super::codex_talk::Opening;
+pub mod protocol;
+pub mod talk;
+
 use super::modes::{CodexSandbox, Modes};
+use protocol::PROTOCOL_ARGS;
+use talk::Opening;
 
 /// The argv (without the program) of a process.
 pub fn argv(modes: &Modes) -> Vec<String> {
@@ -36,7 +41,7 @@ pub fn opening(folder: &str, native_id: Option<&str>, modes: &Modes) -> Opening 
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::harness::codex_protocol::{ApprovalPolicy, SandboxMode};
+    use crate::harness::codex::protocol::{ApprovalPolicy, SandboxMode};
 
     #[test]
     fn the_network_switch_is_config_and_the_rest_opens_the_thread() {

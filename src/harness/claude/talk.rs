@@ -1,4 +1,4 @@
-//! claude's side of the talker (talk.rs): every message is a line of its
+//! claude's side of the talker (harness/talk.rs): every message is a line of its
 //! own. A prompt and a steer are user messages; an interrupt and an
 //! approval's answer are control messages; `system/init` names the
 //! session, `result` ends the turn, `can_use_tool` asks, and any other
@@ -10,17 +10,17 @@
 //! `updatedInput` (the app was shown it cut to 256 KiB). Bounded by count
 //! (the session's 64 pending requests) and bytes ([`INPUTS_MAX`]); a request
 //! past either, or one room-core cannot take, is denied at once
-//! (refusal.rs).
+//! (harness/refusal.rs).
 
 use room_machines::session::{ApprovalRequest, Decision, FAILURE_TEXT_MAX, MAX_PENDING};
 use rustc_hash::FxHashMap;
 use serde_json::value::RawValue;
 
-use super::bounds::{REF_MAX, TEXT_MAX};
-use super::claude_protocol::{self as claude, CliRequest, Incoming};
-use super::head::{fields, Scalar};
-use super::refusal::{Named, Refused, Unreadable, Why, INPUTS_MAX};
-use super::speech::{cut, denial_text, input_text, Carries, Heard, Hearing, Out, Said};
+use super::protocol::{self as claude, CliRequest, Incoming};
+use crate::harness::bounds::{REF_MAX, TEXT_MAX};
+use crate::harness::head::{fields, Scalar};
+use crate::harness::refusal::{Named, Refused, Unreadable, Why, INPUTS_MAX};
+use crate::harness::speech::{cut, denial_text, input_text, Carries, Heard, Hearing, Out, Said};
 
 /// What an answer to a refused request carries, for the log.
 const REFUSAL: &str = "an answer to a request room-core refused";

@@ -1,4 +1,4 @@
-//! codex's side of the talker (talk.rs): the app server's
+//! codex's side of the talker (harness/talk.rs): the app server's
 //! JSON-RPC needs remembering. Its thread must be opened (`initialize`,
 //! then `thread/start` or `thread/resume`) before a prompt can go as
 //! `turn/start`, and a steer or an interrupt names the running turn, whose
@@ -10,20 +10,22 @@
 //! What codex writes is untrusted: an answer to nothing is ignored, a
 //! request room-core does not serve is answered with an error, one it
 //! cannot take (not read whole, params not an object, an ID too long) with
-//! a decline or an error at once (refusal.rs), and what is remembered is
+//! a decline or an error at once (harness/refusal.rs), and what is remembered is
 //! bounded.
 
 use room_machines::session::{ApprovalRequest, DecidedBy, Decision, PromptId, FAILURE_TEXT_MAX};
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
-use super::bounds::{REF_MAX, TEXT_MAX};
-use super::codex_protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, RequestId};
-use super::codex_protocol::{Notification, SandboxMode, ServerRequest};
-use super::codex_protocol::{COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
-use super::head::{fields, Scalar};
-use super::refusal::{Named, Refused, Unreadable, Why};
-use super::speech::{cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said};
+use super::protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, RequestId};
+use super::protocol::{Notification, SandboxMode, ServerRequest};
+use super::protocol::{COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
+use crate::harness::bounds::{REF_MAX, TEXT_MAX};
+use crate::harness::head::{fields, Scalar};
+use crate::harness::refusal::{Named, Refused, Unreadable, Why};
+use crate::harness::speech::{
+    cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said,
+};
 
 /// The most requests of room-core's remembered while codex has not
 /// answered them: a codex that answers nothing cannot grow this.
@@ -519,5 +521,5 @@ fn is_chatter(line: &str) -> bool {
 }
 
 #[cfg(test)]
-#[path = "codex_talk_tests.rs"]
+#[path = "talk_tests.rs"]
 mod tests;
