@@ -143,15 +143,14 @@ pub struct PermissionUpdate<'a> {
     pub destination: &'static str,
 }
 
-/// One rule: a tool, and optionally what of it (a Bash command).
+/// One rule: every use of a tool (claude's `ruleContent`, which narrows a
+/// rule to one command, is never sent: an allow for the session is for the
+/// whole tool).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PermissionRule<'a> {
     /// The tool's name.
     #[serde(rename = "toolName")]
     pub tool_name: &'a str,
-    /// The rule's content (for Bash, the command); none means every use.
-    #[serde(rename = "ruleContent", skip_serializing_if = "Option::is_none")]
-    pub rule_content: Option<&'a str>,
 }
 
 /// What the app decided about a `can_use_tool` request.
@@ -216,10 +215,7 @@ pub fn permission_response(request_id: &str, tool: &str, decision: Decision) -> 
             updated_input: input,
             updated_permissions: vec![PermissionUpdate {
                 kind: "addRules",
-                rules: vec![PermissionRule {
-                    tool_name: tool,
-                    rule_content: None,
-                }],
+                rules: vec![PermissionRule { tool_name: tool }],
                 behavior: "allow",
                 destination: "session",
             }],
