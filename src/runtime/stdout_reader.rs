@@ -2,18 +2,18 @@
 //! it journals every servable JSON line as a `harness` event, batching
 //! lines that arrived together; it feeds what the process's talker hears
 //! in each line (`NativeId` for each line that names the session until the
-//! session takes an ID, which it decides,
-//! `TurnUsage` for one that says what the turn used, an approval request,
-//! the end of the turn, a refused prompt or steer). The talker parses a
-//! line once; the reader parses none. A line it
-//! cannot journal as it is (over the cap, not UTF-8, too deep, not JSON)
-//! is counted in the turn's `output_dropped` and `harness_line_rejected`
-//! events (line_reports.rs), at most one a second per reason, and reading
-//! goes on; a request in such a line, or one the talker cannot take, is
-//! answered at once by the talker and journalled as `request_refused`. When the journal has no room for an event (its caps), it feeds
-//! `OutputCapped` once and from then on reads the pipe to its end and
-//! drops what it reads, so the harness never blocks on a full pipe and
-//! nothing is held.
+//! session takes an ID, which it decides; `TurnUsage` for one that says
+//! what the turn used; an approval request, the end of the turn, a refused
+//! prompt or steer). The talker parses a line once; the reader parses
+//! none. A line it cannot journal as it is (over the cap, not UTF-8, too
+//! deep, not JSON) is counted in the turn's `output_dropped` and
+//! `harness_line_rejected` events (line_reports.rs), at most one a second
+//! per reason, and reading goes on; a request in such a line, or one the
+//! talker cannot take, is answered at once by the talker and journalled
+//! as `request_refused`. When the journal has no room for an event (its
+//! caps), it feeds `OutputCapped` once and from then on reads the pipe to
+//! its end and drops what it reads, so the harness never blocks on a full
+//! pipe and nothing is held.
 
 use std::cell::Cell;
 use std::io::Read;
