@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::codex_protocol::ApprovalPolicy;
+use crate::harness::codex::protocol::ApprovalPolicy;
 use crate::harness::modes::{ClaudePermissionMode, CodexSandbox, Modes};
 
 /// Everything room-core can be told. Unknown fields are refused so a typo in a

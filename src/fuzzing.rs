@@ -26,8 +26,8 @@ use room_machines::{Command, CopyMark, Observation, Parsed};
 use crate::api::bodies;
 use crate::api::query::Query;
 use crate::error::Refusal;
-use crate::harness::codex_protocol::{ApprovalPolicy, SandboxMode};
-use crate::harness::codex_talk::Opening;
+use crate::harness::codex::protocol::{ApprovalPolicy, SandboxMode};
+use crate::harness::codex::talk::Opening;
 use crate::harness::refusal::{Unread, Unreadable};
 use crate::harness::speech::{self, Answer, Heard, Out, Said};
 use crate::harness::talk::{Read, Talker};
@@ -253,9 +253,6 @@ fn harness_output(harness: Harness, data: &[u8]) {
                 assert!(text.len() <= HARNESS_LINE_CAP && !text.contains('\n'));
                 match NewEvent::harness(text) {
                     Ok(event) => {
-                        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
-                            let _ = harness.usage(&value);
-                        }
                         protocol_line(&mut talker, Talker::read(harness, text), text);
                         journal_line(event);
                         continue;

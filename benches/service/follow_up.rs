@@ -181,7 +181,7 @@ pub(crate) fn warm_floor(
     until(r#""type":"result""#);
     let mut took = Vec::new();
     for n in 0..FOLLOW_UPS {
-        let line = room_core::harness::claude_protocol::user_message(&format!("follow-up {n}"));
+        let line = room_core::harness::claude::protocol::user_message(&format!("follow-up {n}"));
         let began = Instant::now();
         stdin.write_all(line.as_bytes()).unwrap();
         until(r#""subtype":"init""#);

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::codex_protocol::{ApprovalPolicy, SandboxMode};
+use super::codex::protocol::{ApprovalPolicy, SandboxMode};
 
 /// claude's `--permission-mode` for a normal turn (its own names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //! the lines that say it and what each carries, what a stdout line means,
 //! and how an approval request's fields are kept within their caps.
 
-use room_machines::session::{ApprovalRequest, DecidedBy, Decision, EndWhy, PromptId};
+use room_machines::session::{ApprovalRequest, DecidedBy, Decision, EndWhy, PromptId, UsageReport};
 use serde_json::Value;
 
 pub(super) use super::bounds::cut;
@@ -124,6 +124,10 @@ pub struct Hearing {
     pub named: Option<String>,
     /// What the session must hear.
     pub heard: Option<Heard>,
+    /// What the turn used, when this line says (claude's `result`: the
+    /// turn's own figures; codex's `thread/tokenUsage/updated`: the
+    /// thread's running total).
+    pub usage: Option<UsageReport>,
     /// Lines to write in answer (a request room-core refuses, a prompt
     /// held until the harness could take it).
     pub writes: Vec<Out>,

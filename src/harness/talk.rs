@@ -1,6 +1,6 @@
 //! What room-core says to a harness on its stdin and what it hears back
 //! that the session must know, for both protocols: claude's stream-json
-//! (claude_talk.rs) and codex's app server (codex_talk.rs). Pure: what the
+//! (claude/talk.rs) and codex's app server (codex/talk.rs). Pure: what the
 //! session wants said goes in, lines to write come out; a stdout line goes
 //! in, what it means (and any line it must be answered with) comes out.
 //! A line not read whole, or not servable, goes in as its start: a request
@@ -8,10 +8,10 @@
 //! one [`Talker`] per process; the values it takes and gives are in
 //! speech.rs.
 
-use super::claude_protocol as claude;
-use super::claude_talk::{self, ClaudeTalk};
-use super::codex_protocol as codex;
-use super::codex_talk::{self, CodexTalk, Opening};
+use super::claude::protocol as claude;
+use super::claude::talk::{self as claude_talk, ClaudeTalk};
+use super::codex::protocol as codex;
+use super::codex::talk::{self as codex_talk, CodexTalk, Opening};
 use super::refusal::{Named, Unread, Unreadable};
 use super::speech::{Hearing, Out, Said};
 use super::Harness;
@@ -127,4 +127,37 @@ enum Parsed {
     Codex(Option<codex::Incoming>),
     /// A line not read whole, and the request its start names.
     Unread(Unreadable, Option<Named>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    /// Every line the real CLIs printed that reports usage is heard with
+    /// it: the look a talker takes before parsing a line lets it through.
+    #[test]
+    fn the_lines_that_report_usage_are_heard_with_it() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let modes = Config::default().modes(false);
+        for (harness, file, reports) in [
+            (Harness::Claude, "oneshot/claude/resumed.jsonl", 1),
+            (Harness::Codex, "protocols/codex/turn.jsonl", 2),
+        ] {
+            let opening = super::super::codex::opening("/w", None, &modes);
+            let mut talker = Talker::new(harness, opening);
+            let text = std::fs::read_to_string(fixtures.join(file)).unwrap();
+            let mut seen = 0;
+            for line in text.lines() {
+                let mut event: serde_json::Value = serde_json::from_str(line).unwrap();
+                if harness == Harness::Codex {
+                    event = event["msg"].take();
+                }
+                if talker.hear(&event.to_string()).usage.is_some() {
+                    seen += 1;
+                }
+            }
+            assert_eq!(seen, reports, "{file}");
+        }
+    }
 }

@@ -1,17 +1,19 @@
 //! A turn's stdout reader (started once the turn's start is journalled):
 //! it journals every servable JSON line as a `harness` event, batching
-//! lines that arrived together; it feeds `TurnUsage` for each event that
-//! says what the turn used, and what the process's talker hears
-//! (`NativeId` for the first line that names the session, an approval
-//! request, the end of the turn, a refused prompt or steer). A line it
-//! cannot journal as it is (over the cap, not UTF-8, too deep, not JSON)
-//! is counted in the turn's `output_dropped` and `harness_line_rejected`
-//! events (line_reports.rs), at most one a second per reason, and reading
-//! goes on; a request in such a line, or one the talker cannot take, is
-//! answered at once by the talker and journalled as `request_refused`. When the journal has no room for an event (its caps), it feeds
-//! `OutputCapped` once and from then on reads the pipe to its end and
-//! drops what it reads, so the harness never blocks on a full pipe and
-//! nothing is held.
+//! lines that arrived together; it feeds what the process's talker hears
+//! in each line (`NativeId` for each line that names the session until the
+//! session takes an ID, which it decides; `TurnUsage` for one that says
+//! what the turn used; an approval request, the end of the turn, a refused
+//! prompt or steer). The talker parses a line once; the reader parses
+//! none. A line it cannot journal as it is (over the cap, not UTF-8, too
+//! deep, not JSON) is counted in the turn's `output_dropped` and
+//! `harness_line_rejected` events (line_reports.rs), at most one a second
+//! per reason, and reading goes on; a request in such a line, or one the
+//! talker cannot take, is answered at once by the talker and journalled
+//! as `request_refused`. When the journal has no room for an event (its
+//! caps), it feeds `OutputCapped` once and from then on reads the pipe to
+//! its end and drops what it reads, so the harness never blocks on a full
+//! pipe and nothing is held.
 
 use std::cell::Cell;
 use std::io::Read;
@@ -20,18 +22,16 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use room_machines::session::{Input, JournalCap, TurnSeq};
-use serde_json::Value;
+use room_machines::session::{Input, JournalCap, Outcome, TurnSeq};
 
 use super::line_reports::{request_refused, Dropped, LineReports};
 use super::Runtime;
 use crate::harness::refusal::{Unread, Unreadable};
 use crate::harness::speech::{Heard, Hearing};
-use crate::harness::Harness;
 use crate::journal::{Journal, NewEvent, Unservable, MAX_LINE};
 use crate::sessions::turn_input::TurnInput;
 use crate::sessions::turn_now::TurnNow;
-use crate::sessions::SessionHandle;
+use crate::sessions::{lock, SessionHandle};
 use crate::supervise::output::{Line, LineReader, HEAD};
 
 /// The longest stdout line journalled: 1 MiB less the room the journal's
@@ -49,7 +49,6 @@ impl Runtime {
         &self,
         handle: SessionHandle,
         now: TurnNow,
-        harness: Harness,
         journal: Arc<Journal>,
         stdout: ChildStdout,
         input: TurnInput,
@@ -58,7 +57,7 @@ impl Runtime {
         let drain = Drain::default();
         let mut lines = LineReader::with_cap(drain.over(stdout), LINE_CAP);
         let mut batch = Vec::new();
-        // The turn whose first event named the session: each turn of a
+        // The turn whose session ID the session took: each turn of a
         // process that serves several (warm follow-ups) names it again.
         let mut named: Option<TurnSeq> = None;
         let mut capped = false;
@@ -83,13 +82,10 @@ impl Runtime {
             reports.due(at, &mut batch);
             // What cannot be journalled as it is is reported, and a request
             // its start names is answered at once (the talker refuses it).
-            let (line, event, mut hearing) = match line {
+            let (event, mut hearing) = match line {
                 Line::Text(line) => match NewEvent::harness(&line) {
-                    Ok(event) => {
-                        let hearing = input.hear(&line);
-                        (line, Some(event), hearing)
-                    }
-                    Err(Unservable::Blank) => (line, None, Hearing::default()),
+                    Ok(event) => (Some(event), input.hear(&line)),
+                    Err(Unservable::Blank) => (None, Hearing::default()),
                     Err(why) => {
                         reports.rejected(at, why, &line, &mut batch);
                         let head = &line.as_bytes()[..line.len().min(HEAD)];
@@ -98,8 +94,7 @@ impl Runtime {
                             bytes: line.len() as u64,
                             head,
                         };
-                        let hearing = input.hear_unread(unread);
-                        (line, None, hearing)
+                        (None, input.hear_unread(unread))
                     }
                 },
                 Line::TooLong { bytes, head } => {
@@ -110,7 +105,7 @@ impl Runtime {
                         bytes,
                         head: &head,
                     };
-                    (String::new(), None, input.hear_unread(unread))
+                    (None, input.hear_unread(unread))
                 }
                 Line::NotUtf8 { bytes, head } => {
                     let bytes = bytes as u64;
@@ -121,27 +116,13 @@ impl Runtime {
                         bytes,
                         head: &head,
                     };
-                    (String::new(), None, input.hear_unread(unread))
+                    (None, input.hear_unread(unread))
                 }
             };
             log_reports(&batch[reported..], &what);
-            // Parsed here only when it can report usage; the talker looks
-            // at what can name the session, ask or end the turn.
-            let usage = (event.is_some() && harness.may_report_usage(&line))
-                .then(|| serde_json::from_str::<Value>(&line).ok())
-                .flatten()
-                .and_then(|e| harness.usage(&e));
+            let usage = hearing.usage.take();
             let refused = hearing.refused.take();
-            let native_id = hearing.named.filter(|_| named != Some(seq)).filter(|id| {
-                let ok = plausible_native_id(id);
-                if !ok {
-                    log::warn!(
-                        "{what}: ignored a session ID of {} bytes that is not an ID",
-                        id.len()
-                    );
-                }
-                ok
-            });
+            let native_id = hearing.named.filter(|_| named != Some(seq));
             batch.extend(event);
             if let Some(refused) = &refused {
                 log::warn!(
@@ -175,8 +156,14 @@ impl Runtime {
                 }
             }
             if let Some(native_id) = native_id {
-                named = Some(seq);
-                self.feed(&handle, Input::NativeId { seq, native_id });
+                // The session decides whether it is an ID; until it takes
+                // one, each line that names the session is fed.
+                let bytes = native_id.len();
+                if self.applied(&handle, Input::NativeId { seq, native_id }) {
+                    named = Some(seq);
+                } else {
+                    log::info!("{what}: the session did not take a session ID of {bytes} bytes");
+                }
             }
             if let Some(report) = usage {
                 self.feed(&handle, Input::TurnUsage { seq, report });
@@ -207,6 +194,13 @@ impl Runtime {
                 drain.dropped()
             );
         }
+    }
+
+    /// Feeds `input` to the session behind `handle`: whether it applied.
+    fn applied(&self, handle: &SessionHandle, input: Input) -> bool {
+        handle
+            .upgrade()
+            .is_some_and(|s| self.drive(&mut lock(&s), input) == Outcome::Applied)
     }
 
     /// The journal had no room for the turn's output: the machine decides.
@@ -284,33 +278,6 @@ impl<R: Read> Read for Drained<R> {
                 Err(e) => return Err(e),
             }
         }
-    }
-}
-
-/// The longest native session ID taken from a harness (both CLIs print
-/// UUIDs, 36 bytes).
-const NATIVE_ID_MAX: usize = 128;
-
-/// Whether `id`, which the harness printed, can be a native session ID: it
-/// is recorded, journalled and passed back as an argument on every later
-/// turn, so one that is long or holds more than letters, digits, `-` and
-/// `_` is not taken.
-fn plausible_native_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= NATIVE_ID_MAX
-        && !id.starts_with('-')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-#[cfg(test)]
-#[test]
-fn only_an_id_shaped_native_id_is_taken() {
-    assert!(plausible_native_id("5b7e3a1c-8c1d-4f0e-9a57-2d6c1f0e9b21"));
-    assert!(plausible_native_id("019a2f3c_7d1e"));
-    for bad in ["", "-x", "a b", "a\nb", "../x", &"a".repeat(129)] {
-        assert!(!plausible_native_id(bad), "{bad:?}");
     }
 }
 

@@ -158,7 +158,7 @@ impl Runtime {
     /// harness prints.
     pub(super) fn deliver(&self, s: &mut Hosted, pass: &mut Pass, seq: TurnSeq) {
         let rt = self.me.upgrade().expect("the runtime is alive");
-        let (id, harness, handle) = (s.id.clone(), s.start.harness, s.me.clone());
+        let (id, handle) = (s.id.clone(), s.me.clone());
         let Some(live) = s.live.as_mut().filter(|l| l.seq == seq) else {
             pass.inputs.push_back(Input::PromptUndelivered {
                 seq,
@@ -184,7 +184,7 @@ impl Runtime {
             let (input, now) = (live.input.clone(), live.now.clone());
             let reader = std::thread::Builder::new()
                 .name(format!("turn-{seq}-out"))
-                .spawn(move || rt.read_output(handle, now, harness, journal, stdout, input));
+                .spawn(move || rt.read_output(handle, now, journal, stdout, input));
             match reader {
                 Ok(r) => live.reader = Some(r),
                 Err(e) => log::error!("{id}: cannot read turn {seq}'s output: {e}"),

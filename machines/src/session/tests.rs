@@ -268,6 +268,33 @@ fn the_harness_naming_its_session_completes_the_launch_and_returns_the_permit() 
 }
 
 #[test]
+fn a_native_id_that_cannot_be_one_is_ignored_and_a_later_one_still_names_the_session() {
+    let mut t = T::spawned("hello");
+    let deadline = t.s.poll_timeout();
+    for bad in ["", "-x", "a b", "../x", &"a".repeat(129)] {
+        let native_id = bad.to_string();
+        let (o, e) = t.at(0, Input::NativeId { seq: 1, native_id });
+        assert_eq!((o, e), (Outcome::Ignored, vec![]), "{bad:?}");
+    }
+    assert_eq!(t.s.record().native_id, None);
+    assert_eq!(t.s.shown(), Shown::Pending);
+    assert_eq!(
+        t.s.poll_timeout(),
+        deadline,
+        "the startup timeout still runs"
+    );
+    let e = t.go(Input::NativeId {
+        seq: 1,
+        native_id: "5b7e3a1c-8c1d-4f0e-9a57-2d6c1f0e9b21".into(),
+    });
+    assert!(has(&e, &launch_effect(LaunchEffect::ReleasePermit)));
+    assert_eq!(
+        t.s.record().native_id.as_deref(),
+        Some("5b7e3a1c-8c1d-4f0e-9a57-2d6c1f0e9b21")
+    );
+}
+
+#[test]
 fn later_turns_resume_the_native_session_one_at_a_time() {
     let mut t = T::idle();
     let e = t.go(Input::Message("two".into()));

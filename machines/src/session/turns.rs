@@ -9,6 +9,7 @@ use super::record::{EndWhy, Process, Turn, TurnSeq};
 use super::usage::Usage;
 use super::values::{Exit, JournalCap};
 use super::Session;
+use crate::id::plausible_native_id;
 use crate::launch;
 use crate::time::Millis;
 
@@ -156,6 +157,11 @@ impl Session {
         seq: TurnSeq,
         native_id: String,
     ) -> Outcome {
+        // The harness's word is untrusted: an ID that cannot be one is
+        // never recorded nor passed back on a later turn's command line.
+        if !plausible_native_id(&native_id) {
+            return Outcome::Ignored;
+        }
         let Some(t) = self.live_turn(seq) else {
             return Outcome::Ignored;
         };

@@ -1,4 +1,4 @@
-//! codex's side of the talker (talk.rs): the app server's
+//! codex's side of the talker (harness/talk.rs): the app server's
 //! JSON-RPC needs remembering. Its thread must be opened (`initialize`,
 //! then `thread/start` or `thread/resume`) before a prompt can go as
 //! `turn/start`, and a steer or an interrupt names the running turn, whose
@@ -10,20 +10,22 @@
 //! What codex writes is untrusted: an answer to nothing is ignored, a
 //! request room-core does not serve is answered with an error, one it
 //! cannot take (not read whole, params not an object, an ID too long) with
-//! a decline or an error at once (refusal.rs), and what is remembered is
+//! a decline or an error at once (harness/refusal.rs), and what is remembered is
 //! bounded.
 
 use room_machines::session::{ApprovalRequest, DecidedBy, Decision, PromptId, FAILURE_TEXT_MAX};
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
-use super::bounds::{REF_MAX, TEXT_MAX};
-use super::codex_protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, RequestId};
-use super::codex_protocol::{Item, Notification, SandboxMode, ServerRequest, TurnStatus};
-use super::codex_protocol::{COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
-use super::head::{fields, Scalar};
-use super::refusal::{Named, Refused, Unreadable, Why};
-use super::speech::{cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said};
+use super::protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, RequestId};
+use super::protocol::{Notification, SandboxMode, ServerRequest};
+use super::protocol::{COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
+use crate::harness::bounds::{REF_MAX, TEXT_MAX};
+use crate::harness::head::{fields, Scalar};
+use crate::harness::refusal::{Named, Refused, Unreadable, Why};
+use crate::harness::speech::{
+    cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said,
+};
 
 /// The most requests of room-core's remembered while codex has not
 /// answered them: a codex that answers nothing cannot grow this.
@@ -162,11 +164,7 @@ impl CodexTalk {
                 }
                 _ => {}
             },
-            Incoming::Error {
-                id: Some(id),
-                message,
-                ..
-            } => match self.answered(&id) {
+            Incoming::Error { id, message } => match self.answered(&id) {
                 Some(Waiting::Initialize | Waiting::Thread | Waiting::Turn) => {
                     self.starting = false;
                     hearing.heard = Some(Heard::PromptRefused(format!(
@@ -180,22 +178,20 @@ impl CodexTalk {
                 _ => {}
             },
             Incoming::Request { id, request } => self.asked(id, request, bytes, &mut hearing),
-            Incoming::Unknown(v) if v["method"].is_string() && v.get("id").is_some() => {
-                // A request whose ID cannot be read: nothing can answer it.
-                let method = v["method"].as_str();
-                let tool = method.and_then(approval_tool);
-                hearing.refused = Some(Refused::new(method, tool, bytes, Why::NoId, false));
+            Incoming::RequestWithoutId { method } => {
+                // Nothing can answer it.
+                let tool = approval_tool(&method);
+                hearing.refused = Some(Refused::new(Some(&method), tool, bytes, Why::NoId, false));
             }
-            Incoming::Notification(Notification::TurnStarted { turn_id, .. })
+            Incoming::Notification(Notification::TurnStarted { turn_id })
                 if self.turn.is_none() =>
             {
                 self.turn_known(turn_id, &mut hearing);
             }
             Incoming::Notification(Notification::TurnCompleted {
                 turn_id,
-                status,
+                failed,
                 error,
-                ..
             }) => {
                 let ours = match &self.turn {
                     Some(turn) => *turn == turn_id,
@@ -211,19 +207,20 @@ impl CodexTalk {
                             hearing.writes.push(self.steer("", prompt, text));
                         }
                     }
-                    let failed = (status == TurnStatus::Failed).then(|| {
+                    let failed = failed.then(|| {
                         let why = error.unwrap_or_else(|| "codex said so".into());
                         cut(&why, FAILURE_TEXT_MAX)
                     });
                     hearing.heard = Some(Heard::Finished { failed });
                 }
             }
-            Incoming::Notification(Notification::ItemStarted(started)) => {
-                if let Item::FileChange { id, paths, .. } = started.item {
-                    self.change = Some((id, paths));
-                }
+            Incoming::Notification(Notification::FileChangeStarted { id, paths }) => {
+                self.change = Some((id, paths));
             }
-            _ => {}
+            Incoming::Notification(Notification::TokenUsage(report)) => {
+                hearing.usage = Some(report);
+            }
+            Incoming::Notification(Notification::TurnStarted { .. }) | Incoming::Other => {}
         }
         hearing
     }
@@ -501,20 +498,20 @@ pub fn read_head(head: &[u8]) -> Option<Named> {
 }
 
 /// `line` parsed, unless it is chatter: the parse needs no talker, so it
-/// is done before the talker is taken.
+/// is done before the talker is taken. A line that can report usage is
+/// always parsed, whatever else it holds.
 pub fn read(line: &str) -> Option<Incoming> {
-    (!is_chatter(line)).then(|| codex::decode(line))
+    let worth = line.contains("\"thread/tokenUsage/updated\"") || !is_chatter(line);
+    worth.then(|| codex::decode(line))
 }
 
 /// Whether `line` is one of the notifications that make up the bulk of a
 /// turn's output and mean nothing to the session (a streamed answer's
-/// pieces, a finished item, usage, which the reader takes itself): not
-/// parsed here.
+/// pieces, a finished item): not parsed.
 fn is_chatter(line: &str) -> bool {
     [
         "\"item/agentMessage/delta\"",
         "\"item/completed\"",
-        "\"thread/tokenUsage/updated\"",
         "\"item/commandExecution/outputDelta\"",
         "\"item/reasoning/",
         "\"turn/diff/updated\"",
@@ -524,5 +521,5 @@ fn is_chatter(line: &str) -> bool {
 }
 
 #[cfg(test)]
-#[path = "codex_talk_tests.rs"]
+#[path = "talk_tests.rs"]
 mod tests;

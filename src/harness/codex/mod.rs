@@ -1,0 +1,66 @@
+//! The codex adapter: Codex on its app server, with the wire types it
+//! reads and writes (protocol.rs) and its side of the talker (talk.rs).
+//! Here: the argv of its process, `codex app-server [-c
+//! sandbox_workspace_write.network_access=true]`, JSON-RPC on stdio, and
+//! how the process opens its thread. The thread's folder, sandbox and
+//! approval policy go in `thread/start` (or `thread/resume`, which
+//! continues a native session by its thread ID); the network switch is
+//! config, so it goes on the command line. `thread/tokenUsage/updated`,
+//! after each model request, says what the thread has used so far.
+
+pub mod protocol;
+pub mod talk;
+
+use super::modes::{CodexSandbox, Modes};
+use protocol::PROTOCOL_ARGS;
+use talk::Opening;
+
+/// The argv (without the program) of a process.
+pub fn argv(modes: &Modes) -> Vec<String> {
+    let mut a: Vec<String> = PROTOCOL_ARGS.iter().map(|s| s.to_string()).collect();
+    if modes.codex == CodexSandbox::WorkspaceWrite && modes.codex_network {
+        a.extend([
+            "-c".into(),
+            "sandbox_workspace_write.network_access=true".into(),
+        ]);
+    }
+    a
+}
+
+/// How a process opens its thread in `folder`: a new one, or `native_id`.
+pub fn opening(folder: &str, native_id: Option<&str>, modes: &Modes) -> Opening {
+    Opening {
+        cwd: folder.to_string(),
+        resume: native_id.map(str::to_string),
+        approval_policy: modes.codex_approvals,
+        sandbox: modes.codex.mode(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::harness::codex::protocol::{ApprovalPolicy, SandboxMode};
+
+    #[test]
+    fn the_network_switch_is_config_and_the_rest_opens_the_thread() {
+        let config = Config::default();
+        let net = "sandbox_workspace_write.network_access=true";
+        assert_eq!(argv(&config.modes(false)), ["app-server", "-c", net]);
+        assert_eq!(argv(&config.modes(true)), ["app-server"]);
+        let o = opening("/w", Some("t1"), &config.modes(false));
+        assert_eq!(o.resume.as_deref(), Some("t1"));
+        assert_eq!(
+            (o.approval_policy, o.sandbox),
+            (ApprovalPolicy::Never, SandboxMode::WorkspaceWrite)
+        );
+        let o = opening("/w", None, &config.modes(false).asking());
+        assert_eq!(o.approval_policy, ApprovalPolicy::Untrusted);
+        let o = opening("/w", None, &config.modes(true));
+        assert_eq!(
+            (o.approval_policy, o.sandbox),
+            (ApprovalPolicy::Never, SandboxMode::ReadOnly)
+        );
+    }
+}

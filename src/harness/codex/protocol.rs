@@ -1,0 +1,600 @@
+//! codex's app-server protocol, the subset room-core speaks: `codex
+//! app-server`, JSON-RPC 2.0 over stdio, one JSON object per line in each
+//! direction (docs/protocols.md says what the real CLI does with each; the
+//! generated JSON Schema of what is used here is in
+//! fixtures/protocols/codex/schema/).
+//!
+//! To codex: the requests `initialize` (then the notification
+//! `initialized`), `thread/start` or `thread/resume`, `turn/start`,
+//! `turn/steer` and `turn/interrupt`, and the answers to the approval
+//! requests codex sends. Request ids are room-core's numbers.
+//!
+//! From codex: `decode` reads one line into [`Incoming`], as far as the
+//! talker reads it: a response to a request of room-core's, a request of
+//! codex's (an approval), or a notification the session must hear (a
+//! turn's start and end, a patch an approval names, the thread's usage);
+//! everything else is `Other`. What codex writes is untrusted: no input
+//! makes it panic, and a field of another type reads as absent (a count
+//! that is not a count as 0).
+
+use room_machines::session::{Usage, UsageReport};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::harness::figures::count;
+use crate::harness::refusal::Why;
+
+/// The arguments, after the program, that start the app server on stdio.
+pub const PROTOCOL_ARGS: [&str; 1] = ["app-server"];
+
+/// The method of a command's approval request.
+pub const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
+
+/// The method of a patch's approval request.
+pub const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
+
+// ------------------------------------------------------------- to codex
+
+/// A JSON-RPC request id: codex's own requests use numbers from 0; the
+/// protocol allows strings too.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// A number.
+    Number(i64),
+    /// A string.
+    Text(String),
+}
+
+/// A request room-core sends.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Request<'a, P: Serialize> {
+    /// Always "2.0" (codex omits it in what it writes, and accepts it).
+    pub jsonrpc: &'static str,
+    /// room-core's id for it.
+    pub id: u64,
+    /// The method.
+    pub method: &'a str,
+    /// Its parameters.
+    pub params: P,
+}
+
+/// A notification room-core sends (`initialized`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Notify<'a> {
+    /// Always "2.0".
+    pub jsonrpc: &'static str,
+    /// The method.
+    pub method: &'a str,
+}
+
+/// An answer to a request of codex's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Response<'a, R: Serialize> {
+    /// Always "2.0".
+    pub jsonrpc: &'static str,
+    /// The request answered.
+    pub id: &'a RequestId,
+    /// The answer.
+    pub result: R,
+}
+
+/// An error answer to a request of codex's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorResponse<'a> {
+    /// Always "2.0".
+    pub jsonrpc: &'static str,
+    /// The request answered.
+    pub id: &'a RequestId,
+    /// The error.
+    pub error: RpcError<'a>,
+}
+
+/// A JSON-RPC error.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RpcError<'a> {
+    /// Its code.
+    pub code: i64,
+    /// Its message.
+    pub message: &'a str,
+}
+
+/// `initialize`'s parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams<'a> {
+    /// Who is asking (codex puts it in its user agent).
+    pub client_info: ClientInfo<'a>,
+}
+
+/// The client's name and version.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClientInfo<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// Its title, for display.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<&'a str>,
+    /// Its version.
+    pub version: &'a str,
+}
+
+/// When codex asks before it runs something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ApprovalPolicy {
+    /// Asks before any command it does not know to be read-only.
+    #[serde(rename = "untrusted")]
+    Untrusted,
+    /// Asks when the model asks to leave the sandbox, or a patch writes
+    /// outside the writable folders.
+    #[serde(rename = "on-request")]
+    OnRequest,
+    /// Never asks: what the sandbox refuses fails.
+    #[serde(rename = "never")]
+    Never,
+}
+
+/// codex's sandbox for commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SandboxMode {
+    /// Reads anywhere, writes nowhere.
+    #[serde(rename = "read-only")]
+    ReadOnly,
+    /// Writes in the folder (and temp folders).
+    #[serde(rename = "workspace-write")]
+    WorkspaceWrite,
+    /// No sandbox.
+    #[serde(rename = "danger-full-access")]
+    DangerFullAccess,
+}
+
+/// `thread/start`'s parameters (the subset used).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStartParams<'a> {
+    /// The folder.
+    pub cwd: &'a str,
+    /// When to ask.
+    pub approval_policy: ApprovalPolicy,
+    /// The sandbox.
+    pub sandbox: SandboxMode,
+}
+
+/// `thread/resume`'s parameters (the subset used).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadResumeParams<'a> {
+    /// The thread, from an earlier `thread/start`.
+    pub thread_id: &'a str,
+    /// The folder.
+    pub cwd: &'a str,
+    /// When to ask.
+    pub approval_policy: ApprovalPolicy,
+    /// The sandbox.
+    pub sandbox: SandboxMode,
+}
+
+/// One piece of user input (only text is used).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum UserInput<'a> {
+    /// Text.
+    Text {
+        /// The text.
+        text: &'a str,
+    },
+}
+
+/// `turn/start`'s parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnStartParams<'a> {
+    /// The thread.
+    pub thread_id: &'a str,
+    /// The prompt.
+    pub input: Vec<UserInput<'a>>,
+}
+
+/// `turn/steer`'s parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerParams<'a> {
+    /// The thread.
+    pub thread_id: &'a str,
+    /// The running turn: codex refuses the steer (-32600) when it is not
+    /// the one running, or none runs.
+    pub expected_turn_id: &'a str,
+    /// The message.
+    pub input: Vec<UserInput<'a>>,
+}
+
+/// `turn/interrupt`'s parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnInterruptParams<'a> {
+    /// The thread.
+    pub thread_id: &'a str,
+    /// The turn.
+    pub turn_id: &'a str,
+}
+
+/// The answer to an approval request (command or file change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ApprovalAnswer {
+    /// The decision.
+    pub decision: Decision,
+}
+
+/// An approval decision. codex takes `acceptForSession` and `decline`
+/// even where a request's `availableDecisions` does not list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Decision {
+    /// Run it.
+    Accept,
+    /// Run it, and the same command (the same files) again in this thread
+    /// without asking.
+    AcceptForSession,
+    /// Do not run it; the turn goes on and the model reads "rejected by
+    /// user" (nothing else: a message for the model goes as a steer).
+    Decline,
+}
+
+/// Serialises a message as one line, newline included.
+fn line<T: Serialize>(msg: &T) -> String {
+    // Serialising these types cannot fail: every map key is a string and
+    // nothing has a hand-written Serialize.
+    let mut s = serde_json::to_string(msg).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// A request of `method` with `params`, as one line.
+pub fn request<P: Serialize>(id: u64, method: &str, params: P) -> String {
+    line(&Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+}
+
+/// `initialize`.
+pub fn initialize(id: u64, client: ClientInfo) -> String {
+    request(
+        id,
+        "initialize",
+        InitializeParams {
+            client_info: client,
+        },
+    )
+}
+
+/// The `initialized` notification, sent after `initialize`'s answer.
+pub fn initialized() -> String {
+    line(&Notify {
+        jsonrpc: "2.0",
+        method: "initialized",
+    })
+}
+
+/// `thread/start`.
+pub fn thread_start(id: u64, params: &ThreadStartParams) -> String {
+    request(id, "thread/start", params)
+}
+
+/// `thread/resume`.
+pub fn thread_resume(id: u64, params: &ThreadResumeParams) -> String {
+    request(id, "thread/resume", params)
+}
+
+/// `turn/start` with a text prompt.
+pub fn turn_start(id: u64, thread_id: &str, text: &str) -> String {
+    request(
+        id,
+        "turn/start",
+        TurnStartParams {
+            thread_id,
+            input: vec![UserInput::Text { text }],
+        },
+    )
+}
+
+/// `turn/steer` with a text message.
+pub fn turn_steer(id: u64, thread_id: &str, expected_turn_id: &str, text: &str) -> String {
+    request(
+        id,
+        "turn/steer",
+        TurnSteerParams {
+            thread_id,
+            expected_turn_id,
+            input: vec![UserInput::Text { text }],
+        },
+    )
+}
+
+/// `turn/interrupt`.
+pub fn turn_interrupt(id: u64, thread_id: &str, turn_id: &str) -> String {
+    request(
+        id,
+        "turn/interrupt",
+        TurnInterruptParams { thread_id, turn_id },
+    )
+}
+
+/// The answer to an approval request.
+pub fn approval_answer(id: &RequestId, decision: Decision) -> String {
+    line(&Response {
+        jsonrpc: "2.0",
+        id,
+        result: ApprovalAnswer { decision },
+    })
+}
+
+/// An error answer to a request of codex's (one room-core does not serve;
+/// for an approval codex then does not run the command, and the model
+/// reads "approval request failed").
+pub fn error_answer(id: &RequestId, code: i64, message: &str) -> String {
+    line(&ErrorResponse {
+        jsonrpc: "2.0",
+        id,
+        error: RpcError { code, message },
+    })
+}
+
+// ----------------------------------------------------------- from codex
+
+/// One line from codex's stdout, as far as the talker reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// The answer to a request of room-core's.
+    Response {
+        /// The request answered.
+        id: RequestId,
+        /// Its result ([`thread_id`] and [`turn_id`] read the ones used).
+        result: Value,
+    },
+    /// An error answer to a request of room-core's.
+    Error {
+        /// The request answered.
+        id: RequestId,
+        /// Its message.
+        message: String,
+    },
+    /// A request room-core must answer.
+    Request {
+        /// Its id, to answer with.
+        id: RequestId,
+        /// What is asked.
+        request: ServerRequest,
+    },
+    /// A request whose id is not a JSON-RPC id: nothing can answer it.
+    RequestWithoutId {
+        /// Its method.
+        method: String,
+    },
+    /// A notification the session must hear.
+    Notification(Notification),
+    /// Anything else: another notification, a message of a kind or shape
+    /// not known here, or not a JSON object.
+    Other,
+}
+
+/// A request from codex.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerRequest {
+    /// `item/commandExecution/requestApproval`.
+    CommandApproval(CommandApproval),
+    /// `item/fileChange/requestApproval`.
+    FileChangeApproval(FileChangeApproval),
+    /// An approval request room-core cannot take: answer it with a
+    /// decline.
+    BadApproval {
+        /// Its method.
+        method: String,
+        /// What is wrong with it.
+        why: Why,
+    },
+    /// Any other request (user input, MCP elicitation, permissions, ...):
+    /// answer it with [`error_answer`].
+    Other {
+        /// Its method.
+        method: String,
+    },
+}
+
+/// May this command run? Its `commandExecution` item is announced just
+/// before.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandApproval {
+    /// The command line (`/bin/bash -lc "..."`).
+    pub command: Option<String>,
+    /// Its folder.
+    pub cwd: Option<String>,
+    /// Why it asks (the model's justification for leaving the sandbox).
+    pub reason: Option<String>,
+}
+
+/// May this patch apply? The request holds no change: the `fileChange`
+/// item with the same `item_id`, announced just before, does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileChangeApproval {
+    /// The patch's item.
+    pub item_id: Option<String>,
+    /// Why it asks, when it says.
+    pub reason: Option<String>,
+    /// A folder the approval would make writable for the session.
+    pub grant_root: Option<String>,
+}
+
+/// A notification from codex that the session must hear.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notification {
+    /// `turn/started`.
+    TurnStarted {
+        /// The turn.
+        turn_id: String,
+    },
+    /// `turn/completed`: the turn ended, whatever its status.
+    TurnCompleted {
+        /// The turn.
+        turn_id: String,
+        /// Whether its status is `failed` (not `completed` nor
+        /// `interrupted`).
+        failed: bool,
+        /// Its error's message, for a failed turn.
+        error: Option<String>,
+    },
+    /// `item/started` of a `fileChange` item: the patch an approval
+    /// request names by its item.
+    FileChangeStarted {
+        /// The item's id.
+        id: String,
+        /// The files it changes.
+        paths: Vec<String>,
+    },
+    /// `thread/tokenUsage/updated`, after each model request (and again on
+    /// an interrupt and a resume, with nothing new): the thread's running
+    /// total ([`thread_usage`]).
+    TokenUsage(UsageReport),
+}
+
+/// The thread id in a `thread/start` or `thread/resume` result.
+pub fn thread_id(result: &Value) -> Option<String> {
+    result
+        .get("thread")
+        .and_then(|t| t.get("id"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// The turn id in a `turn/start` result (`turn/steer`'s is `turnId`).
+pub fn turn_id(result: &Value) -> Option<String> {
+    result
+        .get("turn")
+        .and_then(|t| t.get("id"))
+        .or_else(|| result.get("turnId"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// Reads one line of codex's stdout. Never panics.
+/// Reads one line of codex's stdout. Never panics.
+pub fn decode(line: &str) -> Incoming {
+    let Ok(value) = serde_json::from_str::<Value>(line) else {
+        return Incoming::Other;
+    };
+    let id = value
+        .get("id")
+        .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+    let method = text(&value, "method");
+    let params = value.get("params").unwrap_or(&Value::Null);
+    match (method, id) {
+        (Some(method), Some(id)) => Incoming::Request {
+            id,
+            request: server_request(method, params),
+        },
+        (Some(method), None) if value.get("id").is_none() => {
+            notification(&method, params).map_or(Incoming::Other, Incoming::Notification)
+        }
+        (Some(method), None) => Incoming::RequestWithoutId { method },
+        (None, Some(id)) if value.get("error").is_some() => Incoming::Error {
+            id,
+            message: value["error"]
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        },
+        (None, Some(id)) if value.get("result").is_some() => Incoming::Response {
+            id,
+            result: value["result"].clone(),
+        },
+        _ => Incoming::Other,
+    }
+}
+
+fn server_request(method: String, params: &Value) -> ServerRequest {
+    // Only an object is read as parameters.
+    let approval = [COMMAND_APPROVAL, FILE_CHANGE_APPROVAL].contains(&method.as_str());
+    match method.as_str() {
+        _ if approval && !params.is_object() => ServerRequest::BadApproval {
+            method,
+            why: Why::ParamsNotObject,
+        },
+        COMMAND_APPROVAL => ServerRequest::CommandApproval(CommandApproval {
+            command: text(params, "command"),
+            cwd: text(params, "cwd"),
+            reason: text(params, "reason"),
+        }),
+        FILE_CHANGE_APPROVAL => ServerRequest::FileChangeApproval(FileChangeApproval {
+            item_id: text(params, "itemId"),
+            reason: text(params, "reason"),
+            grant_root: text(params, "grantRoot"),
+        }),
+        _ => ServerRequest::Other { method },
+    }
+}
+
+/// A string field, or none (a field of another type reads as absent).
+fn text(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The notification of `method` the session must hear, if it is one and
+/// its parameters fit.
+fn notification(method: &str, params: &Value) -> Option<Notification> {
+    match method {
+        "turn/started" => params
+            .get("turn")
+            .and_then(|t| text(t, "id"))
+            .map(|turn_id| Notification::TurnStarted { turn_id }),
+        "turn/completed" => params.get("turn").and_then(|t| {
+            Some(Notification::TurnCompleted {
+                turn_id: text(t, "id")?,
+                failed: t["status"] == "failed",
+                error: t.get("error").and_then(|e| text(e, "message")),
+            })
+        }),
+        "item/started" => params.get("item").and_then(|item| {
+            (item["type"] == "fileChange").then_some(())?;
+            Some(Notification::FileChangeStarted {
+                id: text(item, "id")?,
+                paths: item
+                    .get("changes")
+                    .and_then(Value::as_array)
+                    .map(|changes| changes.iter().filter_map(|c| text(c, "path")).collect())
+                    .unwrap_or_default(),
+            })
+        }),
+        "thread/tokenUsage/updated" => thread_usage(params).map(Notification::TokenUsage),
+        _ => None,
+    }
+}
+
+/// The usage in a `thread/tokenUsage/updated` notification's parameters:
+/// the thread's running total, over every turn and resumed process (not
+/// the turn's own). codex's `inputTokens` holds its `cachedInputTokens`
+/// and `cacheWriteInputTokens`; room-core's input is what is left. Its
+/// output holds its reasoning. codex reports no cost.
+fn thread_usage(params: &Value) -> Option<UsageReport> {
+    let u = &params["tokenUsage"]["total"];
+    if !u.is_object() {
+        return None;
+    }
+    let read = count(&u["cachedInputTokens"]);
+    let write = count(&u["cacheWriteInputTokens"]);
+    Some(UsageReport::Total(Usage {
+        input_tokens: count(&u["inputTokens"])
+            .saturating_sub(read)
+            .saturating_sub(write),
+        output_tokens: count(&u["outputTokens"]),
+        cache_read_tokens: read,
+        cache_write_tokens: write,
+        cost_usd: None,
+    }))
+}
+
+#[cfg(test)]
+#[path = "protocol_tests.rs"]
+mod tests;
