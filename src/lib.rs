@@ -12,7 +12,9 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod files;
-/// The fuzz targets' bodies, shared by `fuzz/` and `tests/fuzz_corpora.rs`.
+/// The fuzz targets' bodies, shared by `fuzz/` and `tests/fuzz_corpora.rs`;
+/// neither the library nor the binaries ship them.
+#[cfg(feature = "_internal_test_exports")]
 pub mod fuzzing;
 pub mod harness;
 pub mod journal;
