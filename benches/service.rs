@@ -1072,6 +1072,23 @@ fn throughput(table: &mut Table) {
 /// Turns per harness in the startup section (real CLIs take ~1 s each).
 const STARTUP_RUNS: usize = 15;
 
+/// Starts a turn's spec through the service's own spawner
+/// (`supervise::spawn`, as every turn starts), its stderr drained on a
+/// thread of its own so a talkative CLI never blocks on a full pipe.
+fn spawn_turn(
+    spec: room_core::harness::command::TurnSpec,
+) -> (
+    room_core::supervise::Child,
+    room_core::harness::talk::Talker,
+) {
+    let (spec, talker) = spec.into_spawn();
+    let mut child = room_core::supervise::spawn(&spec).expect("spawn the harness");
+    if let Some(mut stderr) = child.stderr.take() {
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    }
+    (child, talker)
+}
+
 /// The real CLIs' own startup next to the fakes': a turn's command built as
 /// the service builds it (`harness::command::build`: argv, environment,
 /// prompt on stdin), spawned straight from the bench, timed from spawn to
@@ -1153,12 +1170,7 @@ fn startup(table: &mut Table) {
             spec.env
                 .extend(cli_env.iter().map(|(k, v)| (k.into(), v.into())));
             let began = Instant::now();
-            let mut child = spec
-                .command()
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn the harness");
+            let (mut child, mut talker) = spawn_turn(spec);
             // The bench talks the turn's protocol itself: the prompt, what
             // the harness must be answered, and the end of its input once
             // its turn is done.
@@ -1170,12 +1182,12 @@ fn startup(table: &mut Table) {
                     }
                 }
             };
-            say(&mut stdin, spec.talker.say(Said::Prompt("hi".into())));
+            say(&mut stdin, talker.say(Said::Prompt("hi".into())));
             let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
             let mut named = None;
             for line in std::io::BufRead::lines(stdout) {
                 let Ok(line) = line else { break };
-                let hearing = spec.talker.hear(&line);
+                let hearing = talker.hear(&line);
                 if named.is_none() && hearing.named.is_some() {
                     named = Some(began.elapsed());
                 }
@@ -1346,13 +1358,7 @@ fn warm_floor(table: &mut Table, claude: &Path, cli_env: &[(String, String)], ro
         .expect("a turn's spec");
     spec.env
         .extend(cli_env.iter().map(|(k, v)| (k.into(), v.into())));
-    let mut child = spec
-        .command()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn claude");
+    let (mut child, mut talker) = spawn_turn(spec);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut until = |what: &str| {
@@ -1368,7 +1374,7 @@ fn warm_floor(table: &mut Table, claude: &Path, cli_env: &[(String, String)], ro
             }
         }
     };
-    for out in spec.talker.say(Said::Prompt("first".into())) {
+    for out in talker.say(Said::Prompt("first".into())) {
         stdin.write_all(out.line.as_bytes()).unwrap();
     }
     until(r#""type":"result""#);

@@ -2,13 +2,13 @@
 //! another account than the service's own, each turn runs as that account:
 //! its uid, its primary group, its supplementary groups and its HOME, all
 //! from its passwd and group entries. Otherwise nothing changes and the turn
-//! runs as the service (and std keeps its posix_spawn path).
+//! runs as the service.
 
 use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use nix::unistd::{Gid, Uid, User};
+use nix::unistd::{Uid, User};
 
 /// An account from the passwd database, as a spawner needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,11 +42,6 @@ impl Account {
             groups: groups.iter().map(|g| g.as_raw()).collect(),
             home: user.dir,
         })
-    }
-
-    /// The supplementary groups as `setgroups` takes them.
-    pub fn gids(&self) -> Vec<Gid> {
-        self.groups.iter().map(|g| Gid::from_raw(*g)).collect()
     }
 }
 
