@@ -4,6 +4,13 @@
 //! Business rules live in the pure `room-machines` crate; this crate is the
 //! runtime that does their I/O. The reference website and app halves and the
 //! demo are the `room-reference` crate, which depends on this one.
+//!
+//! `unsafe` is confined to `sys` (the system calls nix has no safe call
+//! for) and `supervise::spawn::raw` (the clone and the child's side of a
+//! spawn); every block says why it is sound.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod agent;
 pub mod api;
@@ -27,4 +34,5 @@ pub mod service;
 pub mod sessions;
 pub mod store;
 pub mod supervise;
+mod sys;
 pub mod website;

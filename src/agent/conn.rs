@@ -5,11 +5,10 @@
 
 use std::cell::Cell;
 use std::io::{BufReader, ErrorKind, Read, Write};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use nix::libc;
 use serde::{Deserialize, Serialize};
 
 use crate::website::Answer;
@@ -48,25 +47,15 @@ impl Until<'_> {
     /// Waits up to `left` for the socket to be readable; `Ok(false)` when the
     /// peer exited first.
     fn wait(&self, left: Duration) -> std::io::Result<bool> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         let mut fds = [
-            libc::pollfd {
-                fd: self.stream.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: self.peer.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
+            PollFd::new(self.stream.as_fd(), PollFlags::POLLIN),
+            PollFd::new(self.peer, PollFlags::POLLIN),
         ];
-        let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-        // SAFETY: two valid pollfds.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(fds[1].revents == 0)
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+        poll(&mut fds, timeout)?;
+        Ok(fds[1].revents() == Some(PollFlags::empty()))
     }
 }
 
