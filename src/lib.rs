@@ -11,6 +11,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod agent;
 pub mod api;

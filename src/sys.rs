@@ -23,7 +23,7 @@ use nix::sys::stat::Mode;
 
 /// `openat(dir, name, flags)`; `dir` may be `AT_FDCWD`. Nothing is created
 /// (no `O_CREAT`), so no mode is passed.
-pub fn openat(dir: RawFd, name: &CStr, flags: OFlag) -> io::Result<OwnedFd> {
+pub(crate) fn openat(dir: RawFd, name: &CStr, flags: OFlag) -> io::Result<OwnedFd> {
     let fd = nix::fcntl::openat(Some(dir), name, flags, Mode::empty())?;
     // SAFETY: `openat` just returned this descriptor; nothing else holds
     // it, so the `OwnedFd` is its only owner and closes it once.
@@ -32,7 +32,7 @@ pub fn openat(dir: RawFd, name: &CStr, flags: OFlag) -> io::Result<OwnedFd> {
 
 /// `openat2(dir, path, how)`; `dir` may be `AT_FDCWD`. The error stays an
 /// `Errno`, which the caller tells apart (ELOOP, ENOSYS, EPERM).
-pub fn openat2(dir: RawFd, path: &Path, how: OpenHow) -> nix::Result<OwnedFd> {
+pub(crate) fn openat2(dir: RawFd, path: &Path, how: OpenHow) -> nix::Result<OwnedFd> {
     let fd = nix::fcntl::openat2(dir, path, how)?;
     // SAFETY: `openat2` just returned this descriptor; nothing else holds
     // it, so the `OwnedFd` is its only owner and closes it once.
@@ -79,7 +79,7 @@ pub const SO_PEERPIDFD: libc::c_int = 77;
 /// `getsockopt(SO_PEERPIDFD)` on a connected Unix socket: a pidfd of the
 /// process that called `connect` (Linux 6.5; ENOPROTOOPT before). ESRCH
 /// when that process is gone.
-pub fn peer_pidfd(socket: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+pub(crate) fn peer_pidfd(socket: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     let mut fd: libc::c_int = -1;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: a descriptor the borrow keeps open, and an int-sized buffer
@@ -128,7 +128,7 @@ extern "C" fn on_signal(signal: libc::c_int) {
 /// [`last_caught`]) and writes one byte to `wake`, the write end of a
 /// non-blocking pipe (the self-pipe trick). The pipe is kept open for the
 /// process's life: the handler may run at any time.
-pub fn catch_into_pipe(signals: &[Signal], wake: OwnedFd) -> nix::Result<()> {
+pub(crate) fn catch_into_pipe(signals: &[Signal], wake: OwnedFd) -> nix::Result<()> {
     WAKE_PIPE.store(wake.into_raw_fd(), Ordering::SeqCst);
     let action = SigAction::new(
         SigHandler::Handler(on_signal),
@@ -145,6 +145,6 @@ pub fn catch_into_pipe(signals: &[Signal], wake: OwnedFd) -> nix::Result<()> {
 
 /// The signal [`catch_into_pipe`]'s handler caught last, as a raw number (0
 /// when none has arrived).
-pub fn last_caught() -> libc::c_int {
+pub(crate) fn last_caught() -> libc::c_int {
     LAST_CAUGHT.load(Ordering::SeqCst)
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 /// A string, or none.
-pub fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(super) fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     Ok(match Value::deserialize(d)? {
         Value::String(s) => Some(s),
         _ => None,
@@ -15,27 +15,27 @@ pub fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error>
 }
 
 /// A non-negative integer, or 0.
-pub fn count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+pub(super) fn count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     Ok(Value::deserialize(d)?.as_u64().unwrap_or(0))
 }
 
 /// A non-negative integer, or none.
-pub fn count_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub(super) fn count_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     Ok(Value::deserialize(d)?.as_u64())
 }
 
 /// A finite number, or none.
-pub fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+pub(super) fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     Ok(Value::deserialize(d)?.as_f64().filter(|f| f.is_finite()))
 }
 
 /// A boolean, or false.
-pub fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+pub(super) fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     Ok(Value::deserialize(d)?.as_bool().unwrap_or(false))
 }
 
 /// An array, or empty.
-pub fn list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
+pub(super) fn list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
     Ok(match Value::deserialize(d)? {
         Value::Array(a) => a,
         _ => Vec::new(),
@@ -44,7 +44,9 @@ pub fn list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
 
 /// `T` read from an object, or none when it is not one or does not
 /// fit (serde would read a struct from an array, by position).
-pub fn object<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+pub(super) fn object<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
     Ok(match Value::deserialize(d)? {
         v @ Value::Object(_) => serde_json::from_value(v).ok(),
         _ => None,
