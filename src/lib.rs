@@ -15,10 +15,10 @@
 
 pub mod agent;
 pub mod api;
-pub mod backoff;
+pub(crate) mod backoff;
 pub mod clock;
 pub mod config;
-pub mod error;
+pub(crate) mod error;
 pub mod files;
 /// The fuzz targets' bodies, shared by `fuzz/` and `tests/fuzz_corpora.rs`;
 /// neither the library nor the binaries ship them.
@@ -26,9 +26,9 @@ pub mod files;
 pub mod fuzzing;
 pub mod harness;
 pub mod journal;
-pub mod metrics;
-pub mod nofollow;
-pub mod notify;
+pub(crate) mod metrics;
+pub(crate) mod nofollow;
+pub(crate) mod notify;
 pub mod procfs;
 pub mod runtime;
 pub mod service;

@@ -27,7 +27,7 @@ use nix::unistd::{fchown, Gid, Uid};
 
 /// Why a path could not be used.
 #[derive(Debug)]
-pub enum PathError {
+pub(crate) enum PathError {
     /// A component (named by the path up to it) is a symbolic link.
     Link(PathBuf),
     /// A component is neither a folder nor missing.
@@ -118,7 +118,7 @@ const DIR_FLAGS: libc::c_int = libc::O_PATH | libc::O_DIRECTORY;
 /// symbolic link; each folder it creates is handed to `owner` (uid, gid)
 /// when given. A folder that exists is left as it is (owner included).
 /// Returns a descriptor of `folder`.
-pub fn make_folders(folder: &Path, owner: Option<(u32, u32)>) -> Result<OwnedFd, PathError> {
+pub(crate) fn make_folders(folder: &Path, owner: Option<(u32, u32)>) -> Result<OwnedFd, PathError> {
     let names = components(folder)?;
     let mut at = PathBuf::from("/");
     let mut dir = open_at(
@@ -173,7 +173,7 @@ fn create_at(
 /// symbolic link. A missing component is `NotFound`; a link is
 /// [`PathError::Link`] (the kernel's `RESOLVE_NO_SYMLINKS` where it has
 /// openat2, else a walk).
-pub fn open_path(path: &Path) -> Result<OwnedFd, PathError> {
+pub(crate) fn open_path(path: &Path) -> Result<OwnedFd, PathError> {
     let how = nix::fcntl::OpenHow::new()
         .flags(nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC)
         .resolve(nix::fcntl::ResolveFlag::RESOLVE_NO_SYMLINKS);
@@ -222,7 +222,7 @@ fn first_link(path: &Path) -> PathError {
 
 impl PathError {
     /// Whether a component is missing.
-    pub fn is_not_found(&self) -> bool {
+    pub(crate) fn is_not_found(&self) -> bool {
         matches!(self, PathError::Io(_, e) if e.kind() == io::ErrorKind::NotFound)
     }
 }
