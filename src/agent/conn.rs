@@ -103,7 +103,7 @@ pub enum ReadError {
 
 /// Reads one request: a JSON value, at most `MAX_REQUEST` bytes, before
 /// `deadline`, while the process `peer` (a pidfd) runs.
-pub fn read_request(
+pub(crate) fn read_request(
     stream: &UnixStream,
     deadline: Instant,
     peer: BorrowedFd<'_>,
@@ -130,7 +130,7 @@ pub fn read_request(
 
 /// Writes the answer, all of it before `ANSWER_DEADLINE` or not at all: a
 /// peer that does not read cannot hold the connection longer.
-pub fn write_answer(stream: &UnixStream, answer: &Answer) {
+pub(crate) fn write_answer(stream: &UnixStream, answer: &Answer) {
     let mut bytes = serde_json::to_vec(answer).unwrap_or_default();
     bytes.push(b'\n');
     let deadline = Instant::now() + ANSWER_DEADLINE;
@@ -154,7 +154,7 @@ pub fn write_answer(stream: &UnixStream, answer: &Answer) {
 /// Writes a short answer from the acceptor, which must never wait on a
 /// peer: nonblocking, and dropped if the socket cannot take it at once (a
 /// fresh connection's buffer always can).
-pub fn answer_now(stream: &UnixStream, answer: &Answer) {
+pub(crate) fn answer_now(stream: &UnixStream, answer: &Answer) {
     let mut bytes = serde_json::to_vec(answer).unwrap_or_default();
     bytes.push(b'\n');
     if stream.set_nonblocking(true).is_ok() {

@@ -34,7 +34,7 @@ const MAX_LINKS: usize = 40;
 /// The bound socket file: its folder (a descriptor) and name, and its inode,
 /// so that stop removes this socket and nothing that took its name.
 #[derive(Debug)]
-pub struct Bound {
+pub(crate) struct Bound {
     dir: OwnedFd,
     name: CString,
     inode: u64,
@@ -42,7 +42,7 @@ pub struct Bound {
 
 impl Bound {
     /// Removes the socket file if it is still this one.
-    pub fn remove(&self) {
+    pub(crate) fn remove(&self) {
         match stat_at(&self.dir, &self.name) {
             Ok(st) if is_socket(&st) && st.st_ino == self.inode => {
                 let _ = unlinkat(
@@ -66,7 +66,7 @@ struct Passed {
 /// the socket (mode 0600) when it is another account than the service's and
 /// not root (root connects whatever the mode); where the service may not
 /// hand it over, the start is refused: the socket is never widened.
-pub fn bind(path: &Path, agent_uid: u32) -> io::Result<(UnixListener, Bound)> {
+pub(crate) fn bind(path: &Path, agent_uid: u32) -> io::Result<(UnixListener, Bound)> {
     let (folder, name) = split(path)?;
     let me = nix::unistd::geteuid().as_raw();
     let (dir, passed) = open_folder(path, &folder)?;
@@ -361,7 +361,7 @@ fn agent_may_enter(socket: &Path, passed: &[Passed], agent_uid: u32) -> io::Resu
 /// Refuses a socket in the state folder when the agent is another account:
 /// the state folder is the service's own (0700), so the agent could never
 /// reach it there. The default `<state_dir>/agent.sock` is refused so.
-pub fn outside_state_dir(socket: &Path, state_dir: &Path, agent_uid: u32) -> io::Result<()> {
+pub(crate) fn outside_state_dir(socket: &Path, state_dir: &Path, agent_uid: u32) -> io::Result<()> {
     let me = nix::unistd::geteuid().as_raw();
     if agent_uid == me || agent_uid == 0 {
         return Ok(());

@@ -52,7 +52,7 @@ static CACHE: Mutex<Vec<Account>> = Mutex::new(Vec::new());
 /// The account a turn runs as: `None` when `agent_uid` is unset or is the
 /// service's own effective uid (the turn runs as the service), else the
 /// looked-up account.
-pub fn for_agent(agent_uid: Option<u32>) -> Result<Option<Account>, String> {
+pub(crate) fn for_agent(agent_uid: Option<u32>) -> Result<Option<Account>, String> {
     let Some(uid) = agent_uid else {
         return Ok(None);
     };

@@ -15,7 +15,7 @@ use super::figures::{cost, count};
 use super::modes::Modes;
 
 /// The argv (without the program) of one turn.
-pub fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {
+pub(crate) fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {
     let mut a: Vec<String> = PROTOCOL_ARGS.iter().map(|s| s.to_string()).collect();
     if let Some(id) = native_id {
         a.extend(["--resume".into(), id.into()]);
@@ -34,7 +34,7 @@ pub fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {
 /// summed over its models (tokens and `costUSD`), else `usage` (tokens
 /// only). Never `total_cost_usd` nor `modelUsage`: they count the whole
 /// session, over every resumed process.
-pub fn usage(event: &Value) -> Option<UsageReport> {
+pub(crate) fn usage(event: &Value) -> Option<UsageReport> {
     if event["type"] != "result" {
         return None;
     }

@@ -222,7 +222,7 @@ fn refuse(
 }
 
 /// `line` parsed, when it can name the session, ask or end the turn.
-pub fn read(line: &str) -> Option<Incoming> {
+pub(crate) fn read(line: &str) -> Option<Incoming> {
     let worth = line.contains("\"control_request\"")
         || line.contains("\"control_cancel_request\"")
         || line.contains("\"result\"")
@@ -231,7 +231,7 @@ pub fn read(line: &str) -> Option<Incoming> {
 }
 
 /// The request the start of a line not read whole names, if it names one.
-pub fn read_head(head: &[u8]) -> Option<Named> {
+pub(crate) fn read_head(head: &[u8]) -> Option<Named> {
     let [kind, id, subtype, tool] = fields(
         head,
         [

@@ -15,7 +15,7 @@ use super::figures::count;
 use super::modes::{CodexSandbox, Modes};
 
 /// The argv (without the program) of a process.
-pub fn argv(modes: &Modes) -> Vec<String> {
+pub(crate) fn argv(modes: &Modes) -> Vec<String> {
     let mut a: Vec<String> = PROTOCOL_ARGS.iter().map(|s| s.to_string()).collect();
     if modes.codex == CodexSandbox::WorkspaceWrite && modes.codex_network {
         a.extend([
@@ -27,7 +27,7 @@ pub fn argv(modes: &Modes) -> Vec<String> {
 }
 
 /// How a process opens its thread in `folder`: a new one, or `native_id`.
-pub fn opening(folder: &str, native_id: Option<&str>, modes: &Modes) -> Opening {
+pub(crate) fn opening(folder: &str, native_id: Option<&str>, modes: &Modes) -> Opening {
     Opening {
         cwd: folder.to_string(),
         resume: native_id.map(str::to_string),
@@ -41,7 +41,7 @@ pub fn opening(folder: &str, native_id: Option<&str>, modes: &Modes) -> Opening 
 /// own). codex's `inputTokens` holds its `cachedInputTokens` and
 /// `cacheWriteInputTokens`; room-core's input is what is left. Its output
 /// holds its reasoning. codex reports no cost.
-pub fn usage(event: &Value) -> Option<UsageReport> {
+pub(crate) fn usage(event: &Value) -> Option<UsageReport> {
     let u = &event["params"]["tokenUsage"]["total"];
     if event["method"] != "thread/tokenUsage/updated" || !u.is_object() {
         return None;

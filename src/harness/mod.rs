@@ -8,28 +8,28 @@
 //! fake stands in for a missing one), `installed` and `version` say which
 //! CLIs are installed and their versions.
 
-pub mod account;
-pub mod approvals;
-pub mod bounds;
-pub mod claude;
+pub(crate) mod account;
+pub(crate) mod approvals;
+pub(crate) mod bounds;
+pub(crate) mod claude;
 pub mod claude_protocol;
-pub mod claude_talk;
-pub mod codex;
-pub mod codex_protocol;
-pub mod codex_talk;
+pub(crate) mod claude_talk;
+pub(crate) mod codex;
+pub(crate) mod codex_protocol;
+pub(crate) mod codex_talk;
 pub mod command;
-pub mod figures;
-pub mod head;
-pub mod installed;
+pub(crate) mod figures;
+pub(crate) mod head;
+pub(crate) mod installed;
 mod lenient;
-pub mod modes;
-pub mod program;
-pub mod refusal;
+pub(crate) mod modes;
+pub(crate) mod program;
+pub(crate) mod refusal;
 pub mod speech;
 pub mod talk;
 #[cfg(test)]
 mod transcripts;
-pub mod version;
+pub(crate) mod version;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! SIGINT, SIGHUP or SIGQUIT), says it is stopping (`STOPPING=1`), and stops
 //! them, within about a second whatever the clients do.
 
-pub mod shared;
+pub(crate) mod shared;
 
 use std::os::fd::AsRawFd;
 use std::time::Duration;

@@ -35,7 +35,7 @@ use nix::unistd::Pid;
 use super::process;
 
 /// How often the background sweep runs.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 static SPAWNS: RwLock<()> = RwLock::new(());
 static CLAIMED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
@@ -68,7 +68,7 @@ pub(crate) fn abandon(pid: u32) {
 }
 
 /// Whether `pid` is a claimed child (its owner reaps it).
-pub fn is_claimed(pid: u32) -> bool {
+pub(crate) fn is_claimed(pid: u32) -> bool {
     locked(&CLAIMED).contains(&pid)
 }
 
@@ -103,7 +103,7 @@ fn children() -> Vec<u32> {
 
 /// Reaps the zombie children that are a turn's orphans or abandoned (see
 /// the module doc); returns how many.
-pub fn sweep() -> usize {
+pub(crate) fn sweep() -> usize {
     let _exclusive = SPAWNS.write().unwrap_or_else(|e| e.into_inner());
     let own_group = nix::unistd::getpgid(None).map_or(0, |g| g.as_raw() as u32);
     let mut reaped = 0;
@@ -134,7 +134,7 @@ pub fn sweep() -> usize {
 }
 
 /// Starts the background sweep (once per process).
-pub fn start_sweeper() {
+pub(crate) fn start_sweeper() {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
         let spawned = std::thread::Builder::new()
