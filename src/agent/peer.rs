@@ -100,7 +100,10 @@ impl Peer {
         }
     }
 
-    /// A pidfd of the process itself (tests that pose as a peer).
+    /// A pidfd of the process itself (tests that pose as a peer; behind
+    /// the test exports, so the service never builds a peer it did not
+    /// accept).
+    #[cfg(any(test, feature = "_internal_test_exports"))]
     pub fn from_pidfd(pid: u32, uid: u32, pidfd: OwnedFd) -> Peer {
         Peer { pid, uid, pidfd }
     }
