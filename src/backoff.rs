@@ -6,14 +6,14 @@
 use std::time::{Duration, Instant};
 
 /// The first pause after a failed accept.
-pub const MIN: Duration = Duration::from_millis(5);
+pub(crate) const MIN: Duration = Duration::from_millis(5);
 
 /// The longest pause.
-pub const MAX: Duration = Duration::from_millis(500);
+pub(crate) const MAX: Duration = Duration::from_millis(500);
 
 /// A run of failed accepts on one listener.
 #[derive(Debug)]
-pub struct Failures {
+pub(crate) struct Failures {
     what: &'static str,
     count: u64,
     since: Option<Instant>,
@@ -22,7 +22,7 @@ pub struct Failures {
 
 impl Failures {
     /// No failures yet on the listener named `what` (for the log).
-    pub fn new(what: &'static str) -> Failures {
+    pub(crate) fn new(what: &'static str) -> Failures {
         Failures {
             what,
             count: 0,
@@ -32,7 +32,7 @@ impl Failures {
     }
 
     /// Notes a failed accept; returns how long to pause before the next.
-    pub fn failed(&mut self, e: &std::io::Error) -> Duration {
+    pub(crate) fn failed(&mut self, e: &std::io::Error) -> Duration {
         if self.count == 0 {
             log::warn!("{}: accept failed: {e}; retrying with backoff", self.what);
             self.since = Some(Instant::now());
@@ -45,7 +45,7 @@ impl Failures {
     }
 
     /// Notes a successful accept (and logs the end of a run of failures).
-    pub fn recovered(&mut self) {
+    pub(crate) fn recovered(&mut self) {
         if self.count > 0 {
             log::warn!(
                 "{}: accepting again after {} failed accepts over {:?}",

@@ -97,10 +97,10 @@ impl Counters {
 }
 
 /// The harnesses, as `room_core_tokens_total` labels them.
-pub const HARNESSES: &[&str] = &["claude", "codex"];
+pub(crate) const HARNESSES: &[&str] = &["claude", "codex"];
 
 /// The kinds of token, as `room_core_tokens_total` labels them.
-pub const TOKEN_KINDS: &[&str] = &["input", "output", "cache_read", "cache_write"];
+pub(crate) const TOKEN_KINDS: &[&str] = &["input", "output", "cache_read", "cache_write"];
 
 /// Tokens the turns used, by harness and kind ([`HARNESSES`] ×
 /// [`TOKEN_KINDS`]); a count saturates rather than wrap.
@@ -155,7 +155,7 @@ impl Tokens {
 }
 
 /// How a turn ended, as `room_core_turns_total` counts it.
-pub const TURN_OUTCOMES: &[&str] = &[
+pub(crate) const TURN_OUTCOMES: &[&str] = &[
     "succeeded",
     "failed",
     "stopped",
@@ -167,7 +167,8 @@ pub const TURN_OUTCOMES: &[&str] = &[
 /// What became of a room-cli call, as `room_core_agent_calls_total` counts
 /// it: the policy's decision (`forwarded`, `refused`, `local`), its own
 /// help, or a usage error.
-pub const AGENT_DECISIONS: &[&str] = &["forwarded", "refused", "local", "help", "usage_error"];
+pub(crate) const AGENT_DECISIONS: &[&str] =
+    &["forwarded", "refused", "local", "help", "usage_error"];
 
 /// The service's metrics.
 #[derive(Debug)]

@@ -15,15 +15,19 @@
 use std::ffi::{CString, OsStr};
 use std::fmt;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag};
 use nix::libc;
+use nix::sys::stat::{fstatat, mkdirat, Mode};
+use nix::unistd::{fchown, Gid, Uid};
 
 /// Why a path could not be used.
 #[derive(Debug)]
-pub enum PathError {
+pub(crate) enum PathError {
     /// A component (named by the path up to it) is a symbolic link.
     Link(PathBuf),
     /// A component is neither a folder nor missing.
@@ -86,36 +90,14 @@ fn c_name(name: &OsStr, at: &Path) -> Result<CString, PathError> {
 
 /// `openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC)`.
 fn open_at(dir: RawFd, name: &CString, flags: libc::c_int) -> io::Result<OwnedFd> {
-    // SAFETY: `name` is a valid C string; the result is a new descriptor
-    // that nothing else owns (or -1).
-    let fd = unsafe {
-        libc::openat(
-            dir,
-            name.as_ptr(),
-            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: see above.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let flags = OFlag::from_bits_retain(flags) | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    crate::sys::openat(dir, name, flags)
 }
 
 /// Whether `name` in `dir` is a symbolic link (`fstatat` without following).
 fn is_link(dir: RawFd, name: &CString) -> bool {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `name` is a valid C string and `st` room for one stat.
-    let r = unsafe {
-        libc::fstatat(
-            dir,
-            name.as_ptr(),
-            st.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    // SAFETY: fstatat filled `st` when it returned 0.
-    r == 0 && unsafe { st.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFLNK
+    fstatat(Some(dir), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
 }
 
 /// The error for a failed open of the folder `at` (`name` in `dir`).
@@ -136,7 +118,7 @@ const DIR_FLAGS: libc::c_int = libc::O_PATH | libc::O_DIRECTORY;
 /// symbolic link; each folder it creates is handed to `owner` (uid, gid)
 /// when given. A folder that exists is left as it is (owner included).
 /// Returns a descriptor of `folder`.
-pub fn make_folders(folder: &Path, owner: Option<(u32, u32)>) -> Result<OwnedFd, PathError> {
+pub(crate) fn make_folders(folder: &Path, owner: Option<(u32, u32)>) -> Result<OwnedFd, PathError> {
     let names = components(folder)?;
     let mut at = PathBuf::from("/");
     let mut dir = open_at(
@@ -167,23 +149,20 @@ fn create_at(
     at: &Path,
     owner: Option<(u32, u32)>,
 ) -> Result<OwnedFd, PathError> {
-    // SAFETY: `name` is a valid C string.
-    let made = unsafe { libc::mkdirat(dir, name.as_ptr(), 0o777) } == 0;
-    if !made {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EEXIST) {
-            return Err(PathError::Io(at.to_path_buf(), e));
-        }
-    }
+    let made = match mkdirat(Some(dir), name.as_c_str(), Mode::from_bits_truncate(0o777)) {
+        Ok(()) => true,
+        Err(Errno::EEXIST) => false,
+        Err(e) => return Err(PathError::Io(at.to_path_buf(), e.into())),
+    };
     // Between the mkdirat and this open the parent's owner could put a link
     // in its place: O_NOFOLLOW refuses it, and the chown goes to whatever
     // folder this descriptor is, never to a path.
     let fd = open_at(dir, name, libc::O_RDONLY | libc::O_DIRECTORY)
         .map_err(|e| open_error(dir, name, at.to_path_buf(), e))?;
     if let (true, Some((uid, gid))) = (made, owner) {
-        // SAFETY: fchown on a descriptor this function owns.
-        if unsafe { libc::fchown(fd.as_raw_fd(), uid, gid) } != 0 {
-            return Err(PathError::Io(at.to_path_buf(), io::Error::last_os_error()));
+        let (uid, gid) = (Uid::from_raw(uid), Gid::from_raw(gid));
+        if let Err(e) = fchown(fd.as_raw_fd(), Some(uid), Some(gid)) {
+            return Err(PathError::Io(at.to_path_buf(), e.into()));
         }
     }
     Ok(fd)
@@ -194,13 +173,12 @@ fn create_at(
 /// symbolic link. A missing component is `NotFound`; a link is
 /// [`PathError::Link`] (the kernel's `RESOLVE_NO_SYMLINKS` where it has
 /// openat2, else a walk).
-pub fn open_path(path: &Path) -> Result<OwnedFd, PathError> {
+pub(crate) fn open_path(path: &Path) -> Result<OwnedFd, PathError> {
     let how = nix::fcntl::OpenHow::new()
         .flags(nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC)
         .resolve(nix::fcntl::ResolveFlag::RESOLVE_NO_SYMLINKS);
-    match nix::fcntl::openat2(libc::AT_FDCWD, path, how) {
-        // SAFETY: a new descriptor that nothing else owns.
-        Ok(fd) => Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+    match crate::sys::openat2(libc::AT_FDCWD, path, how) {
+        Ok(fd) => Ok(fd),
         Err(nix::errno::Errno::ELOOP) => Err(first_link(path)),
         Err(nix::errno::Errno::ENOSYS) | Err(nix::errno::Errno::EPERM) => walk_path(path),
         Err(e) => Err(PathError::Io(path.to_path_buf(), e.into())),
@@ -244,7 +222,7 @@ fn first_link(path: &Path) -> PathError {
 
 impl PathError {
     /// Whether a component is missing.
-    pub fn is_not_found(&self) -> bool {
+    pub(crate) fn is_not_found(&self) -> bool {
         matches!(self, PathError::Io(_, e) if e.kind() == io::ErrorKind::NotFound)
     }
 }

@@ -7,10 +7,10 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 
 /// The variable systemd sets for a `Type=notify` service.
-pub const NOTIFY_SOCKET: &str = "NOTIFY_SOCKET";
+pub(crate) const NOTIFY_SOCKET: &str = "NOTIFY_SOCKET";
 
 /// Sends `state` (e.g. `READY=1`) to `$NOTIFY_SOCKET`, if set.
-pub fn notify(state: &str) {
+pub(crate) fn notify(state: &str) {
     let Some(path) = std::env::var_os(NOTIFY_SOCKET).filter(|p| !p.is_empty()) else {
         return;
     };
@@ -21,7 +21,7 @@ pub fn notify(state: &str) {
 
 /// Sends `state` to the socket at `path`; a leading `@` names an abstract
 /// socket, as systemd writes it.
-pub fn send(path: &str, state: &str) -> std::io::Result<()> {
+pub(crate) fn send(path: &str, state: &str) -> std::io::Result<()> {
     let addr = match path.strip_prefix('@') {
         Some(name) => SocketAddr::from_abstract_name(name.as_bytes())?,
         None => SocketAddr::from_pathname(path)?,

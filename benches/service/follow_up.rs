@@ -5,7 +5,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -153,13 +152,7 @@ pub(crate) fn warm_floor(
         .expect("a turn's spec");
     spec.env
         .extend(cli_env.iter().map(|(k, v)| (k.into(), v.into())));
-    let mut child = spec
-        .command()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn claude");
+    let (mut child, mut talker) = crate::service::spawn_turn(spec);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut until = |what: &str| {
@@ -175,7 +168,7 @@ pub(crate) fn warm_floor(
             }
         }
     };
-    for out in spec.talker.say(Said::Prompt("first".into())) {
+    for out in talker.say(Said::Prompt("first".into())) {
         stdin.write_all(out.line.as_bytes()).unwrap();
     }
     until(r#""type":"result""#);

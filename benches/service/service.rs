@@ -302,3 +302,20 @@ pub(crate) fn with(mut a: Value, b: Value) -> Value {
     merge(&mut a, b);
     a
 }
+
+/// Starts a turn's spec through the service's own spawner
+/// (`supervise::spawn`, as every turn starts), its stderr drained on a
+/// thread of its own so a talkative CLI never blocks on a full pipe.
+pub(crate) fn spawn_turn(
+    spec: room_core::harness::command::TurnSpec,
+) -> (
+    room_core::supervise::Child,
+    room_core::harness::talk::Talker,
+) {
+    let (spec, talker) = spec.into_spawn();
+    let mut child = room_core::supervise::spawn(&spec).expect("spawn the harness");
+    if let Some(mut stderr) = child.stderr.take() {
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    }
+    (child, talker)
+}

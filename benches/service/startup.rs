@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use room_kit::Model;
@@ -97,12 +97,7 @@ pub(crate) fn startup(table: &mut Table) {
             spec.env
                 .extend(cli_env.iter().map(|(k, v)| (k.into(), v.into())));
             let began = Instant::now();
-            let mut child = spec
-                .command()
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn the harness");
+            let (mut child, mut talker) = crate::service::spawn_turn(spec);
             // The bench talks the turn's protocol itself: the prompt, what
             // the harness must be answered, and the end of its input once
             // its turn is done.
@@ -114,12 +109,12 @@ pub(crate) fn startup(table: &mut Table) {
                     }
                 }
             };
-            say(&mut stdin, spec.talker.say(Said::Prompt("hi".into())));
+            say(&mut stdin, talker.say(Said::Prompt("hi".into())));
             let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
             let mut named = None;
             for line in std::io::BufRead::lines(stdout) {
                 let Ok(line) = line else { break };
-                let hearing = spec.talker.hear(&line);
+                let hearing = talker.hear(&line);
                 if named.is_none() && hearing.named.is_some() {
                     named = Some(began.elapsed());
                 }

@@ -9,6 +9,8 @@
 //! `poll_timeout`. Because states, inputs and effects are plain serialisable
 //! enums, a run can be recorded as JSON and replayed (see `fixtures/timelines`).
 
+#![forbid(unsafe_code)]
+
 pub mod body_keys;
 pub mod caller;
 pub mod command;

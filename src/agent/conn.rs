@@ -5,11 +5,10 @@
 
 use std::cell::Cell;
 use std::io::{BufReader, ErrorKind, Read, Write};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use nix::libc;
 use serde::{Deserialize, Serialize};
 
 use crate::website::Answer;
@@ -48,25 +47,15 @@ impl Until<'_> {
     /// Waits up to `left` for the socket to be readable; `Ok(false)` when the
     /// peer exited first.
     fn wait(&self, left: Duration) -> std::io::Result<bool> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         let mut fds = [
-            libc::pollfd {
-                fd: self.stream.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: self.peer.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
+            PollFd::new(self.stream.as_fd(), PollFlags::POLLIN),
+            PollFd::new(self.peer, PollFlags::POLLIN),
         ];
-        let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-        // SAFETY: two valid pollfds.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(fds[1].revents == 0)
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+        poll(&mut fds, timeout)?;
+        Ok(fds[1].revents() == Some(PollFlags::empty()))
     }
 }
 
@@ -114,7 +103,7 @@ pub enum ReadError {
 
 /// Reads one request: a JSON value, at most `MAX_REQUEST` bytes, before
 /// `deadline`, while the process `peer` (a pidfd) runs.
-pub fn read_request(
+pub(crate) fn read_request(
     stream: &UnixStream,
     deadline: Instant,
     peer: BorrowedFd<'_>,
@@ -141,7 +130,7 @@ pub fn read_request(
 
 /// Writes the answer, all of it before `ANSWER_DEADLINE` or not at all: a
 /// peer that does not read cannot hold the connection longer.
-pub fn write_answer(stream: &UnixStream, answer: &Answer) {
+pub(crate) fn write_answer(stream: &UnixStream, answer: &Answer) {
     let mut bytes = serde_json::to_vec(answer).unwrap_or_default();
     bytes.push(b'\n');
     let deadline = Instant::now() + ANSWER_DEADLINE;
@@ -165,7 +154,7 @@ pub fn write_answer(stream: &UnixStream, answer: &Answer) {
 /// Writes a short answer from the acceptor, which must never wait on a
 /// peer: nonblocking, and dropped if the socket cannot take it at once (a
 /// fresh connection's buffer always can).
-pub fn answer_now(stream: &UnixStream, answer: &Answer) {
+pub(crate) fn answer_now(stream: &UnixStream, answer: &Answer) {
     let mut bytes = serde_json::to_vec(answer).unwrap_or_default();
     bytes.push(b'\n');
     if stream.set_nonblocking(true).is_ok() {

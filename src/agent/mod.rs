@@ -18,11 +18,11 @@
 //! website calls (at most `MAX_WEBSITE_CALLS` at once, each with its own
 //! timeout) hold only their own connection.
 
-pub mod caps;
-pub mod conn;
+pub(crate) mod caps;
+pub(crate) mod conn;
 mod gate;
 pub mod peer;
-pub mod socket_file;
+pub(crate) mod socket_file;
 
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};

@@ -10,7 +10,7 @@
 //! and its start time is unchanged: [`Peer::still_there`].
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -20,7 +20,7 @@ use crate::procfs::Procfs;
 
 /// `SO_PEERPIDFD` (include/uapi/asm-generic/socket.h); the libc crate may
 /// not name it.
-pub const SO_PEERPIDFD: libc::c_int = 77;
+pub use crate::sys::SO_PEERPIDFD;
 
 /// One process, as the per-process cap counts it: its pid and its pidfd's
 /// inode (unique per process where pidfds live in pidfs, Linux 6.9; the
@@ -100,19 +100,20 @@ impl Peer {
         }
     }
 
-    /// A pidfd of the process itself (tests that pose as a peer).
+    /// A pidfd of the process itself (tests that pose as a peer; behind
+    /// the test exports, so the service never builds a peer it did not
+    /// accept).
+    #[cfg(any(test, feature = "_internal_test_exports"))]
     pub fn from_pidfd(pid: u32, uid: u32, pidfd: OwnedFd) -> Peer {
         Peer { pid, uid, pidfd }
     }
 
     /// What the per-process cap counts it as.
     pub fn key(&self) -> PeerKey {
-        // SAFETY: fstat fills the zeroed struct from a valid fd.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let ok = unsafe { libc::fstat(self.pidfd.as_raw_fd(), &mut st) } == 0;
+        let inode = nix::sys::stat::fstat(self.pidfd.as_raw_fd()).map_or(0, |st| st.st_ino);
         PeerKey {
             pid: self.pid,
-            inode: if ok { st.st_ino } else { 0 },
+            inode,
         }
     }
 
@@ -125,19 +126,13 @@ impl Peer {
     /// Whether the peer has exited (a zombie counts: its pid is about to be
     /// free).
     pub fn exited(&self) -> bool {
-        let mut fds = [libc::pollfd {
-            fd: self.pidfd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let mut fds = [PollFd::new(self.pidfd.as_fd(), PollFlags::POLLIN)];
         loop {
-            // SAFETY: one valid pollfd, no wait.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) };
-            if n >= 0 {
-                return n > 0;
-            }
-            if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return true;
+            match poll(&mut fds, PollTimeout::ZERO) {
+                Ok(n) => return n > 0,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return true,
             }
         }
     }
@@ -152,46 +147,23 @@ impl Peer {
 
 /// `getsockopt(SO_PEERPIDFD)`.
 fn peer_pidfd(stream: &UnixStream) -> io::Result<OwnedFd> {
-    let mut fd: libc::c_int = -1;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: an int-sized buffer and its length, as the option returns.
-    let r = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_PEERPIDFD,
-            (&mut fd as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if fd < 0 {
-        return Err(io::Error::from_raw_os_error(libc::ESRCH));
-    }
-    // SAFETY: the kernel just made this fd for us.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    crate::sys::peer_pidfd(stream.as_fd())
 }
 
 /// Now, in clock ticks after boot: the unit of `/proc/PID/stat`'s start
 /// time, which counts boot time (suspend included).
 pub fn boot_ticks() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec; sysconf reads a constant.
-    let (ok, hz) = unsafe {
-        (
-            libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut t) == 0,
-            libc::sysconf(libc::_SC_CLK_TCK).max(1) as u128,
-        )
-    };
-    if !ok {
+    use nix::time::{clock_gettime, ClockId};
+    use nix::unistd::{sysconf, SysconfVar};
+    let Ok(t) = clock_gettime(ClockId::CLOCK_BOOTTIME) else {
         return u64::MAX;
-    }
-    let nanos = t.tv_sec as u128 * 1_000_000_000 + t.tv_nsec as u128;
+    };
+    let hz = sysconf(SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(0)
+        .max(1) as u128;
+    let nanos = t.tv_sec() as u128 * 1_000_000_000 + t.tv_nsec() as u128;
     (nanos * hz / 1_000_000_000) as u64
 }
 

@@ -17,12 +17,16 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{self, Error, ErrorKind};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Component, Path, PathBuf};
 
+use nix::errno::Errno;
+use nix::fcntl::{readlinkat, renameat, AtFlags, OFlag};
 use nix::libc;
+use nix::sys::stat::{fchmodat, fstatat, mkdirat, FchmodatFlags, Mode};
+use nix::unistd::{fchownat, unlinkat, Uid, UnlinkatFlags};
 
 /// The most symlinks followed in one walk (the kernel's limit).
 const MAX_LINKS: usize = 40;
@@ -30,7 +34,7 @@ const MAX_LINKS: usize = 40;
 /// The bound socket file: its folder (a descriptor) and name, and its inode,
 /// so that stop removes this socket and nothing that took its name.
 #[derive(Debug)]
-pub struct Bound {
+pub(crate) struct Bound {
     dir: OwnedFd,
     name: CString,
     inode: u64,
@@ -38,11 +42,14 @@ pub struct Bound {
 
 impl Bound {
     /// Removes the socket file if it is still this one.
-    pub fn remove(&self) {
+    pub(crate) fn remove(&self) {
         match stat_at(&self.dir, &self.name) {
             Ok(st) if is_socket(&st) && st.st_ino == self.inode => {
-                // SAFETY: a valid folder fd and a NUL-terminated name.
-                unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.name.as_ptr(), 0) };
+                let _ = unlinkat(
+                    Some(self.dir.as_raw_fd()),
+                    self.name.as_c_str(),
+                    UnlinkatFlags::NoRemoveDir,
+                );
             }
             _ => {}
         }
@@ -59,7 +66,7 @@ struct Passed {
 /// the socket (mode 0600) when it is another account than the service's and
 /// not root (root connects whatever the mode); where the service may not
 /// hand it over, the start is refused: the socket is never widened.
-pub fn bind(path: &Path, agent_uid: u32) -> io::Result<(UnixListener, Bound)> {
+pub(crate) fn bind(path: &Path, agent_uid: u32) -> io::Result<(UnixListener, Bound)> {
     let (folder, name) = split(path)?;
     let me = nix::unistd::geteuid().as_raw();
     let (dir, passed) = open_folder(path, &folder)?;
@@ -84,10 +91,8 @@ pub fn bind(path: &Path, agent_uid: u32) -> io::Result<(UnixListener, Bound)> {
     ))
     .expect("no NUL in a file name");
     clear_private(&dir, &private, &name);
-    // SAFETY: a valid folder fd and a NUL-terminated name.
-    if unsafe { libc::mkdirat(dir.as_raw_fd(), private.as_ptr(), 0o700) } != 0 {
-        return Err(context(path, "cannot make a private folder for it"));
-    }
+    mkdirat(Some(dir.as_raw_fd()), private.as_c_str(), mode(0o700))
+        .map_err(|e| context(path, "cannot make a private folder for it", e))?;
     let result = bind_private(path, &dir, &private, &name, agent_uid, me);
     clear_private(&dir, &private, &name);
     result
@@ -119,18 +124,16 @@ fn bind_private(
     let listener = UnixListener::bind(&staged)
         .map_err(|e| Error::new(e.kind(), format!("cannot bind {}: {e}", path.display())))?;
     if agent_uid != me && agent_uid != 0 {
-        // SAFETY: valid fds, a NUL-terminated name, gid -1 (unchanged).
-        let r = unsafe {
-            libc::fchownat(
-                pdir.as_raw_fd(),
-                name.as_ptr(),
-                agent_uid,
-                u32::MAX,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if r != 0 {
-            let e = Error::last_os_error();
+        // The group stays as it is.
+        let r = fchownat(
+            Some(pdir.as_raw_fd()),
+            name.as_c_str(),
+            Some(Uid::from_raw(agent_uid)),
+            None,
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        );
+        if let Err(e) = r {
+            let e = Error::from(e);
             return Err(Error::new(
                 e.kind(),
                 format!(
@@ -142,23 +145,21 @@ fn bind_private(
         }
     }
     // In a folder only the service can enter, nothing can swap the name.
-    // SAFETY: valid fd, NUL-terminated name.
-    if unsafe { libc::fchmodat(pdir.as_raw_fd(), name.as_ptr(), 0o600, 0) } != 0 {
-        return Err(context(path, "cannot make it 0600"));
-    }
+    fchmodat(
+        Some(pdir.as_raw_fd()),
+        name.as_c_str(),
+        mode(0o600),
+        FchmodatFlags::FollowSymlink,
+    )
+    .map_err(|e| context(path, "cannot make it 0600", e))?;
     let inode = stat_at(&pdir, name)?.st_ino;
-    // SAFETY: valid fds and NUL-terminated names.
-    let r = unsafe {
-        libc::renameat(
-            pdir.as_raw_fd(),
-            name.as_ptr(),
-            dir.as_raw_fd(),
-            name.as_ptr(),
-        )
-    };
-    if r != 0 {
-        return Err(context(path, "cannot move it into place"));
-    }
+    renameat(
+        Some(pdir.as_raw_fd()),
+        name.as_c_str(),
+        Some(dir.as_raw_fd()),
+        name.as_c_str(),
+    )
+    .map_err(|e| context(path, "cannot move it into place", e))?;
     let dir = dir.try_clone()?;
     Ok((
         listener,
@@ -174,11 +175,16 @@ fn bind_private(
 /// process, or a crash of one with the same pid) and the socket in it.
 fn clear_private(dir: &OwnedFd, private: &CString, name: &CString) {
     if let Ok(pdir) = open_dir_at(dir.as_raw_fd(), private) {
-        // SAFETY: valid fds, NUL-terminated names.
-        unsafe {
-            libc::unlinkat(pdir.as_raw_fd(), name.as_ptr(), 0);
-            libc::unlinkat(dir.as_raw_fd(), private.as_ptr(), libc::AT_REMOVEDIR);
-        }
+        let _ = unlinkat(
+            Some(pdir.as_raw_fd()),
+            name.as_c_str(),
+            UnlinkatFlags::NoRemoveDir,
+        );
+        let _ = unlinkat(
+            Some(dir.as_raw_fd()),
+            private.as_c_str(),
+            UnlinkatFlags::RemoveDir,
+        );
     }
 }
 
@@ -268,10 +274,9 @@ fn open_folder(socket: &Path, folder: &Path) -> io::Result<(OwnedFd, Vec<Passed>
         let entry = match stat_at(&fd, &cname) {
             Ok(e) => e,
             Err(e) if e.kind() == ErrorKind::NotFound => {
-                // SAFETY: a valid folder fd and a NUL-terminated name.
-                let r = unsafe { libc::mkdirat(fd.as_raw_fd(), cname.as_ptr(), 0o755) };
-                if r != 0 && Error::last_os_error().kind() != ErrorKind::AlreadyExists {
-                    return Err(context(&next, "cannot make the folder"));
+                match mkdirat(Some(fd.as_raw_fd()), cname.as_c_str(), mode(0o755)) {
+                    Ok(()) | Err(Errno::EEXIST) => {}
+                    Err(e) => return Err(context(&next, "cannot make the folder", e)),
                 }
                 stat_at(&fd, &cname)?
             }
@@ -356,7 +361,7 @@ fn agent_may_enter(socket: &Path, passed: &[Passed], agent_uid: u32) -> io::Resu
 /// Refuses a socket in the state folder when the agent is another account:
 /// the state folder is the service's own (0700), so the agent could never
 /// reach it there. The default `<state_dir>/agent.sock` is refused so.
-pub fn outside_state_dir(socket: &Path, state_dir: &Path, agent_uid: u32) -> io::Result<()> {
+pub(crate) fn outside_state_dir(socket: &Path, state_dir: &Path, agent_uid: u32) -> io::Result<()> {
     let me = nix::unistd::geteuid().as_raw();
     if agent_uid == me || agent_uid == 0 {
         return Ok(());
@@ -389,9 +394,13 @@ fn components(p: &Path) -> Vec<OsString> {
         .collect()
 }
 
-fn context(path: &Path, what: &str) -> Error {
-    let e = Error::last_os_error();
+fn context(path: &Path, what: &str, e: Errno) -> Error {
+    let e = Error::from(e);
     Error::new(e.kind(), format!("{}: {what}: {e}", path.display()))
+}
+
+fn mode(bits: u32) -> Mode {
+    Mode::from_bits_truncate(bits)
 }
 
 fn is_socket(st: &libc::stat) -> bool {
@@ -399,61 +408,25 @@ fn is_socket(st: &libc::stat) -> bool {
 }
 
 fn open_dir_at(dir: RawFd, name: &CString) -> io::Result<OwnedFd> {
-    // SAFETY: a valid fd (or AT_FDCWD) and a NUL-terminated name.
-    let fd = unsafe {
-        libc::openat(
-            dir,
-            name.as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(Error::last_os_error());
-    }
-    // SAFETY: the kernel just returned this fd.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    crate::sys::openat(dir, name, flags)
 }
 
 fn stat_at(dir: &OwnedFd, name: &CString) -> io::Result<libc::stat> {
-    // SAFETY: fstatat fills the zeroed struct.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let r = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if r != 0 {
-        return Err(Error::last_os_error());
-    }
-    Ok(st)
+    Ok(fstatat(
+        Some(dir.as_raw_fd()),
+        name.as_c_str(),
+        AtFlags::AT_SYMLINK_NOFOLLOW,
+    )?)
 }
 
 fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
-    // SAFETY: fstat fills the zeroed struct.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return Err(Error::last_os_error());
-    }
-    Ok(st)
+    Ok(nix::sys::stat::fstat(fd.as_raw_fd())?)
 }
 
 fn read_link_at(dir: &OwnedFd, name: &CString) -> io::Result<PathBuf> {
-    let mut buf = vec![0u8; libc::PATH_MAX as usize];
-    // SAFETY: a buffer and its length.
-    let n = unsafe {
-        libc::readlinkat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    if n < 0 {
-        return Err(Error::last_os_error());
-    }
-    buf.truncate(n as usize);
-    Ok(PathBuf::from(OsStr::from_bytes(&buf)))
+    Ok(PathBuf::from(readlinkat(
+        Some(dir.as_raw_fd()),
+        name.as_c_str(),
+    )?))
 }

@@ -6,7 +6,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use crate::config::Config;
 
 /// The token the app must send as `Authorization: Bearer <token>`.
-pub fn token(config: &Config) -> std::io::Result<String> {
+pub(super) fn token(config: &Config) -> std::io::Result<String> {
     if let Some(t) = saved(config) {
         return Ok(t);
     }
@@ -29,7 +29,7 @@ pub fn token(config: &Config) -> std::io::Result<String> {
 
 /// The token as the config or `<state_dir>/token` has it, if either does
 /// (nothing is generated).
-pub fn saved(config: &Config) -> Option<String> {
+pub(super) fn saved(config: &Config) -> Option<String> {
     if let Some(t) = config.token.as_ref().filter(|t| !t.is_empty()) {
         return Some(t.clone());
     }
@@ -39,7 +39,7 @@ pub fn saved(config: &Config) -> Option<String> {
 
 /// Whether the request's headers carry the token (compared in constant
 /// time). It is checked before anything of the body is read.
-pub fn allowed(headers: &hyper::HeaderMap, token: &str) -> bool {
+pub(super) fn allowed(headers: &hyper::HeaderMap, token: &str) -> bool {
     let Some(value) = headers.get(hyper::header::AUTHORIZATION) else {
         return false;
     };

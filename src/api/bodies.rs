@@ -16,7 +16,7 @@ use crate::runtime::{RelaunchMode, Start};
 use crate::sessions::Kind;
 
 /// The largest body accepted (1 MiB).
-pub const MAX_BODY: usize = 1 << 20;
+pub(crate) const MAX_BODY: usize = 1 << 20;
 
 /// The fields of `POST /v1/sessions` (checked first, to name an unknown one).
 const CREATE_FIELDS: &[&str] = &[
@@ -38,7 +38,7 @@ const CREATE_FIELDS: &[&str] = &[
 /// `POST /v1/sessions/{id}/messages`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Message {
+pub(crate) struct Message {
     /// The prompt to queue.
     pub prompt: String,
     /// `queue` (the default) or `steer`.
@@ -49,7 +49,7 @@ pub struct Message {
 /// Where a message goes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Deliver {
+pub(crate) enum Deliver {
     /// To the back of the queue.
     #[default]
     Queue,
@@ -60,7 +60,7 @@ pub enum Deliver {
 /// `POST /v1/sessions/{id}/approvals/{approval}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Decide {
+pub(crate) struct Decide {
     /// `allow`, `deny` or `allow_for_session`.
     pub decision: Decision,
     /// What the model is told with a denial.
@@ -69,19 +69,19 @@ pub struct Decide {
 }
 
 /// The longest message an approval's answer carries, in characters.
-pub const DECISION_MESSAGE_MAX: usize = 4096;
+pub(crate) const DECISION_MESSAGE_MAX: usize = 4096;
 
 /// `POST /v1/sessions/{id}/relaunch`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Relaunch {
+pub(crate) struct Relaunch {
     /// `resume`, `wake` or `restart`.
     pub mode: RelaunchMode,
 }
 
 /// Parses a body: 400 for bad JSON, 422 for a non-object, an unknown field
 /// (named) or an invalid value.
-pub fn parse<T: DeserializeOwned>(body: &[u8], fields: &[&str]) -> Result<T, Refusal> {
+pub(crate) fn parse<T: DeserializeOwned>(body: &[u8], fields: &[&str]) -> Result<T, Refusal> {
     let text = if body.iter().all(u8::is_ascii_whitespace) {
         "{}"
     } else {
@@ -178,12 +178,12 @@ impl<'de> Visitor<'de> for NoDuplicateKeys {
 }
 
 /// The body of a route that takes none: empty, or `{}`.
-pub fn none(body: &[u8]) -> Result<(), Refusal> {
+pub(crate) fn none(body: &[u8]) -> Result<(), Refusal> {
     parse::<serde::de::IgnoredAny>(body, &[]).map(drop)
 }
 
 /// Parses and validates a start.
-pub fn create(body: &[u8]) -> Result<Start, Refusal> {
+pub(crate) fn create(body: &[u8]) -> Result<Start, Refusal> {
     let c: Start = parse(body, CREATE_FIELDS)?;
     let invalid = |m: &str| Err(Refusal::new(422, "invalid_field", m));
     if c.workspace.trim().is_empty() {
@@ -218,7 +218,7 @@ pub fn create(body: &[u8]) -> Result<Start, Refusal> {
 /// no limit).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SetBudget {
+pub(crate) struct SetBudget {
     /// The most the session's turns may cost in all (USD).
     #[serde(default)]
     pub max_cost_usd: Option<f64>,
@@ -230,7 +230,7 @@ pub struct SetBudget {
 /// Parses a new budget: a JSON object (an empty body is refused, so no
 /// limit is lifted by a request that says nothing); the tokens as a whole
 /// number.
-pub fn budget(body: &[u8]) -> Result<(Option<f64>, Option<u64>), Refusal> {
+pub(crate) fn budget(body: &[u8]) -> Result<(Option<f64>, Option<u64>), Refusal> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(Refusal::new(
             422,
@@ -245,11 +245,11 @@ pub fn budget(body: &[u8]) -> Result<(Option<f64>, Option<u64>), Refusal> {
 }
 
 /// The most tokens a budget may hold (as a harness's counts are read).
-pub const MAX_TOKENS: u64 = 1_000_000_000_000;
+pub(crate) const MAX_TOKENS: u64 = 1_000_000_000_000;
 
 /// `max_tokens` as JSON gives it: any number that is whole (`1.0` too, as
 /// JSON Schema's integers are) from 1 to [`MAX_TOKENS`].
-pub fn whole_tokens(n: Option<f64>) -> Result<Option<u64>, Refusal> {
+pub(crate) fn whole_tokens(n: Option<f64>) -> Result<Option<u64>, Refusal> {
     match n {
         None => Ok(None),
         Some(n) if n.fract() == 0.0 && (1.0..=MAX_TOKENS as f64).contains(&n) => Ok(Some(n as u64)),
@@ -262,7 +262,7 @@ pub fn whole_tokens(n: Option<f64>) -> Result<Option<u64>, Refusal> {
 }
 
 /// The most a budget's cost may be (USD), as a harness's costs are read.
-pub const MAX_COST_USD: f64 = 1_000_000.0;
+pub(crate) const MAX_COST_USD: f64 = 1_000_000.0;
 
 /// A budget's limits: a cost above 0 and at most [`MAX_COST_USD`], at
 /// least one token.
@@ -281,7 +281,7 @@ fn limits(max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> Result<(), Refu
 /// The longest folder path accepted, in characters: at most 4 bytes each,
 /// so within Linux's `PATH_MAX` (4096 bytes) with room for the status
 /// file's suffix, and a limit the OpenAPI schema can state exactly.
-pub const MAX_FOLDER: usize = 1000;
+pub(crate) const MAX_FOLDER: usize = 1000;
 
 /// A folder room-core can walk without following a link: an absolute,
 /// normal path (no `.` or `..` component, which would make the folder the
@@ -329,14 +329,14 @@ fn prompt(p: &str) -> Result<(), Refusal> {
 }
 
 /// Parses a message.
-pub fn message(body: &[u8]) -> Result<Message, Refusal> {
+pub(crate) fn message(body: &[u8]) -> Result<Message, Refusal> {
     let m: Message = parse(body, &["prompt", "deliver"])?;
     prompt(&m.prompt)?;
     Ok(m)
 }
 
 /// Parses an approval's answer.
-pub fn decide(body: &[u8]) -> Result<Decide, Refusal> {
+pub(crate) fn decide(body: &[u8]) -> Result<Decide, Refusal> {
     let d: Decide = parse(body, &["decision", "message"])?;
     if let Some(m) = &d.message {
         if m.chars().count() > DECISION_MESSAGE_MAX {
@@ -358,7 +358,7 @@ pub fn decide(body: &[u8]) -> Result<Decide, Refusal> {
 }
 
 /// Parses a relaunch.
-pub fn relaunch(body: &[u8]) -> Result<Relaunch, Refusal> {
+pub(crate) fn relaunch(body: &[u8]) -> Result<Relaunch, Refusal> {
     parse(body, &["mode"])
 }
 

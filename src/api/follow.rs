@@ -13,10 +13,10 @@ use crate::runtime::{ListQuery, Runtime, DEFAULT_LIST, MAX_LIST};
 use room_machines::session::Shown;
 
 /// The default page of events.
-pub const DEFAULT_PAGE: usize = 256;
+pub(super) const DEFAULT_PAGE: usize = 256;
 
 /// 500 for a journal that cannot be read.
-pub fn unreadable(e: &JournalError) -> Refusal {
+pub(super) fn unreadable(e: &JournalError) -> Refusal {
     log::error!("{e}");
     Refusal::new(
         500,
@@ -29,7 +29,7 @@ pub fn unreadable(e: &JournalError) -> Refusal {
 /// `after`, each as journalled, and where to ask from next. The body is
 /// put together from the journal's lines, never re-serialised, so a
 /// harness's event is served byte for byte as it printed it.
-pub fn events(rt: &Runtime, id: &str, query: &Query) -> Result<Reply, Refusal> {
+pub(super) fn events(rt: &Runtime, id: &str, query: &Query) -> Result<Reply, Refusal> {
     let after = query.number("after")?.unwrap_or(0);
     let limit = query.limit("limit", DEFAULT_PAGE, MAX_PAGE)?;
     let journal = rt.journal(id).ok_or_else(|| Refusal::no_session(id))?;
@@ -58,7 +58,7 @@ pub fn events(rt: &Runtime, id: &str, query: &Query) -> Result<Reply, Refusal> {
 /// `404 session_not_found`, as on every route that names a session: no
 /// schema can say which IDs exist, so a request the spec allows may name a
 /// missing one, and "not found" is the answer such a request is owed.
-pub fn list(rt: &Runtime, query: &Query) -> Result<Value, Refusal> {
+pub(super) fn list(rt: &Runtime, query: &Query) -> Result<Value, Refusal> {
     let q = list_query(query)?;
     if let Some(after) = q.after.as_deref() {
         if rt.journal(after).is_none() {
@@ -74,7 +74,7 @@ pub fn list(rt: &Runtime, query: &Query) -> Result<Value, Refusal> {
 
 /// The session list's query: `workspace`, `state`, `after` (empty: from the
 /// first, as no `after`), `limit`.
-pub fn list_query(query: &Query) -> Result<ListQuery, Refusal> {
+pub(super) fn list_query(query: &Query) -> Result<ListQuery, Refusal> {
     let state = query
         .get("state")
         .map(|s| {
@@ -101,7 +101,7 @@ pub fn list_query(query: &Query) -> Result<ListQuery, Refusal> {
 }
 
 /// `GET /v1/health`.
-pub fn health(ctx: Ctx) -> Value {
+pub(super) fn health(ctx: Ctx) -> Value {
     let mut v = ctx.rt.health();
     v["streams"] = json!({"open": ctx.streams_open, "max": MAX_STREAMS});
     v
@@ -109,7 +109,7 @@ pub fn health(ctx: Ctx) -> Value {
 
 /// `GET /v1/ready`: 200 once the restore is done and both sockets serve,
 /// 503 before and once a stop has begun.
-pub fn ready(rt: &Runtime) -> Reply {
+pub(super) fn ready(rt: &Runtime) -> Reply {
     match rt.readiness() {
         Ok(()) => match rt.degraded() {
             None => Reply::json(200, json!({"ready": true})),

@@ -9,7 +9,7 @@ use super::limits::MAX_STREAMS;
 use crate::runtime::Runtime;
 
 /// What every request needs.
-pub struct Front {
+pub(crate) struct Front {
     /// The sessions.
     pub runtime: Arc<Runtime>,
     /// The bearer token.
@@ -22,7 +22,7 @@ pub struct Front {
 
 impl Front {
     /// Event streams open now.
-    pub fn streams_open(&self) -> usize {
+    pub(crate) fn streams_open(&self) -> usize {
         MAX_STREAMS.saturating_sub(self.streams.available_permits())
     }
 }

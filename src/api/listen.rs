@@ -19,7 +19,7 @@ use crate::backoff::Failures;
 /// Serves `listener` until `stop` changes (or its sender is dropped), with at
 /// most `cap` connections at once; then gives the connections `STOP_GRACE`
 /// to finish the answers in hand.
-pub async fn serve(
+pub(super) async fn serve(
     listener: TcpListener,
     front: Arc<Front>,
     cap: usize,

@@ -8,18 +8,18 @@
 //! docs/api.md and docs/openapi.json describe them and every limit.
 
 mod auth;
-pub mod bodies;
+pub(crate) mod bodies;
 pub mod console;
 mod console_url;
 mod follow;
 mod front;
-pub mod limits;
+pub(crate) mod limits;
 mod listen;
-pub mod query;
+pub(crate) mod query;
 mod reply;
 mod request;
 pub mod routes;
-pub mod stream;
+pub(crate) mod stream;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -78,7 +78,7 @@ impl Query {
 /// `text` as a whole number from 0 to `u64::MAX`: ASCII digits only, as the
 /// spec's `integer` is written (`u64`'s parser would also take a leading
 /// `+`).
-pub fn whole_number(text: &str) -> Option<u64> {
+pub(crate) fn whole_number(text: &str) -> Option<u64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

@@ -92,7 +92,7 @@ impl hyper::body::Body for Body {
 
 /// Whether the connection closes after the answer.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum After {
+pub(super) enum After {
     /// It stays open for the next request.
     KeepAlive,
     /// It closes.
@@ -100,7 +100,7 @@ pub enum After {
 }
 
 /// A whole answer.
-pub fn respond(reply: Reply, after: After) -> Response<Body> {
+pub(super) fn respond(reply: Reply, after: After) -> Response<Body> {
     let mut response = Response::new(Body::Whole(Full::new(Bytes::from(reply.body))));
     *response.status_mut() =
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

@@ -36,7 +36,7 @@ fn too_large() -> Reply {
 }
 
 /// Serves one request (hyper's service function).
-pub async fn serve(
+pub(super) async fn serve(
     front: Arc<Front>,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {

@@ -32,11 +32,11 @@ use crate::journal::{Journal, Line, Tail};
 
 /// A comment is sent after this long without an event, so proxies and
 /// clients see the stream is alive (and a gone client is noticed).
-pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// A client that takes no bytes for this long (its socket buffer and the
 /// stream's channel full) is dropped.
-pub const STALL: Duration = Duration::from_secs(60);
+pub(crate) const STALL: Duration = Duration::from_secs(60);
 
 /// Events per chunk.
 const CHUNK: usize = 64;
@@ -45,7 +45,7 @@ const CHUNK: usize = 64;
 const BUFFERED: usize = 4;
 
 /// Opens a stream of session `id`'s events.
-pub async fn open(
+pub(crate) async fn open(
     front: &Arc<Front>,
     id: String,
     query: &Query,

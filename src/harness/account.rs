@@ -2,13 +2,13 @@
 //! another account than the service's own, each turn runs as that account:
 //! its uid, its primary group, its supplementary groups and its HOME, all
 //! from its passwd and group entries. Otherwise nothing changes and the turn
-//! runs as the service (and std keeps its posix_spawn path).
+//! runs as the service.
 
 use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use nix::unistd::{Gid, Uid, User};
+use nix::unistd::{Uid, User};
 
 /// An account from the passwd database, as a spawner needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,11 +43,6 @@ impl Account {
             home: user.dir,
         })
     }
-
-    /// The supplementary groups as `setgroups` takes them.
-    pub fn gids(&self) -> Vec<Gid> {
-        self.groups.iter().map(|g| Gid::from_raw(*g)).collect()
-    }
 }
 
 /// Accounts looked up so far (the passwd file is read once per uid, not per
@@ -57,7 +52,7 @@ static CACHE: Mutex<Vec<Account>> = Mutex::new(Vec::new());
 /// The account a turn runs as: `None` when `agent_uid` is unset or is the
 /// service's own effective uid (the turn runs as the service), else the
 /// looked-up account.
-pub fn for_agent(agent_uid: Option<u32>) -> Result<Option<Account>, String> {
+pub(crate) fn for_agent(agent_uid: Option<u32>) -> Result<Option<Account>, String> {
     let Some(uid) = agent_uid else {
         return Ok(None);
     };

@@ -10,7 +10,7 @@ use super::account;
 
 /// Why `approvals` cannot be `mode` for a `harness` session under this
 /// `agent_uid`, in a sentence; `None` when it can.
-pub fn refusal(mode: ApprovalMode, agent_uid: Option<u32>) -> Option<String> {
+pub(crate) fn refusal(mode: ApprovalMode, agent_uid: Option<u32>) -> Option<String> {
     if mode == ApprovalMode::Auto {
         return None;
     }

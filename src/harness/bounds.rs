@@ -4,14 +4,14 @@
 //! refusals all use it.
 
 /// The longest tool name or reason kept.
-pub const TEXT_MAX: usize = 1024;
+pub(crate) const TEXT_MAX: usize = 1024;
 
 /// The longest request ID taken for an approval (claude's are UUIDs,
 /// codex's numbers); a longer one is refused.
-pub const REF_MAX: usize = 256;
+pub(crate) const REF_MAX: usize = 256;
 
 /// `s`'s first `max` bytes, at a character boundary.
-pub fn cut(s: &str, max: usize) -> String {
+pub(crate) fn cut(s: &str, max: usize) -> String {
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;

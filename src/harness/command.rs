@@ -1,7 +1,6 @@
 //! One turn's command: what to run, with which arguments, environment,
-//! folder, protocol and account. `TurnSpec` is plain data so any spawner can
-//! take it: `TurnSpec::command` makes a `std::process::Command`, and a
-//! spawner of its own (fork/exec, a cgroup) reads the same fields.
+//! folder, protocol and account. `TurnSpec` is plain data;
+//! `TurnSpec::into_spawn` hands it to the one spawner, `supervise::spawn`.
 //!
 //! The prompt is never an argument: both CLIs read it from stdin on their
 //! protocol (claude a user message, codex `turn/start`), so no prompt,
@@ -10,7 +9,6 @@
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use room_machines::session::ApprovalMode;
 
@@ -19,6 +17,7 @@ use super::codex;
 use super::talk::Talker;
 use super::{program, Harness, Programs};
 use crate::config::Config;
+use crate::supervise::{self, SpawnSpec};
 
 /// The variable that tells room-cli where Core's agent socket is.
 pub const SOCKET_VAR: &str = "ROOM_CORE_SOCKET";
@@ -218,9 +217,9 @@ fn holds(value: &OsStr, secret: &str) -> bool {
 }
 
 /// `program` as an absolute path when it is a bare name found on the
-/// environment's `PATH`. std spawns with posix_spawn only when the program
-/// is a path or `PATH` is left alone, and the spec sets the whole
-/// environment, `PATH` included.
+/// environment's `PATH` (the spec sets the whole environment, `PATH`
+/// included), so the spec names the file that runs and the spawner has no
+/// search to make.
 fn absolute(program: &Path, env: &[(OsString, OsString)]) -> PathBuf {
     if !program::is_bare(program) {
         return program.to_path_buf();
@@ -232,52 +231,20 @@ fn absolute(program: &Path, env: &[(OsString, OsString)]) -> PathBuf {
 }
 
 impl TurnSpec {
-    /// A `std::process::Command` for this spec, stdin piped (stdout, stderr
-    /// and the process group are the caller's). Without an account it sets
-    /// nothing that makes std fork (no `pre_exec`, no uid), so std uses
-    /// posix_spawn: a fork of the whole service costs about a millisecond
-    /// per spawn on this kind of virtual machine, vfork nothing. With an
-    /// account the child sets its groups, gid and uid before exec.
-    pub fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.program);
-        cmd.args(&self.args)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&self.cwd)
-            .stdin(Stdio::piped());
-        if let Some(a) = &self.account {
-            use std::os::unix::process::CommandExt;
-            let groups = a.gids();
-            let gid = nix::unistd::Gid::from_raw(a.gid);
-            let uid = nix::unistd::Uid::from_raw(a.uid);
-            // SAFETY: between fork and exec this only makes three system
-            // calls (setgroups, setgid, setuid) on data made before the
-            // fork; nothing allocates or takes a lock. Groups first: once
-            // the uid is dropped, the groups can no longer be changed.
-            unsafe {
-                cmd.pre_exec(move || {
-                    nix::unistd::setgroups(&groups)?;
-                    nix::unistd::setgid(gid)?;
-                    nix::unistd::setuid(uid)?;
-                    Ok(())
-                });
-            }
-        }
-        cmd
-    }
-
-    /// The message for a failed spawn: the program, and the account when it
-    /// is not the service's own.
-    pub fn spawn_error(&self, e: &std::io::Error) -> String {
-        match &self.account {
-            Some(a) => format!(
-                "cannot run {} as uid {} ({}): {e}",
-                self.program.display(),
-                a.uid,
-                a.name
-            ),
-            None => format!("cannot run {}: {e}", self.program.display()),
-        }
+    /// The spawner's spec for this turn (`supervise::spawn` starts it with
+    /// stdin, stdout and stderr as pipes) and the talker that writes its
+    /// stdin. Every turn, and every tool that runs one, starts it through
+    /// that one spawner, so the account switch has one implementation.
+    pub fn into_spawn(self) -> (SpawnSpec, Talker) {
+        let mut spec = SpawnSpec::new(self.program, self.cwd);
+        spec.args = self.args.into_iter().map(Into::into).collect();
+        spec.env = self.env;
+        spec.account = self.account.map(|a| supervise::Account {
+            uid: a.uid,
+            gid: a.gid,
+            groups: a.groups,
+        });
+        (spec, self.talker)
     }
 }
 

@@ -7,12 +7,12 @@ use room_machines::session::Usd;
 use serde_json::Value;
 
 /// A token count.
-pub fn count(v: &Value) -> u64 {
+pub(crate) fn count(v: &Value) -> u64 {
     v.as_u64().filter(|n| *n <= TOKENS_MAX).unwrap_or(0)
 }
 
 /// A cost in USD.
-pub fn cost(v: &Value) -> Option<Usd> {
+pub(crate) fn cost(v: &Value) -> Option<Usd> {
     v.as_f64().and_then(Usd::reported)
 }
 

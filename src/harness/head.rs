@@ -32,7 +32,7 @@ impl Scalar {
 
 /// The values at `paths` (keys from the top object down; the first of a
 /// repeated key wins) in the JSON object `bytes` starts with.
-pub fn fields<const N: usize>(bytes: &[u8], paths: [&[&str]; N]) -> [Option<Scalar>; N] {
+pub(crate) fn fields<const N: usize>(bytes: &[u8], paths: [&[&str]; N]) -> [Option<Scalar>; N] {
     let mut out: [Option<Scalar>; N] = std::array::from_fn(|_| None);
     let mut s = Scanner {
         b: bytes,

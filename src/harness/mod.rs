@@ -10,23 +10,23 @@
 //! program (no fake stands in for a missing one), `installed` and
 //! `version` say which CLIs are installed and their versions.
 
-pub mod account;
-pub mod approvals;
-pub mod bounds;
+pub(crate) mod account;
+pub(crate) mod approvals;
+pub(crate) mod bounds;
 pub mod claude;
-pub mod codex;
+pub(crate) mod codex;
 pub mod command;
-pub mod figures;
-pub mod head;
-pub mod installed;
-pub mod modes;
-pub mod program;
-pub mod refusal;
+pub(crate) mod figures;
+pub(crate) mod head;
+pub(crate) mod installed;
+pub(crate) mod modes;
+pub(crate) mod program;
+pub(crate) mod refusal;
 pub mod speech;
 pub mod talk;
 #[cfg(test)]
 mod transcripts;
-pub mod version;
+pub(crate) mod version;
 
 use std::path::{Path, PathBuf};
 

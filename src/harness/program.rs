@@ -7,12 +7,12 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 /// Whether `program` is a bare name (looked up on `PATH`), not a path.
-pub fn is_bare(program: &Path) -> bool {
+pub(crate) fn is_bare(program: &Path) -> bool {
     !program.as_os_str().is_empty() && program.components().count() == 1 && !program.is_absolute()
 }
 
 /// The first executable file named `name` in the folders of `path`.
-pub fn on_path(name: &Path, path: &OsStr) -> Option<PathBuf> {
+pub(crate) fn on_path(name: &Path, path: &OsStr) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     std::env::split_paths(path)
         .map(|dir| dir.join(name))
@@ -26,7 +26,7 @@ pub fn on_path(name: &Path, path: &OsStr) -> Option<PathBuf> {
 /// (one no `PATH` lookup turned into a path) is not; an absolute path is
 /// unless nothing exists at it. A relative path with a folder in it is
 /// taken from the turn's folder, so it is left to the spawn to judge.
-pub fn is_there(program: &Path) -> bool {
+pub(crate) fn is_there(program: &Path) -> bool {
     if is_bare(program) || program.as_os_str().is_empty() {
         return false;
     }
@@ -38,7 +38,7 @@ pub fn is_there(program: &Path) -> bool {
 
 /// Why harness `cli`'s `configured` program cannot run: a sentence that
 /// names the CLI and the config field (`<cli>_program`).
-pub fn not_installed(cli: &str, configured: &Path) -> String {
+pub(crate) fn not_installed(cli: &str, configured: &Path) -> String {
     let field = format!("{cli}_program");
     if is_bare(configured) {
         format!(

@@ -12,11 +12,11 @@ use super::head::Scalar;
 use crate::journal::{Unservable, DEPTH_MAX};
 
 /// What the model reads when a request is denied because too many wait.
-pub const TOO_MANY: &str = "Denied: too many approval requests are waiting in this session.";
+pub(crate) const TOO_MANY: &str = "Denied: too many approval requests are waiting in this session.";
 
 /// The most bytes of approval requests' inputs a claude talker holds for
 /// their answers (each is at most a line, 1 MiB).
-pub const INPUTS_MAX: usize = 8 << 20;
+pub(crate) const INPUTS_MAX: usize = 8 << 20;
 
 /// Why a line was not read whole, or not served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

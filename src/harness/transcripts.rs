@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// Every transcript of `cli` (`claude`, `codex`) by name, each a list of
 /// `{"dir", "ms", "msg"}` lines, sorted by name.
-pub fn transcripts(cli: &str) -> Vec<(String, Vec<Value>)> {
+pub(crate) fn transcripts(cli: &str) -> Vec<(String, Vec<Value>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/protocols")
         .join(cli);
@@ -32,7 +32,7 @@ pub fn transcripts(cli: &str) -> Vec<(String, Vec<Value>)> {
 }
 
 /// What `cli` printed in transcript `name`, line by line.
-pub fn printed(cli: &str, name: &str) -> Vec<String> {
+pub(crate) fn printed(cli: &str, name: &str) -> Vec<String> {
     let all = transcripts(cli);
     let (_, lines) = all.iter().find(|(n, _)| n == name).unwrap();
     lines
@@ -43,7 +43,7 @@ pub fn printed(cli: &str, name: &str) -> Vec<String> {
 }
 
 /// Every line `cli` printed in its transcripts.
-pub fn recorded_lines(cli: &str) -> Vec<String> {
+pub(crate) fn recorded_lines(cli: &str) -> Vec<String> {
     transcripts(cli)
         .into_iter()
         .flat_map(|(_, l)| l)

@@ -25,16 +25,16 @@ use super::account::Account;
 use crate::supervise::{spawn, Child, SpawnSpec};
 
 /// How long the check may take, from spawn to exit.
-pub const DEADLINE: Duration = Duration::from_secs(5);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(5);
 /// The most bytes read of each of its stdout and stderr.
-pub const MAX_READ: usize = 4096;
+pub(crate) const MAX_READ: usize = 4096;
 /// The most characters of the version kept.
-pub const MAX_VERSION: usize = 200;
+pub(crate) const MAX_VERSION: usize = 200;
 
 /// What `program --version` printed first (its first line that is not
 /// blank, trimmed), or why there is nothing: it could not run, did not
 /// finish within `deadline`, failed, or printed nothing.
-pub fn ask(
+pub(crate) fn ask(
     program: &Path,
     env: &[(OsString, OsString)],
     account: Option<&Account>,

@@ -34,7 +34,7 @@ pub(super) struct Piece {
 
 impl Piece {
     /// The offset just past it.
-    pub fn end(&self) -> u64 {
+    pub(super) fn end(&self) -> u64 {
         self.start + self.len
     }
 }
@@ -48,7 +48,7 @@ pub(super) struct Lines<R> {
 
 impl<R: BufRead> Lines<R> {
     /// Lines from `reader`, whose first byte is the file's byte `at`.
-    pub fn new(reader: R, at: u64) -> Lines<R> {
+    pub(super) fn new(reader: R, at: u64) -> Lines<R> {
         Lines {
             reader,
             at,
@@ -57,7 +57,7 @@ impl<R: BufRead> Lines<R> {
     }
 
     /// The next piece, `None` at the end of the reader.
-    pub fn next_piece(&mut self) -> io::Result<Option<Piece>> {
+    pub(super) fn next_piece(&mut self) -> io::Result<Option<Piece>> {
         self.buf.clear();
         let start = self.at;
         let n = (&mut self.reader)
@@ -90,7 +90,7 @@ impl<R: BufRead> Lines<R> {
     }
 
     /// The last piece's bytes (without its newline) when they were kept.
-    pub fn bytes(&self) -> &[u8] {
+    pub(super) fn bytes(&self) -> &[u8] {
         &self.buf
     }
 }

@@ -57,7 +57,7 @@ mod index;
 mod limits;
 mod lines;
 mod read;
-pub mod registry;
+pub(crate) mod registry;
 mod repair;
 mod report;
 mod rule;

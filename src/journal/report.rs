@@ -93,7 +93,7 @@ pub(super) struct Damage {
 
 impl Damage {
     /// A damaged line at `offset`, `len` bytes, after seq `after_seq`.
-    pub fn bad(&mut self, offset: u64, len: u64, after_seq: u64) {
+    pub(super) fn bad(&mut self, offset: u64, len: u64, after_seq: u64) {
         match &mut self.open {
             Some(run) => {
                 run.bytes += len;
@@ -111,7 +111,7 @@ impl Damage {
     }
 
     /// A served line: the run being read, if any, is over.
-    pub fn good(&mut self) {
+    pub(super) fn good(&mut self) {
         let Some(run) = self.open.take() else { return };
         self.found.add(&run);
         if self.listed.len() < MAX_LISTED {
@@ -123,7 +123,7 @@ impl Damage {
 
     /// A served `journal_repaired` event with `data`: what it reported is
     /// no longer news.
-    pub fn reported(&mut self, data: &str) {
+    pub(super) fn reported(&mut self, data: &str) {
         let Ok(report) = serde_json::from_str::<Repaired>(data) else {
             return;
         };
@@ -139,12 +139,12 @@ impl Damage {
     }
 
     /// Ends the scan (a run still open is over).
-    pub fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         self.good();
     }
 
     /// The runs not reported yet, listed or not.
-    pub fn news(&self) -> Counts {
+    pub(super) fn news(&self) -> Counts {
         let mut c = self.unlisted;
         for run in &self.listed {
             c.add(run);
@@ -153,13 +153,13 @@ impl Damage {
     }
 
     /// The first runs not reported yet.
-    pub fn listed(&self) -> &[Run] {
+    pub(super) fn listed(&self) -> &[Run] {
         &self.listed
     }
 
     /// The `journal_repaired` event for what is not reported yet, to be
     /// written at offset `through`; `None` when there is nothing new.
-    pub fn event(&self, through: u64, set_aside: Option<SetAside>) -> Option<NewEvent> {
+    pub(super) fn event(&self, through: u64, set_aside: Option<SetAside>) -> Option<NewEvent> {
         let news = self.news();
         if news.runs == 0 {
             return None;

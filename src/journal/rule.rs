@@ -43,7 +43,7 @@ impl Default for Sequence {
 impl Sequence {
     /// Just after seq `last` was served, `slack` bytes after the last sure
     /// line (0: it was sure).
-    pub fn after(last: u64, slack: u64) -> Sequence {
+    pub(super) fn after(last: u64, slack: u64) -> Sequence {
         Sequence {
             last,
             slack,
@@ -52,12 +52,12 @@ impl Sequence {
     }
 
     /// The last seq served (0: none).
-    pub fn last(&self) -> u64 {
+    pub(super) fn last(&self) -> u64 {
         self.last
     }
 
     /// Bytes since the last sure line.
-    pub fn slack(&self) -> u64 {
+    pub(super) fn slack(&self) -> u64 {
         self.slack
     }
 
@@ -65,22 +65,22 @@ impl Sequence {
     /// seq after the last served one and past every seq the bytes since
     /// the last sure line could have held, so no seq a reader may have been
     /// served is given again.
-    pub fn next(&self) -> u64 {
+    pub(super) fn next(&self) -> u64 {
         self.last + 1 + self.slack / MIN_LINE
     }
 
     /// Whether a line with `seq` may be served next.
-    pub fn allows(&self, seq: u64) -> bool {
+    pub(super) fn allows(&self, seq: u64) -> bool {
         seq > self.last && seq <= self.next()
     }
 
     /// The event `bytes` hold when they are one that may be served next.
-    pub fn check(&self, bytes: &[u8]) -> Option<Line> {
+    pub(super) fn check(&self, bytes: &[u8]) -> Option<Line> {
         Line::parse(bytes).filter(|l| self.allows(l.seq))
     }
 
     /// Notes that `line` was served, from `len` bytes (newline included).
-    pub fn served(&mut self, line: &Line, len: u64) {
+    pub(super) fn served(&mut self, line: &Line, len: u64) {
         debug_assert!(self.allows(line.seq));
         let sure = (self.clean && line.seq == self.last + 1) || line.kind == REPAIRED;
         self.slack = if sure { 0 } else { self.slack + len };
@@ -90,13 +90,13 @@ impl Sequence {
 
     /// Notes that room-core appended seq `seq` (at [`Sequence::next`] or
     /// after it): sure, as everything it writes.
-    pub fn appended(&mut self, seq: u64) {
+    pub(super) fn appended(&mut self, seq: u64) {
         debug_assert!(self.allows(seq));
         *self = Sequence::after(seq, 0);
     }
 
     /// Notes a damaged line of `len` bytes (newline included).
-    pub fn skipped(&mut self, len: u64) {
+    pub(super) fn skipped(&mut self, len: u64) {
         self.slack = self.slack.saturating_add(len);
         self.clean = false;
     }

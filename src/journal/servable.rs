@@ -44,7 +44,7 @@ impl Unservable {
 }
 
 /// `text` (trimmed) as one JSON value that every page can serve, or why not.
-pub fn servable(text: &str) -> Result<Box<RawValue>, Unservable> {
+pub(super) fn servable(text: &str) -> Result<Box<RawValue>, Unservable> {
     if text.is_empty() {
         return Err(Unservable::Blank);
     }

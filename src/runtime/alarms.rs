@@ -25,12 +25,12 @@ use crate::clock::Clock;
 
 /// The width of a bucket: how late a deadline may fire so that neighbouring
 /// deadlines share one wake-up.
-pub const SLACK: Millis = 25;
+pub(crate) const SLACK: Millis = 25;
 
 /// Handle to arm deadlines on the timer thread; a deadline names its
 /// session by a `T` (the runtime uses the session's own handle, so a firing
 /// deadline needs no lookup).
-pub struct Alarms<T> {
+pub(crate) struct Alarms<T> {
     shared: Arc<Shared<T>>,
 }
 
@@ -77,7 +77,10 @@ impl<T: Send + 'static> Alarms<T> {
     /// Starts the thread; due deadlines are handed to `fire` in batches
     /// (duplicates included: a stale deadline is harmless). The thread ends
     /// when `fire` returns false.
-    pub fn start(clock: Clock, fire: impl FnMut(Vec<T>) -> bool + Send + 'static) -> Alarms<T> {
+    pub(crate) fn start(
+        clock: Clock,
+        fire: impl FnMut(Vec<T>) -> bool + Send + 'static,
+    ) -> Alarms<T> {
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner {
                 buckets: BTreeMap::new(),
@@ -94,7 +97,7 @@ impl<T: Send + 'static> Alarms<T> {
     }
 
     /// Fires `session` at `at` (less than `SLACK` later).
-    pub fn arm(&self, session: T, at: Millis) {
+    pub(crate) fn arm(&self, session: T, at: Millis) {
         let end = bucket(at);
         let mut inner = self.shared.lock();
         inner.buckets.entry(end).or_default().push(session);

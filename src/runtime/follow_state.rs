@@ -8,7 +8,7 @@ use crate::journal::Journals;
 
 /// The journals and the service's readiness.
 #[derive(Debug)]
-pub struct Follow {
+pub(super) struct Follow {
     /// Every session's journal, shared by its writers and readers.
     pub journals: Journals,
     /// Starting, [`READY`] or [`STOPPING`].
@@ -22,7 +22,7 @@ pub(super) const STOPPING: u8 = 2;
 
 impl Follow {
     /// The journals of `state_dir`, each with `caps`; not ready.
-    pub fn new(state_dir: &std::path::Path, caps: crate::journal::Caps) -> Follow {
+    pub(super) fn new(state_dir: &std::path::Path, caps: crate::journal::Caps) -> Follow {
         Follow {
             journals: Journals::new(state_dir, caps),
             phase: AtomicU8::new(0),

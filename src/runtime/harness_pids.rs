@@ -38,7 +38,7 @@ pub struct HarnessPids(Arc<RwLock<HashMap<ProcKey, Entry>>>);
 /// Whether the cgroup `path` is a turn cgroup of `session`:
 /// `…/room-core/<session>-<seq>`. A harness in process-group mode sits in
 /// the service's own cgroup, which must never count as a turn's.
-pub fn is_turn_cgroup_of(path: &str, session: &str) -> bool {
+pub(crate) fn is_turn_cgroup_of(path: &str, session: &str) -> bool {
     let mut parts = path.rsplit('/');
     let (Some(name), Some(parent)) = (parts.next(), parts.next()) else {
         return false;

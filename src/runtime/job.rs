@@ -9,7 +9,7 @@ use crate::supervise::TurnRecord;
 
 /// Work for the event pool.
 #[derive(Debug)]
-pub enum Job {
+pub(crate) enum Job {
     /// A launch input for session `id`: the watch's `Changed` and
     /// `Watched(false)`, a permit handed over by a release.
     Input(String, LaunchInput),

@@ -17,14 +17,14 @@ use crate::harness::refusal::Refused;
 use crate::journal::{NewEvent, Unservable};
 
 /// The shortest time between two reports of one turn and reason.
-pub const REPORT_EVERY_MS: u64 = 1000;
+pub(crate) const REPORT_EVERY_MS: u64 = 1000;
 
 /// The most bytes of a rejected line's start an event shows.
-pub const PREFIX_MAX: usize = 256;
+pub(crate) const PREFIX_MAX: usize = 256;
 
 /// The lines of one turn and reason since the last report.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// How many.
     pub lines: u64,
     /// Their bytes, newlines excluded.
@@ -37,7 +37,7 @@ pub struct Tally {
 /// once, then at most once a [`REPORT_EVERY_MS`], each report with what
 /// came since the last; [`DropReport::flush`] gives what is left.
 #[derive(Debug, Default)]
-pub struct DropReport {
+pub(crate) struct DropReport {
     /// When the last report went.
     last: Option<u64>,
     /// What came since.
@@ -48,7 +48,7 @@ impl DropReport {
     /// One more line of `bytes` at `now_ms`, whose start `first` gives if
     /// it is the first since the last report: the tally to report now, if
     /// one is due.
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         now_ms: u64,
         bytes: u64,
@@ -64,7 +64,7 @@ impl DropReport {
     }
 
     /// What came since the last report, if a report is due at `now_ms`.
-    pub fn due(&mut self, now_ms: u64) -> Option<Tally> {
+    pub(crate) fn due(&mut self, now_ms: u64) -> Option<Tally> {
         self.pending.as_ref()?;
         if self
             .last
@@ -77,14 +77,14 @@ impl DropReport {
     }
 
     /// What came since the last report, due or not: the output is over.
-    pub fn flush(&mut self) -> Option<Tally> {
+    pub(crate) fn flush(&mut self) -> Option<Tally> {
         self.pending.take()
     }
 }
 
 /// Why a line was dropped unread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dropped {
+pub(crate) enum Dropped {
     /// It was longer than the cap.
     OverCap,
     /// It was not UTF-8.
@@ -117,14 +117,14 @@ enum Reason {
 
 /// A turn's reports, one [`DropReport`] per reason.
 #[derive(Debug)]
-pub struct LineReports {
+pub(crate) struct LineReports {
     turn: TurnSeq,
     reports: [DropReport; REASONS.len()],
 }
 
 impl LineReports {
     /// Nothing reported yet, for turn `turn`.
-    pub fn new(turn: TurnSeq) -> LineReports {
+    pub(crate) fn new(turn: TurnSeq) -> LineReports {
         LineReports {
             turn,
             reports: Default::default(),
@@ -133,7 +133,7 @@ impl LineReports {
 
     /// The reader serves turn `turn` now (a warm process serves several):
     /// what is left of the turn before goes to `out` first.
-    pub fn serve(&mut self, turn: TurnSeq, out: &mut Vec<NewEvent>) {
+    pub(crate) fn serve(&mut self, turn: TurnSeq, out: &mut Vec<NewEvent>) {
         if turn != self.turn {
             self.flush(out);
             *self = LineReports::new(turn);
@@ -142,7 +142,13 @@ impl LineReports {
 
     /// A line of `bytes` dropped unread at `now_ms`; its report goes to
     /// `out` if one is due.
-    pub fn dropped(&mut self, now_ms: u64, why: Dropped, bytes: u64, out: &mut Vec<NewEvent>) {
+    pub(crate) fn dropped(
+        &mut self,
+        now_ms: u64,
+        why: Dropped,
+        bytes: u64,
+        out: &mut Vec<NewEvent>,
+    ) {
         let reason = Reason::Dropped(why);
         let due = self.report(reason).add(now_ms, bytes, || None);
         self.put(reason, due, out);
@@ -151,7 +157,13 @@ impl LineReports {
     /// `line`, read at `now_ms` and not servable for `why` (never
     /// [`Unservable::Blank`], which is not reported); its report goes to
     /// `out` if one is due.
-    pub fn rejected(&mut self, now_ms: u64, why: Unservable, line: &str, out: &mut Vec<NewEvent>) {
+    pub(crate) fn rejected(
+        &mut self,
+        now_ms: u64,
+        why: Unservable,
+        line: &str,
+        out: &mut Vec<NewEvent>,
+    ) {
         let reason = Reason::Rejected(why);
         let bytes = line.len() as u64;
         let due = self
@@ -161,7 +173,7 @@ impl LineReports {
     }
 
     /// The reports due at `now_ms`, to `out`.
-    pub fn due(&mut self, now_ms: u64, out: &mut Vec<NewEvent>) {
+    pub(crate) fn due(&mut self, now_ms: u64, out: &mut Vec<NewEvent>) {
         for (i, reason) in REASONS.into_iter().enumerate() {
             let due = self.reports[i].due(now_ms);
             self.put(reason, due, out);
@@ -169,7 +181,7 @@ impl LineReports {
     }
 
     /// Every report left, due or not, to `out`: the turn's output is over.
-    pub fn flush(&mut self, out: &mut Vec<NewEvent>) {
+    pub(crate) fn flush(&mut self, out: &mut Vec<NewEvent>) {
         for (i, reason) in REASONS.into_iter().enumerate() {
             let left = self.reports[i].flush();
             self.put(reason, left, out);
@@ -209,7 +221,7 @@ impl LineReports {
 
 /// The `request_refused` event for a request of turn `turn`'s harness that
 /// room-core answered itself (harness/refusal.rs).
-pub fn request_refused(turn: TurnSeq, r: &Refused) -> NewEvent {
+pub(crate) fn request_refused(turn: TurnSeq, r: &Refused) -> NewEvent {
     NewEvent::new(
         "request_refused",
         &RequestRefused {

@@ -3,9 +3,9 @@
 use room_machines::session::Shown;
 
 /// The most sessions one page of the list returns, and the default.
-pub const MAX_LIST: usize = 1024;
+pub(crate) const MAX_LIST: usize = 1024;
 /// The default page of the session list.
-pub const DEFAULT_LIST: usize = 256;
+pub(crate) const DEFAULT_LIST: usize = 256;
 
 /// `GET /v1/sessions`'s query.
 #[derive(Debug, Clone, Default)]

@@ -6,26 +6,26 @@
 //! does the I/O their effects ask for (docs/machines.md, "Driving the
 //! session machine", is the contract).
 
-pub mod alarms;
+pub(crate) mod alarms;
 
 mod command_answer;
 mod driver;
 mod follow;
 mod follow_state;
-pub mod harness_pids;
+pub(crate) mod harness_pids;
 mod job;
 mod launching;
-pub mod line_reports;
+pub(crate) mod line_reports;
 mod list_query;
 
 mod ops;
-pub mod permits;
+pub(crate) mod permits;
 
 mod restore;
 mod stdout_reader;
 mod talking;
 mod turns;
-pub mod watch;
+pub(crate) mod watch;
 
 use std::cell::Cell;
 
@@ -50,12 +50,12 @@ use harness_pids::HarnessPids;
 use permits::Permits;
 use watch::Watch;
 
-pub use crate::sessions::SessionHandle;
-pub use crate::sessions::Start;
-pub use command_answer::CommandAnswer;
+pub(crate) use crate::sessions::SessionHandle;
+pub(crate) use crate::sessions::Start;
+pub(crate) use command_answer::CommandAnswer;
 use job::Job;
-pub use list_query::{ListQuery, DEFAULT_LIST, MAX_LIST};
-pub use room_machines::session::RelaunchMode;
+pub(crate) use list_query::{ListQuery, DEFAULT_LIST, MAX_LIST};
+pub(crate) use room_machines::session::RelaunchMode;
 
 /// Everything the driver needs; shared by the API, the pool and turn threads.
 pub struct Runtime {
@@ -97,7 +97,7 @@ const POOL_WORKERS: usize = 4;
 /// How much longer than the kill grace an answer (stop, close, interrupt,
 /// relaunch restart) or the service's stop waits for a turn to be gone:
 /// SIGKILL's own bound in the supervisor and a timer bucket.
-pub const TURN_MARGIN: Duration = Duration::from_millis(KILL_WAIT.as_millis() as u64 + 1000);
+pub(crate) const TURN_MARGIN: Duration = Duration::from_millis(KILL_WAIT.as_millis() as u64 + 1000);
 
 thread_local! {
     /// Set on the event pool's threads: a status read asked for there is

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 /// The semaphore.
 #[derive(Debug)]
-pub struct Permits {
+pub(crate) struct Permits {
     inner: Mutex<Inner>,
 }
 
@@ -19,7 +19,7 @@ struct Inner {
 
 impl Permits {
     /// A semaphore with `count` permits.
-    pub fn new(count: usize) -> Permits {
+    pub(crate) fn new(count: usize) -> Permits {
         Permits {
             inner: Mutex::new(Inner {
                 free: count,
@@ -33,7 +33,7 @@ impl Permits {
     }
 
     /// Takes a permit for `session` now (`true`) or queues it (`false`).
-    pub fn ask(&self, session: &str) -> bool {
+    pub(crate) fn ask(&self, session: &str) -> bool {
         let mut inner = self.lock();
         if inner.free > 0 {
             inner.free -= 1;
@@ -45,7 +45,7 @@ impl Permits {
     }
 
     /// Gives a permit back; returns the queued session it now belongs to.
-    pub fn release(&self) -> Option<String> {
+    pub(crate) fn release(&self) -> Option<String> {
         let mut inner = self.lock();
         match inner.waiting.pop_front() {
             Some(next) => Some(next),
@@ -57,17 +57,17 @@ impl Permits {
     }
 
     /// Drops `session` from the queue (it closed before its turn came).
-    pub fn cancel(&self, session: &str) {
+    pub(crate) fn cancel(&self, session: &str) {
         self.lock().waiting.retain(|s| s != session);
     }
 
     /// Free permits right now (for metrics and tests).
-    pub fn free(&self) -> usize {
+    pub(crate) fn free(&self) -> usize {
         self.lock().free
     }
 
     /// Launches queued for a permit right now (for metrics and health).
-    pub fn queued(&self) -> usize {
+    pub(crate) fn queued(&self) -> usize {
         self.lock().waiting.len()
     }
 }

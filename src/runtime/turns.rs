@@ -26,7 +26,6 @@ use super::driver::Pass;
 use super::job::Job;
 use super::Runtime;
 use crate::harness::speech::Said;
-use crate::harness::talk::Talker;
 use crate::harness::{account, command};
 use crate::nofollow;
 use crate::procfs::ProcKey;
@@ -36,7 +35,7 @@ use crate::sessions::turn_now::TurnNow;
 use crate::sessions::SessionHandle;
 use crate::sessions::{self, lock, turn_key, Hosted};
 use crate::supervise::output::{self, Tail};
-use crate::supervise::{self, Child, SpawnSpec, Tree, TurnKey, TurnRecord};
+use crate::supervise::{Child, Tree, TurnKey, TurnRecord};
 
 /// How long, once a turn's whole tree is gone, its output readers get to
 /// reach the end of their pipes (at once, unless something escaped the tree).
@@ -89,7 +88,7 @@ impl Runtime {
             folder: &folder,
         };
         let spec = command::build(&self.config, &self.programs, &self.secrets, &turn)?;
-        let (spec, talker) = spawn_spec(spec);
+        let (spec, talker) = spec.into_spawn();
         let mut started = self
             .supervisor
             .start(&key, spec)
@@ -302,20 +301,6 @@ fn join_by<T>(thread: JoinHandle<T>, until: Instant) -> Option<T> {
         std::thread::sleep(Duration::from_millis(2));
     }
     thread.join().ok()
-}
-
-/// The supervisor's spec for a harness turn's spec, and the talker its
-/// stdin's writer takes.
-fn spawn_spec(turn: command::TurnSpec) -> (SpawnSpec, Talker) {
-    let mut spec = SpawnSpec::new(turn.program, turn.cwd);
-    spec.args = turn.args.into_iter().map(Into::into).collect();
-    spec.env = turn.env;
-    spec.account = turn.account.map(|a| supervise::Account {
-        uid: a.uid,
-        gid: a.gid,
-        groups: a.groups,
-    });
-    (spec, turn.talker)
 }
 
 /// Creates `folder` and the folders above it that are missing, never

@@ -41,7 +41,7 @@ use crate::files::status_file;
 
 /// Handle to add and drop watched sessions.
 #[derive(Clone)]
-pub struct Watch {
+pub(crate) struct Watch {
     inotify: Arc<Inotify>,
     table: Arc<Mutex<Table>>,
 }
@@ -160,7 +160,7 @@ fn mask(kind: Kind) -> AddWatchFlags {
 
 impl Watch {
     /// Starts the watch thread; what it sees is sent to `events`.
-    pub fn start(events: Sender<Job>) -> std::io::Result<Watch> {
+    pub(crate) fn start(events: Sender<Job>) -> std::io::Result<Watch> {
         let inotify = Arc::new(Inotify::init(InitFlags::IN_CLOEXEC)?);
         let watch = Watch {
             inotify,
@@ -182,7 +182,7 @@ impl Watch {
     /// already was). False when it cannot be watched (no inotify, no
     /// permission to watch a directory on the path, the watch limit): the
     /// launch polls then.
-    pub fn add(&self, session: &str, folder: &Path) -> bool {
+    pub(crate) fn add(&self, session: &str, folder: &Path) -> bool {
         let mut t = self.table();
         if t.broken {
             return false;
@@ -263,7 +263,7 @@ impl Watch {
 
     /// Stops watching for `session`; a directory's watch goes with the last
     /// link that used it.
-    pub fn remove(&self, session: &str) {
+    pub(crate) fn remove(&self, session: &str) {
         let mut t = self.table();
         self.drop_session(&mut t, session);
     }

@@ -3,24 +3,18 @@
 //! SIGINT, SIGHUP or SIGQUIT), says it is stopping (`STOPPING=1`), and stops
 //! them, within about a second whatever the clients do.
 
-pub mod shared;
+pub(crate) mod shared;
 
-use std::os::fd::{AsRawFd, IntoRawFd};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
-use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::signal::Signal;
 
 pub use shared::Shared;
 
 use crate::config::Config;
-
-/// The write end of the stop pipe, for the signal handler (-1: none yet).
-static STOP_PIPE: AtomicI32 = AtomicI32::new(-1);
-/// The stop signal that arrived last.
-static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 /// The signals that stop the service cleanly. SIGHUP (the terminal went
 /// away) and SIGQUIT would otherwise end it on the spot, leaving its turns
@@ -45,19 +39,6 @@ const STOP_BACKSTOP: Duration = Duration::from_secs(10);
 fn backstop(config: &Config) -> Duration {
     let turns = Duration::from_millis(config.kill_grace_ms) + crate::runtime::TURN_MARGIN;
     STOP_BACKSTOP.max(turns + Duration::from_secs(2))
-}
-
-/// A stop signal: note it and wake `run` through the pipe.
-/// Only async-signal-safe calls (an atomic store, `write`); errno is kept.
-extern "C" fn on_stop(signal: nix::libc::c_int) {
-    let saved = Errno::last_raw();
-    STOP_SIGNAL.store(signal, Ordering::SeqCst);
-    let fd = STOP_PIPE.load(Ordering::SeqCst);
-    if fd >= 0 {
-        // SAFETY: write(2) is async-signal-safe; the byte outlives the call.
-        unsafe { nix::libc::write(fd, [1u8].as_ptr().cast(), 1) };
-    }
-    Errno::set_raw(saved);
 }
 
 /// Raises the soft descriptor limit to the hard one: the front ends hold a
@@ -115,16 +96,7 @@ pub fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let (wake, stop_pipe) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     // A full pipe (signals piling up) must not block the handler.
     fcntl(stop_pipe.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
-    STOP_PIPE.store(stop_pipe.into_raw_fd(), Ordering::SeqCst);
-    let action = SigAction::new(
-        SigHandler::Handler(on_stop),
-        SaFlags::SA_RESTART,
-        SigSet::empty(),
-    );
-    for signal in STOP_SIGNALS {
-        // SAFETY: the handler only makes async-signal-safe calls.
-        unsafe { sigaction(signal, &action)? };
-    }
+    crate::sys::catch_into_pipe(&STOP_SIGNALS, stop_pipe)?;
     raise_nofile();
 
     std::fs::create_dir_all(&config.state_dir)?;
@@ -145,7 +117,7 @@ pub fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
             Err(e) => return Err(e.into()),
         }
     }
-    let signal = Signal::try_from(STOP_SIGNAL.load(Ordering::SeqCst));
+    let signal = Signal::try_from(crate::sys::last_caught());
     crate::notify::notify("STOPPING=1");
     log::info!("{signal:?}: stopping");
     let socket = shared.config.agent_socket_path();

@@ -6,7 +6,7 @@ use room_machines::session::{CutBy, Failure};
 use room_machines::Millis;
 
 /// `failure` as a sentence about a session whose harness is `harness`.
-pub fn describe(failure: &Failure, harness: &str) -> String {
+pub(crate) fn describe(failure: &Failure, harness: &str) -> String {
     match failure {
         Failure::NotStarted { within_ms } => format!(
             "{harness} did not start within {}: it never named its session; its prompt stays queued for a relaunch",

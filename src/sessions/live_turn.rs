@@ -12,7 +12,7 @@ use crate::supervise::Tree;
 
 /// The running turn's process, as the session holds it.
 #[derive(Debug)]
-pub struct LiveTurn {
+pub(crate) struct LiveTurn {
     /// The turn.
     pub seq: TurnSeq,
     /// The same, for the threads that follow the process.

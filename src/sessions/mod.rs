@@ -2,14 +2,14 @@
 //! machine (its running turn, its waiters) and the registry that finds them
 //! by ID, request ID and workspace.
 
-pub mod failure_text;
-pub mod live_turn;
-pub mod old;
-pub mod prompt_log;
-pub mod recording;
-pub mod turn_input;
-pub mod turn_now;
-pub mod view;
+pub(crate) mod failure_text;
+pub(crate) mod live_turn;
+pub(crate) mod old;
+pub(crate) mod prompt_log;
+pub(crate) mod recording;
+pub(crate) mod turn_input;
+pub(crate) mod turn_now;
+pub(crate) mod view;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -111,7 +111,7 @@ fn thread() -> Kind {
 /// side at the top level. The format before the session machine is read by
 /// [`old`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RecordFile {
+pub(crate) struct RecordFile {
     /// `cr_` + 32 lowercase hex.
     pub id: String,
     /// What the start asked for.
@@ -133,7 +133,7 @@ pub struct RecordFile {
 
 /// What the runtime measures and shows beside the machine's record.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Extras {
+pub(crate) struct Extras {
     /// Unix ms of the start.
     pub created_ms: u64,
     /// Harness startup time of the last launch that started one: from its
@@ -148,12 +148,12 @@ pub struct Extras {
 
 /// A session as the timer and the pool know it: its own handle, no
 /// registry lookup.
-pub type SessionHandle = Weak<Mutex<Hosted>>;
+pub(crate) type SessionHandle = Weak<Mutex<Hosted>>;
 
 /// A session as the service hosts it: the session machine, the start it
 /// came from, and what only exists while the service runs (the turn's
 /// process, the timer, the callers waiting for a turn to end).
-pub struct Hosted {
+pub(crate) struct Hosted {
     /// `cr_` + 32 lowercase hex.
     pub id: String,
     /// What the start asked for.
@@ -196,7 +196,7 @@ impl std::fmt::Debug for Hosted {
 
 impl Hosted {
     /// A shared session around `machine` that knows its own handle.
-    pub fn shared(
+    pub(crate) fn shared(
         id: String,
         start: Start,
         machine: machine::Session,
@@ -228,7 +228,7 @@ impl Hosted {
     /// machine's turn it belongs to, and only with it; a turn asked for and
     /// not spawned yet goes with its key (`TurnRecord::planned`), so the
     /// write that records the turn also names what its spawn will be.
-    pub fn record(&self) -> RecordFile {
+    pub(crate) fn record(&self) -> RecordFile {
         let core = self.machine.record().clone();
         let turn_process = match (&core.turn, &self.supervised) {
             (Some(t), Some((seq, r))) if *seq == t.seq => Some(r.clone()),
@@ -249,12 +249,12 @@ impl Hosted {
 
 /// The supervisor's key of session `id`'s turn `seq`: it names the turn's
 /// cgroup and marks its processes.
-pub fn turn_key(id: &str, seq: TurnSeq) -> String {
+pub(crate) fn turn_key(id: &str, seq: TurnSeq) -> String {
     format!("{id}-{seq}")
 }
 
 /// The machine's options for a start.
-pub fn options(start: &Start) -> machine::Options {
+pub(crate) fn options(start: &Start) -> machine::Options {
     machine::Options {
         promised: start.project_copy,
         plan_only: start.plan_only,
@@ -264,7 +264,7 @@ pub fn options(start: &Start) -> machine::Options {
 }
 
 /// A budget from its wire fields (a cost the API checked is in range).
-pub fn budget(max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> machine::Budget {
+pub(crate) fn budget(max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> machine::Budget {
     machine::Budget {
         max_cost_usd: max_cost_usd.and_then(machine::Usd::reported),
         max_tokens,
@@ -272,16 +272,16 @@ pub fn budget(max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> machine::Bu
 }
 
 /// A shared handle to one session; its lock is the per-session lock.
-pub type SessionRef = Arc<Mutex<Hosted>>;
+pub(crate) type SessionRef = Arc<Mutex<Hosted>>;
 
 /// Locks a session, surviving a poisoned lock.
-pub fn lock(s: &SessionRef) -> MutexGuard<'_, Hosted> {
+pub(crate) fn lock(s: &SessionRef) -> MutexGuard<'_, Hosted> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// All sessions by ID, request ID, and the folders of registered workspaces.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     /// Session ID → session.
     pub by_id: HashMap<String, SessionRef>,
     /// Request ID → session ID.
@@ -292,14 +292,14 @@ pub struct Registry {
 
 impl Registry {
     /// Adds session `id` and registers its request ID and workspace.
-    pub fn insert(&mut self, id: &str, start: &Start, session: SessionRef) {
+    pub(crate) fn insert(&mut self, id: &str, start: &Start, session: SessionRef) {
         self.reserve(id, start, session);
         self.register_workspace(start);
     }
 
     /// Adds session `id` and its request ID, before its start is recorded
     /// (see [`Registry::forget`]).
-    pub fn reserve(&mut self, id: &str, start: &Start, session: SessionRef) {
+    pub(crate) fn reserve(&mut self, id: &str, start: &Start, session: SessionRef) {
         if let Some(r) = &start.request_id {
             self.by_request.insert(r.clone(), id.to_string());
         }
@@ -307,13 +307,13 @@ impl Registry {
     }
 
     /// Registers the workspace of a start.
-    pub fn register_workspace(&mut self, start: &Start) {
+    pub(crate) fn register_workspace(&mut self, start: &Start) {
         self.workspaces
             .insert(start.workspace.clone(), start.folder.clone());
     }
 
     /// Drops session `id`, whose start could not be recorded.
-    pub fn forget(&mut self, id: &str, start: &Start) {
+    pub(crate) fn forget(&mut self, id: &str, start: &Start) {
         self.by_id.remove(id);
         if let Some(r) = &start.request_id {
             if self.by_request.get(r).is_some_and(|x| x == id) {
@@ -324,7 +324,7 @@ impl Registry {
 }
 
 /// A new session ID: `cr_` + a UUID v4 in 32 lowercase hex.
-pub fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     format!("cr_{}", uuid::Uuid::new_v4().simple())
 }
 

@@ -60,12 +60,12 @@ enum OldState {
 
 /// Whether `v` is a record in the format before the session machine (it has
 /// `state` and no `stage`).
-pub fn is_old(v: &Value) -> bool {
+pub(crate) fn is_old(v: &Value) -> bool {
     v.get("stage").is_none() && v.get("state").is_some()
 }
 
 /// Reads a record in the format before the session machine.
-pub fn upgrade(v: Value) -> Result<RecordFile, serde_json::Error> {
+pub(crate) fn upgrade(v: Value) -> Result<RecordFile, serde_json::Error> {
     let old: Old = serde_json::from_value(v)?;
     let stage = match old.state {
         OldState::Closed => Stage::Closed,

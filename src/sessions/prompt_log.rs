@@ -30,7 +30,7 @@ const COMPACT_FROM: u64 = 4 << 20;
 
 /// One session's prompt log.
 #[derive(Debug)]
-pub struct PromptLog {
+pub(crate) struct PromptLog {
     path: PathBuf,
     /// Its size in bytes as this service last wrote it.
     len: u64,
@@ -42,7 +42,7 @@ pub struct PromptLog {
 
 impl PromptLog {
     /// The log of session `id` in the records' folder `dir`.
-    pub fn open(dir: &Path, id: &str) -> PromptLog {
+    pub(crate) fn open(dir: &Path, id: &str) -> PromptLog {
         let path = dir.join(format!("{id}.prompts"));
         let len = std::fs::metadata(&path).map_or(0, |m| m.len());
         PromptLog {
@@ -56,7 +56,7 @@ impl PromptLog {
     /// existed (its queue held whole) that the log lacks, so later records
     /// can name them by number; until that succeeds the record keeps them
     /// whole.
-    pub fn adopt(&mut self, queue: &[Prompt], logged: &[Prompt]) {
+    pub(crate) fn adopt(&mut self, queue: &[Prompt], logged: &[Prompt]) {
         self.complete = queue
             .iter()
             .filter(|p| !logged.iter().any(|l| l.id == p.id))
@@ -69,15 +69,16 @@ impl PromptLog {
             });
     }
 
-    /// Its file.
-    pub fn path(&self) -> &Path {
+    /// Its file (the tests reopen it).
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Appends `prompt` durably: its line is written and fdatasync'd, and
     /// the folder too when the append created the file. The log's size
     /// before it, for [`PromptLog::truncate`].
-    pub fn append(&mut self, prompt: &Prompt) -> std::io::Result<u64> {
+    pub(crate) fn append(&mut self, prompt: &Prompt) -> std::io::Result<u64> {
         let mut line = serde_json::to_vec(prompt)?;
         line.push(b'\n');
         let created = !self.path.exists();
@@ -103,7 +104,7 @@ impl PromptLog {
     }
 
     /// Cuts the log back to `len` bytes: an append whose command was undone.
-    pub fn truncate(&mut self, len: u64) -> std::io::Result<()> {
+    pub(crate) fn truncate(&mut self, len: u64) -> std::io::Result<()> {
         let f = std::fs::OpenOptions::new().write(true).open(&self.path)?;
         f.set_len(len)?;
         f.sync_data()?;
@@ -117,7 +118,10 @@ impl PromptLog {
     /// the waiting ones. Either is safe to lose in a crash: the record
     /// names what waits, and a logged prompt it does not name and numbered
     /// below its `next_prompt` is never read back.
-    pub fn compact<'a>(&mut self, waiting: impl ExactSizeIterator<Item = &'a Prompt> + Clone) {
+    pub(crate) fn compact<'a>(
+        &mut self,
+        waiting: impl ExactSizeIterator<Item = &'a Prompt> + Clone,
+    ) {
         if self.len == 0 {
             return;
         }
@@ -145,7 +149,7 @@ impl PromptLog {
     }
 
     /// Removes the log (a start that could not be recorded).
-    pub fn remove(&mut self) {
+    pub(crate) fn remove(&mut self) {
         let _ = std::fs::remove_file(&self.path);
         self.len = 0;
     }
@@ -154,7 +158,7 @@ impl PromptLog {
     /// crash, or one that is not a prompt, is skipped (the latter logged).
     /// A number logged twice (an append whose undoing failed, then the
     /// number given again) is the later prompt's.
-    pub fn read(&self) -> Vec<Prompt> {
+    pub(crate) fn read(&self) -> Vec<Prompt> {
         let mut prompts = self.read_lines();
         let mut seen = std::collections::HashSet::new();
         prompts.reverse();
@@ -191,7 +195,7 @@ impl PromptLog {
 
 /// The waiting prompts' numbers as the record keeps them: ascending runs
 /// `[first, last]`, so a long queue of consecutive prompts costs one pair.
-pub fn queued_ranges<'a>(queue: impl IntoIterator<Item = &'a Prompt>) -> Vec<[PromptId; 2]> {
+pub(crate) fn queued_ranges<'a>(queue: impl IntoIterator<Item = &'a Prompt>) -> Vec<[PromptId; 2]> {
     let mut ranges: Vec<[PromptId; 2]> = Vec::new();
     for p in queue {
         match ranges.last_mut() {
@@ -204,7 +208,7 @@ pub fn queued_ranges<'a>(queue: impl IntoIterator<Item = &'a Prompt>) -> Vec<[Pr
 
 /// A record as written: its queue's texts out (in the log), its waiting
 /// prompts by number in `queued`.
-pub fn strip_queue(record: &mut Value) {
+pub(crate) fn strip_queue(record: &mut Value) {
     let Some(fields) = record.as_object_mut() else {
         return;
     };
@@ -219,7 +223,7 @@ pub fn strip_queue(record: &mut Value) {
 /// their texts from `logged`, put back as its queue (a record from before
 /// the log holds its queue whole and is left as it is). A named prompt the
 /// log lacks is logged and left out: its text is gone.
-pub fn restore_queue(id: &str, record: &mut Value, logged: &[Prompt]) {
+pub(crate) fn restore_queue(id: &str, record: &mut Value, logged: &[Prompt]) {
     let Some(fields) = record.as_object_mut() else {
         return;
     };

@@ -15,7 +15,7 @@ use room_machines::Millis;
 
 /// A session's timeline being recorded.
 #[derive(Debug)]
-pub struct Recording {
+pub(crate) struct Recording {
     path: PathBuf,
     /// The file as it was (the runs of earlier service processes).
     earlier: Timeline,
@@ -26,7 +26,7 @@ pub struct Recording {
 impl Recording {
     /// Begins this process's run of session `id`, after the runs already in
     /// `<dir>/<id>.json`.
-    pub fn begin(
+    pub(crate) fn begin(
         dir: &Path,
         id: &str,
         config: Config,
@@ -53,24 +53,24 @@ impl Recording {
     }
 
     /// Records an input handled at `at`.
-    pub fn input(&mut self, at: Millis, input: Input, outcome: Outcome) {
+    pub(crate) fn input(&mut self, at: Millis, input: Input, outcome: Outcome) {
         self.run.record_input(at, input, outcome);
     }
 
     /// Records an effect of the last input.
-    pub fn effect(&mut self, effect: &Effect) {
+    pub(crate) fn effect(&mut self, effect: &Effect) {
         self.run.record_effect(effect);
     }
 
     /// Forgets the last input: an app command undone because its record
     /// could not be written.
-    pub fn unrecord_last(&mut self) {
+    pub(crate) fn unrecord_last(&mut self) {
         self.run.steps.pop();
     }
 
     /// Writes the file (atomically). Recording is a debugging aid: a
     /// failure is logged, never fatal.
-    pub fn save(&self) {
+    pub(crate) fn save(&self) {
         let mut file = self.earlier.clone();
         if let Timeline::Session { runs, .. } = &mut file {
             runs.push(self.run.clone());

@@ -41,7 +41,7 @@ enum Next {
 
 /// The sending end of a turn's stdin; cheap to clone.
 #[derive(Debug, Clone)]
-pub struct TurnInput {
+pub(crate) struct TurnInput {
     tx: Sender<Next>,
     harness: Harness,
     talker: Arc<Mutex<Talker>>,
@@ -51,7 +51,7 @@ impl TurnInput {
     /// Starts the writer of the `stdin` of a process serving `turn`, which
     /// talks as `talker` does; `report` gets the inputs for what could not
     /// be written.
-    pub fn start(
+    pub(crate) fn start(
         stdin: ChildStdin,
         talker: Talker,
         turn: TurnNow,
@@ -97,7 +97,7 @@ impl TurnInput {
     /// Words `said` and queues its lines for the writer. What cannot be
     /// queued (the writer is gone, or has [`WAITING_MAX`] lines waiting:
     /// the harness does not read) is given back, as what each line carried.
-    pub fn say(&self, said: Said) -> Result<(), Vec<Carries>> {
+    pub(crate) fn say(&self, said: Said) -> Result<(), Vec<Carries>> {
         let mut talker = self.talker.lock().unwrap_or_else(PoisonError::into_inner);
         let lines = talker.say(said);
         self.queue(lines)
@@ -107,14 +107,14 @@ impl TurnInput {
     /// answered with are queued here (one that cannot be is logged). The
     /// line is parsed before the talker is taken, so a long line never
     /// holds up what the runtime says meanwhile.
-    pub fn hear(&self, line: &str) -> Hearing {
+    pub(crate) fn hear(&self, line: &str) -> Hearing {
         self.heard(Talker::read(self.harness, line))
     }
 
     /// What a line of the harness's stdout that was not read whole, or
     /// cannot be served, means: a request its start names is answered at
     /// once, the answer queued here.
-    pub fn hear_unread(&self, unread: Unread) -> Hearing {
+    pub(crate) fn hear_unread(&self, unread: Unread) -> Hearing {
         self.heard(Talker::read_unread(self.harness, unread))
     }
 
@@ -133,7 +133,7 @@ impl TurnInput {
 
     /// Closes stdin once what is queued before is written; whether that
     /// could be queued.
-    pub fn close(&self) -> bool {
+    pub(crate) fn close(&self) -> bool {
         self.tx.try_send(Next::Close).is_ok()
     }
 
@@ -142,7 +142,7 @@ impl TurnInput {
     /// `until`; whether it got there. The process's end waits for this,
     /// so a steer its harness never got is back in the queue before the
     /// turn is over, and no later prompt can run ahead of it.
-    pub fn flush(&self, until: std::time::Instant) -> bool {
+    pub(crate) fn flush(&self, until: std::time::Instant) -> bool {
         let (done, flushed) = crossbeam_channel::bounded(1);
         self.tx.send_deadline(Next::Flushed(done), until).is_ok()
             && flushed.recv_deadline(until).is_ok()
@@ -167,7 +167,12 @@ impl TurnInput {
 }
 
 /// Reports what a line that carried `carries` not being written means.
-pub fn undelivered(seq: TurnSeq, carries: Carries, error: &str, mut report: impl FnMut(Input)) {
+pub(crate) fn undelivered(
+    seq: TurnSeq,
+    carries: Carries,
+    error: &str,
+    mut report: impl FnMut(Input),
+) {
     match carries {
         Carries::Prompt => report(Input::PromptUndelivered {
             seq,

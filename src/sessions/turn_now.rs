@@ -11,21 +11,21 @@ use room_machines::session::TurnSeq;
 /// follow the process read it as they report, so what they feed names the
 /// turn the process runs.
 #[derive(Debug, Clone)]
-pub struct TurnNow(Arc<AtomicU64>);
+pub(crate) struct TurnNow(Arc<AtomicU64>);
 
 impl TurnNow {
     /// A process spawned for turn `seq`.
-    pub fn new(seq: TurnSeq) -> TurnNow {
+    pub(crate) fn new(seq: TurnSeq) -> TurnNow {
         TurnNow(Arc::new(AtomicU64::new(seq)))
     }
 
     /// The turn it serves now.
-    pub fn get(&self) -> TurnSeq {
+    pub(crate) fn get(&self) -> TurnSeq {
         self.0.load(Ordering::SeqCst)
     }
 
     /// It serves turn `seq` from now on.
-    pub fn set(&self, seq: TurnSeq) {
+    pub(crate) fn set(&self, seq: TurnSeq) {
         self.0.store(seq, Ordering::SeqCst)
     }
 }

@@ -10,7 +10,7 @@ use super::{failure_text, Hosted};
 use crate::clock::Clock;
 
 /// The wire name of a shown state.
-pub fn state_name(state: Shown) -> &'static str {
+pub(crate) fn state_name(state: Shown) -> &'static str {
     match state {
         Shown::Pending => "pending",
         Shown::Running => "running",
@@ -21,7 +21,7 @@ pub fn state_name(state: Shown) -> &'static str {
 }
 
 /// `waiting_for`: what a waiting launch is held by, or null.
-pub fn waiting_for(s: &Hosted, clock: &Clock) -> Value {
+pub(crate) fn waiting_for(s: &Hosted, clock: &Clock) -> Value {
     let Some(launch) = s.machine.launch() else {
         return Value::Null;
     };
@@ -41,7 +41,7 @@ pub fn waiting_for(s: &Hosted, clock: &Clock) -> Value {
 /// `copy`: how the launch's check for a project copy ended, or null while
 /// it has not (or for a session restored from before the field existed).
 /// `reason` is a failed copy's reason, null when it gave none.
-pub fn copy(outcome: Option<&WaitEnd>) -> Value {
+pub(crate) fn copy(outcome: Option<&WaitEnd>) -> Value {
     let Some(outcome) = outcome else {
         return Value::Null;
     };
@@ -57,7 +57,7 @@ pub fn copy(outcome: Option<&WaitEnd>) -> Value {
 }
 
 /// The whole view.
-pub fn render(s: &Hosted, clock: &Clock) -> Value {
+pub(crate) fn render(s: &Hosted, clock: &Clock) -> Value {
     let r = s.machine.record();
     let start = &s.start;
     json!({
@@ -88,7 +88,7 @@ pub fn render(s: &Hosted, clock: &Clock) -> Value {
 }
 
 /// `pending_approvals`: the requests waiting for the app, oldest first.
-pub fn pending_approvals(pending: &[Approval], clock: &Clock) -> Value {
+pub(crate) fn pending_approvals(pending: &[Approval], clock: &Clock) -> Value {
     pending
         .iter()
         .map(|a| {
@@ -106,7 +106,7 @@ pub fn pending_approvals(pending: &[Approval], clock: &Clock) -> Value {
 
 /// A tool's input as the harness gave it: JSON, shown as JSON (text that
 /// is not JSON, which a harness cannot make here, as a string).
-pub fn tool_input(text: &str) -> Value {
+pub(crate) fn tool_input(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 

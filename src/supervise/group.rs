@@ -31,7 +31,7 @@ use super::process::Stat;
 
 /// How far the turn's session and group numbers name the turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Numbers {
+pub(crate) enum Numbers {
     /// The turn's process is alive (or was seen alive by this service): its
     /// session and group numbers are still its own.
     Trusted,
@@ -45,7 +45,7 @@ pub enum Numbers {
 
 /// Where a marked orphan may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Orphans {
+pub(crate) enum Orphans {
     /// Among the children of this pid (the subreaper service).
     ChildrenOf(u32),
     /// Anywhere (after a restart, orphans went to init).
@@ -54,7 +54,7 @@ pub enum Orphans {
 
 /// What names one turn's tree.
 #[derive(Debug, Clone)]
-pub struct Ids<'a> {
+pub(crate) struct Ids {
     /// The turn's process, session and group ID (0: unknown).
     pub leader: u32,
     /// Its start time (0: unknown).
@@ -63,17 +63,15 @@ pub struct Ids<'a> {
     pub numbers: Numbers,
     /// See [`Orphans`].
     pub orphans: Orphans,
-    /// `ROOM_CORE_TURN=<key>`.
-    pub marker: &'a [u8],
 }
 
 /// The members of the tree in `table` (zombies included: the caller
 /// decides what is gone). `known` holds members seen before (pid to start
 /// time) and gains the ones found now. `has_marker` reads a process's
 /// environment; it is asked only where the rules need it.
-pub fn members(
+pub(crate) fn members(
     table: &[Stat],
-    ids: &Ids<'_>,
+    ids: &Ids,
     known: &mut HashMap<u32, u64>,
     has_marker: &mut dyn FnMut(u32) -> bool,
 ) -> Vec<Stat> {
@@ -125,7 +123,7 @@ pub fn members(
 
 /// Makes this process a child subreaper: orphans of its descendants are
 /// re-parented to it instead of to init, where their marker finds them.
-pub fn become_subreaper() -> io::Result<()> {
+pub(crate) fn become_subreaper() -> io::Result<()> {
     nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)
 }
 
@@ -134,7 +132,6 @@ mod tests {
     use super::*;
 
     const SERVICE: u32 = 100;
-    const MARK: &[u8] = b"ROOM_CORE_TURN=t-1";
 
     fn p(pid: u32, ppid: u32, pgid: u32, sid: u32, start: u64) -> Stat {
         Stat {
@@ -172,13 +169,12 @@ mod tests {
         v
     }
 
-    fn ids(numbers: Numbers, orphans: Orphans) -> Ids<'static> {
+    fn ids(numbers: Numbers, orphans: Orphans) -> Ids {
         Ids {
             leader: 200,
             leader_start: 20,
             numbers,
             orphans,
-            marker: MARK,
         }
     }
 

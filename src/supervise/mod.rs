@@ -18,10 +18,10 @@
 //! PR_SET_CHILD_SUBREAPER ([`group`]). Reaping: [`reap`]. Output: [`output`].
 
 pub mod cgroup;
-pub mod group;
+pub(crate) mod group;
 pub mod output;
 pub mod process;
-pub mod reap;
+pub(crate) mod reap;
 pub mod spawn;
 
 use std::collections::{HashMap, HashSet};
@@ -479,7 +479,6 @@ impl Supervisor {
                     leader_start: e.tree.start_time,
                     numbers,
                     orphans: Orphans::ChildrenOf(std::process::id()),
-                    marker: &e.marker,
                 };
                 let marker = e.marker.clone();
                 // A claimed pid is a turn's own process (another turn's,
@@ -556,7 +555,6 @@ impl Supervisor {
             leader_start,
             numbers,
             orphans: Orphans::Anywhere,
-            marker: &marker,
         };
         let mut known = HashMap::new();
         let mut pause = Duration::from_millis(1);

@@ -8,8 +8,7 @@
 //! opened, and if that process still matches (start time, cgroup) after the
 //! open, the signal reaches exactly it.
 
-use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -128,36 +127,9 @@ pub fn boot_id() -> &'static str {
 }
 
 /// `pidfd_open(2)`.
-pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
-    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1;
-    // no memory is passed.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel just returned this fd to us; nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
+pub use crate::sys::pidfd_open;
 /// `pidfd_send_signal(2)`: ESRCH once the process has exited.
-pub fn pidfd_signal(fd: BorrowedFd<'_>, signal: Signal) -> io::Result<()> {
-    // SAFETY: a valid fd, a signal number, a null siginfo (the kernel fills
-    // one in as kill(2) would) and no flags.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            fd.as_raw_fd(),
-            signal as libc::c_int,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
+pub use crate::sys::pidfd_send_signal as pidfd_signal;
 
 /// Sends `signal` to `pid` only if `still_it()` holds once the pid is
 /// pinned by a pidfd (so the check and the signal are about the same

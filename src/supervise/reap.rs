@@ -29,12 +29,13 @@ use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
-use nix::libc;
+use nix::sys::wait::{waitpid, WaitPidFlag};
+use nix::unistd::Pid;
 
 use super::process;
 
 /// How often the background sweep runs.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 static SPAWNS: RwLock<()> = RwLock::new(());
 static CLAIMED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
@@ -67,7 +68,7 @@ pub(crate) fn abandon(pid: u32) {
 }
 
 /// Whether `pid` is a claimed child (its owner reaps it).
-pub fn is_claimed(pid: u32) -> bool {
+pub(crate) fn is_claimed(pid: u32) -> bool {
     locked(&CLAIMED).contains(&pid)
 }
 
@@ -102,10 +103,9 @@ fn children() -> Vec<u32> {
 
 /// Reaps the zombie children that are a turn's orphans or abandoned (see
 /// the module doc); returns how many.
-pub fn sweep() -> usize {
+pub(crate) fn sweep() -> usize {
     let _exclusive = SPAWNS.write().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: getpgid(0) only reads the caller's process group.
-    let own_group = unsafe { libc::getpgid(0) } as u32;
+    let own_group = nix::unistd::getpgid(None).map_or(0, |g| g.as_raw() as u32);
     let mut reaped = 0;
     for pid in children() {
         let Some(st) = process::stat(pid) else {
@@ -118,21 +118,23 @@ pub fn sweep() -> usize {
         if st.pgid == own_group && !abandoned {
             continue;
         }
-        let mut status = 0;
-        // SAFETY: a zombie child that no owner waits for (checked above,
-        // under the lock that orders claims); WNOHANG never blocks.
-        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
-        if r == pid as libc::pid_t {
-            locked(&ABANDONED).remove(&pid);
-            log::debug!("reaped pid {pid} (status {status:#x}), an orphan of a turn");
-            reaped += 1;
+        // A zombie child that no owner waits for (checked above, under the
+        // lock that orders claims); WNOHANG never blocks.
+        let child = Pid::from_raw(pid as i32);
+        match waitpid(child, Some(WaitPidFlag::WNOHANG)) {
+            Ok(status) if status.pid() == Some(child) => {
+                locked(&ABANDONED).remove(&pid);
+                log::debug!("reaped pid {pid} ({status:?}), an orphan of a turn");
+                reaped += 1;
+            }
+            _ => {}
         }
     }
     reaped
 }
 
 /// Starts the background sweep (once per process).
-pub fn start_sweeper() {
+pub(crate) fn start_sweeper() {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
         let spawned = std::thread::Builder::new()

@@ -8,15 +8,15 @@
 //! config, so it goes on the command line. `thread/tokenUsage/updated`,
 //! after each model request, says what the thread has used so far.
 
-pub mod protocol;
-pub mod talk;
+pub(crate) mod protocol;
+pub(crate) mod talk;
 
 use super::modes::{CodexSandbox, Modes};
 use protocol::PROTOCOL_ARGS;
 use talk::Opening;
 
 /// The argv (without the program) of a process.
-pub fn argv(modes: &Modes) -> Vec<String> {
+pub(crate) fn argv(modes: &Modes) -> Vec<String> {
     let mut a: Vec<String> = PROTOCOL_ARGS.iter().map(|s| s.to_string()).collect();
     if modes.codex == CodexSandbox::WorkspaceWrite && modes.codex_network {
         a.extend([
@@ -28,7 +28,7 @@ pub fn argv(modes: &Modes) -> Vec<String> {
 }
 
 /// How a process opens its thread in `folder`: a new one, or `native_id`.
-pub fn opening(folder: &str, native_id: Option<&str>, modes: &Modes) -> Opening {
+pub(crate) fn opening(folder: &str, native_id: Option<&str>, modes: &Modes) -> Opening {
     Opening {
         cwd: folder.to_string(),
         resume: native_id.map(str::to_string),

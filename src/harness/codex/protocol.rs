@@ -25,13 +25,13 @@ use crate::harness::figures::count;
 use crate::harness::refusal::Why;
 
 /// The arguments, after the program, that start the app server on stdio.
-pub const PROTOCOL_ARGS: [&str; 1] = ["app-server"];
+pub(crate) const PROTOCOL_ARGS: [&str; 1] = ["app-server"];
 
 /// The method of a command's approval request.
-pub const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
+pub(crate) const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
 
 /// The method of a patch's approval request.
-pub const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
+pub(crate) const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
 
 // ------------------------------------------------------------- to codex
 
@@ -48,7 +48,7 @@ pub enum RequestId {
 
 /// A request room-core sends.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Request<'a, P: Serialize> {
+pub(crate) struct Request<'a, P: Serialize> {
     /// Always "2.0" (codex omits it in what it writes, and accepts it).
     pub jsonrpc: &'static str,
     /// room-core's id for it.
@@ -61,7 +61,7 @@ pub struct Request<'a, P: Serialize> {
 
 /// A notification room-core sends (`initialized`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Notify<'a> {
+pub(crate) struct Notify<'a> {
     /// Always "2.0".
     pub jsonrpc: &'static str,
     /// The method.
@@ -70,7 +70,7 @@ pub struct Notify<'a> {
 
 /// An answer to a request of codex's.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Response<'a, R: Serialize> {
+pub(crate) struct Response<'a, R: Serialize> {
     /// Always "2.0".
     pub jsonrpc: &'static str,
     /// The request answered.
@@ -81,7 +81,7 @@ pub struct Response<'a, R: Serialize> {
 
 /// An error answer to a request of codex's.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ErrorResponse<'a> {
+pub(crate) struct ErrorResponse<'a> {
     /// Always "2.0".
     pub jsonrpc: &'static str,
     /// The request answered.
@@ -92,7 +92,7 @@ pub struct ErrorResponse<'a> {
 
 /// A JSON-RPC error.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RpcError<'a> {
+pub(crate) struct RpcError<'a> {
     /// Its code.
     pub code: i64,
     /// Its message.
@@ -102,14 +102,14 @@ pub struct RpcError<'a> {
 /// `initialize`'s parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InitializeParams<'a> {
+pub(crate) struct InitializeParams<'a> {
     /// Who is asking (codex puts it in its user agent).
     pub client_info: ClientInfo<'a>,
 }
 
 /// The client's name and version.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ClientInfo<'a> {
+pub(crate) struct ClientInfo<'a> {
     /// Its name.
     pub name: &'a str,
     /// Its title, for display.
@@ -151,7 +151,7 @@ pub enum SandboxMode {
 /// `thread/start`'s parameters (the subset used).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ThreadStartParams<'a> {
+pub(crate) struct ThreadStartParams<'a> {
     /// The folder.
     pub cwd: &'a str,
     /// When to ask.
@@ -163,7 +163,7 @@ pub struct ThreadStartParams<'a> {
 /// `thread/resume`'s parameters (the subset used).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ThreadResumeParams<'a> {
+pub(crate) struct ThreadResumeParams<'a> {
     /// The thread, from an earlier `thread/start`.
     pub thread_id: &'a str,
     /// The folder.
@@ -177,7 +177,7 @@ pub struct ThreadResumeParams<'a> {
 /// One piece of user input (only text is used).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
-pub enum UserInput<'a> {
+pub(crate) enum UserInput<'a> {
     /// Text.
     Text {
         /// The text.
@@ -188,7 +188,7 @@ pub enum UserInput<'a> {
 /// `turn/start`'s parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnStartParams<'a> {
+pub(crate) struct TurnStartParams<'a> {
     /// The thread.
     pub thread_id: &'a str,
     /// The prompt.
@@ -198,7 +198,7 @@ pub struct TurnStartParams<'a> {
 /// `turn/steer`'s parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnSteerParams<'a> {
+pub(crate) struct TurnSteerParams<'a> {
     /// The thread.
     pub thread_id: &'a str,
     /// The running turn: codex refuses the steer (-32600) when it is not
@@ -211,7 +211,7 @@ pub struct TurnSteerParams<'a> {
 /// `turn/interrupt`'s parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnInterruptParams<'a> {
+pub(crate) struct TurnInterruptParams<'a> {
     /// The thread.
     pub thread_id: &'a str,
     /// The turn.
@@ -220,7 +220,7 @@ pub struct TurnInterruptParams<'a> {
 
 /// The answer to an approval request (command or file change).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ApprovalAnswer {
+pub(crate) struct ApprovalAnswer {
     /// The decision.
     pub decision: Decision,
 }
@@ -229,7 +229,7 @@ pub struct ApprovalAnswer {
 /// even where a request's `availableDecisions` does not list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Run it.
     Accept,
     /// Run it, and the same command (the same files) again in this thread
@@ -250,7 +250,7 @@ fn line<T: Serialize>(msg: &T) -> String {
 }
 
 /// A request of `method` with `params`, as one line.
-pub fn request<P: Serialize>(id: u64, method: &str, params: P) -> String {
+pub(crate) fn request<P: Serialize>(id: u64, method: &str, params: P) -> String {
     line(&Request {
         jsonrpc: "2.0",
         id,
@@ -260,7 +260,7 @@ pub fn request<P: Serialize>(id: u64, method: &str, params: P) -> String {
 }
 
 /// `initialize`.
-pub fn initialize(id: u64, client: ClientInfo) -> String {
+pub(crate) fn initialize(id: u64, client: ClientInfo) -> String {
     request(
         id,
         "initialize",
@@ -271,7 +271,7 @@ pub fn initialize(id: u64, client: ClientInfo) -> String {
 }
 
 /// The `initialized` notification, sent after `initialize`'s answer.
-pub fn initialized() -> String {
+pub(crate) fn initialized() -> String {
     line(&Notify {
         jsonrpc: "2.0",
         method: "initialized",
@@ -279,17 +279,17 @@ pub fn initialized() -> String {
 }
 
 /// `thread/start`.
-pub fn thread_start(id: u64, params: &ThreadStartParams) -> String {
+pub(crate) fn thread_start(id: u64, params: &ThreadStartParams) -> String {
     request(id, "thread/start", params)
 }
 
 /// `thread/resume`.
-pub fn thread_resume(id: u64, params: &ThreadResumeParams) -> String {
+pub(crate) fn thread_resume(id: u64, params: &ThreadResumeParams) -> String {
     request(id, "thread/resume", params)
 }
 
 /// `turn/start` with a text prompt.
-pub fn turn_start(id: u64, thread_id: &str, text: &str) -> String {
+pub(crate) fn turn_start(id: u64, thread_id: &str, text: &str) -> String {
     request(
         id,
         "turn/start",
@@ -301,7 +301,7 @@ pub fn turn_start(id: u64, thread_id: &str, text: &str) -> String {
 }
 
 /// `turn/steer` with a text message.
-pub fn turn_steer(id: u64, thread_id: &str, expected_turn_id: &str, text: &str) -> String {
+pub(crate) fn turn_steer(id: u64, thread_id: &str, expected_turn_id: &str, text: &str) -> String {
     request(
         id,
         "turn/steer",
@@ -314,7 +314,7 @@ pub fn turn_steer(id: u64, thread_id: &str, expected_turn_id: &str, text: &str) 
 }
 
 /// `turn/interrupt`.
-pub fn turn_interrupt(id: u64, thread_id: &str, turn_id: &str) -> String {
+pub(crate) fn turn_interrupt(id: u64, thread_id: &str, turn_id: &str) -> String {
     request(
         id,
         "turn/interrupt",
@@ -323,7 +323,7 @@ pub fn turn_interrupt(id: u64, thread_id: &str, turn_id: &str) -> String {
 }
 
 /// The answer to an approval request.
-pub fn approval_answer(id: &RequestId, decision: Decision) -> String {
+pub(crate) fn approval_answer(id: &RequestId, decision: Decision) -> String {
     line(&Response {
         jsonrpc: "2.0",
         id,
@@ -334,7 +334,7 @@ pub fn approval_answer(id: &RequestId, decision: Decision) -> String {
 /// An error answer to a request of codex's (one room-core does not serve;
 /// for an approval codex then does not run the command, and the model
 /// reads "approval request failed").
-pub fn error_answer(id: &RequestId, code: i64, message: &str) -> String {
+pub(crate) fn error_answer(id: &RequestId, code: i64, message: &str) -> String {
     line(&ErrorResponse {
         jsonrpc: "2.0",
         id,
@@ -460,7 +460,7 @@ pub enum Notification {
 }
 
 /// The thread id in a `thread/start` or `thread/resume` result.
-pub fn thread_id(result: &Value) -> Option<String> {
+pub(crate) fn thread_id(result: &Value) -> Option<String> {
     result
         .get("thread")
         .and_then(|t| t.get("id"))
@@ -469,7 +469,7 @@ pub fn thread_id(result: &Value) -> Option<String> {
 }
 
 /// The turn id in a `turn/start` result (`turn/steer`'s is `turnId`).
-pub fn turn_id(result: &Value) -> Option<String> {
+pub(crate) fn turn_id(result: &Value) -> Option<String> {
     result
         .get("turn")
         .and_then(|t| t.get("id"))
@@ -480,7 +480,7 @@ pub fn turn_id(result: &Value) -> Option<String> {
 
 /// Reads one line of codex's stdout. Never panics.
 /// Reads one line of codex's stdout. Never panics.
-pub fn decode(line: &str) -> Incoming {
+pub(crate) fn decode(line: &str) -> Incoming {
     let Ok(value) = serde_json::from_str::<Value>(line) else {
         return Incoming::Other;
     };

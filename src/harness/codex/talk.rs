@@ -487,7 +487,7 @@ fn approval_tool(method: &str) -> Option<&'static str> {
 
 /// The request the start of a line not read whole names, if it names one
 /// (a method and an ID: without an ID it is a notification).
-pub fn read_head(head: &[u8]) -> Option<Named> {
+pub(crate) fn read_head(head: &[u8]) -> Option<Named> {
     let [method, id] = fields(head, [&["method"], &["id"]]);
     let method = method?.text()?.to_string();
     Some(Named {
@@ -500,7 +500,7 @@ pub fn read_head(head: &[u8]) -> Option<Named> {
 /// `line` parsed, unless it is chatter: the parse needs no talker, so it
 /// is done before the talker is taken. A line that can report usage is
 /// always parsed, whatever else it holds.
-pub fn read(line: &str) -> Option<Incoming> {
+pub(crate) fn read(line: &str) -> Option<Incoming> {
     let worth = line.contains("\"thread/tokenUsage/updated\"") || !is_chatter(line);
     worth.then(|| codex::decode(line))
 }

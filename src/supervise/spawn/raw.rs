@@ -171,39 +171,43 @@ pub(super) struct ChildArgs {
 /// does with it; the call must not break what the caller relies on.
 #[inline(always)]
 unsafe fn sys(nr: c_long, a: [usize; 6]) -> isize {
-    let ret: isize;
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::asm!(
-            "syscall",
-            inlateout("rax") nr as isize => ret,
-            in("rdi") a[0],
-            in("rsi") a[1],
-            in("rdx") a[2],
-            in("r10") a[3],
-            in("r8") a[4],
-            in("r9") a[5],
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
+    // SAFETY: the caller upholds this function's contract (`a` as call
+    // `nr` needs it), which is all the system call below relies on.
+    unsafe {
+        let ret: isize;
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::asm!(
+                "syscall",
+                inlateout("rax") nr as isize => ret,
+                in("rdi") a[0],
+                in("rsi") a[1],
+                in("rdx") a[2],
+                in("r10") a[3],
+                in("r8") a[4],
+                in("r9") a[5],
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack),
+            );
+        }
+        // aarch64: `svc 0`, the number in x8, the result in x0.
+        #[cfg(target_arch = "aarch64")]
+        {
+            std::arch::asm!(
+                "svc 0",
+                in("x8") nr,
+                inlateout("x0") a[0] => ret,
+                in("x1") a[1],
+                in("x2") a[2],
+                in("x3") a[3],
+                in("x4") a[4],
+                in("x5") a[5],
+                options(nostack),
+            );
+        }
+        ret
     }
-    // aarch64: `svc 0`, the number in x8, the result in x0.
-    #[cfg(target_arch = "aarch64")]
-    {
-        std::arch::asm!(
-            "svc 0",
-            in("x8") nr,
-            inlateout("x0") a[0] => ret,
-            in("x1") a[1],
-            in("x2") a[2],
-            in("x3") a[3],
-            in("x4") a[4],
-            in("x5") a[5],
-            options(nostack),
-        );
-    }
-    ret
 }
 
 /// `-r` as an errno (`r` is a failed call's result).
@@ -255,96 +259,101 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
 /// # Safety
 /// Only in the child `clone_child` started, with its `ChildArgs`.
 unsafe fn child_steps(a: &ChildArgs) -> (Step, i32) {
-    macro_rules! check {
-        ($step:expr, $r:expr) => {{
-            let r = $r;
-            if r < 0 {
-                return ($step, errno_of(r));
+    // SAFETY: this runs only in the child `clone_child` started, with its
+    // `ChildArgs` (this function's contract); every `sys` below passes
+    // integers, or pointers into `a`'s buffers or to locals of this frame.
+    unsafe {
+        macro_rules! check {
+            ($step:expr, $r:expr) => {{
+                let r = $r;
+                if r < 0 {
+                    return ($step, errno_of(r));
+                }
+                r
+            }};
+        }
+        // No handler of the service may run here (it would run on the
+        // service's memory), and the turn starts with every default, the
+        // ignored ones too (Rust ignores SIGPIPE). An all-zero kernel sigaction
+        // is SIG_DFL, no flags, an empty mask, whatever the field order.
+        let dfl = [0u64; 4];
+        for sig in 1..=KERNEL_SIGNALS {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                let args = [sig as usize, dfl.as_ptr() as usize, 0, 8, 0, 0];
+                sys(libc::SYS_rt_sigaction, args);
             }
-            r
-        }};
-    }
-    // No handler of the service may run here (it would run on the
-    // service's memory), and the turn starts with every default, the
-    // ignored ones too (Rust ignores SIGPIPE). An all-zero kernel sigaction
-    // is SIG_DFL, no flags, an empty mask, whatever the field order.
-    let dfl = [0u64; 4];
-    for sig in 1..=KERNEL_SIGNALS {
-        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-            let args = [sig as usize, dfl.as_ptr() as usize, 0, 8, 0, 0];
-            sys(libc::SYS_rt_sigaction, args);
         }
-    }
-    match a.leader {
-        Leader::Session => check!(Step::Session, sys(libc::SYS_setsid, [0; 6])),
-        Leader::ProcessGroup => check!(Step::Session, sys(libc::SYS_setpgid, [0; 6])),
-    };
-    if a.cgroup_procs >= 0 {
-        let args = [a.cgroup_procs as usize, b"0".as_ptr() as usize, 1, 0, 0, 0];
-        let r = sys(libc::SYS_write, args);
-        if r != 1 {
-            return (Step::Cgroup, if r < 0 { errno_of(r) } else { libc::EIO });
+        match a.leader {
+            Leader::Session => check!(Step::Session, sys(libc::SYS_setsid, [0; 6])),
+            Leader::ProcessGroup => check!(Step::Session, sys(libc::SYS_setpgid, [0; 6])),
+        };
+        if a.cgroup_procs >= 0 {
+            let args = [a.cgroup_procs as usize, b"0".as_ptr() as usize, 1, 0, 0, 0];
+            let r = sys(libc::SYS_write, args);
+            if r != 1 {
+                return (Step::Cgroup, if r < 0 { errno_of(r) } else { libc::EIO });
+            }
         }
-    }
-    for (target, fd) in a.stdio.iter().enumerate() {
-        // dup3 (aarch64 has no dup2); the source is >= 3, so never equal
-        // to the target, and the copy is not close-on-exec.
-        let args = [*fd as usize, target, 0, 0, 0, 0];
-        check!(Step::Stdio, sys(libc::SYS_dup3, args));
-    }
-    #[cfg(test)]
-    let closed = if a.close_by_listing {
-        close_listed(a.notify as usize)
-    } else {
-        close_all_but(a.notify)
-    };
-    #[cfg(not(test))]
-    let closed = close_all_but(a.notify);
-    check!(Step::Descriptors, closed);
-    if a.no_new_privs {
-        let args = [PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0];
-        check!(Step::Privileges, sys(libc::SYS_prctl, args));
-    }
-    if a.drop_capabilities {
-        check!(Step::Privileges, drop_capabilities(a.cap_last));
-    }
-    sigmask(0);
-    if let Some(acc) = a.account {
-        // Groups first, the uid last: each needs the privilege the next
-        // one drops. After this, only chdir and execve.
-        let groups = [acc.ngroups, acc.groups as usize, 0, 0, 0, 0];
-        check!(Step::Account, sys(libc::SYS_setgroups, groups));
-        let gid = acc.gid as usize;
+        for (target, fd) in a.stdio.iter().enumerate() {
+            // dup3 (aarch64 has no dup2); the source is >= 3, so never equal
+            // to the target, and the copy is not close-on-exec.
+            let args = [*fd as usize, target, 0, 0, 0, 0];
+            check!(Step::Stdio, sys(libc::SYS_dup3, args));
+        }
+        #[cfg(test)]
+        let closed = if a.close_by_listing {
+            close_listed(a.notify as usize)
+        } else {
+            close_all_but(a.notify)
+        };
+        #[cfg(not(test))]
+        let closed = close_all_but(a.notify);
+        check!(Step::Descriptors, closed);
+        if a.no_new_privs {
+            let args = [PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0];
+            check!(Step::Privileges, sys(libc::SYS_prctl, args));
+        }
+        if a.drop_capabilities {
+            check!(Step::Privileges, drop_capabilities(a.cap_last));
+        }
+        sigmask(0);
+        if let Some(acc) = a.account {
+            // Groups first, the uid last: each needs the privilege the next
+            // one drops. After this, only chdir and execve.
+            let groups = [acc.ngroups, acc.groups as usize, 0, 0, 0, 0];
+            check!(Step::Account, sys(libc::SYS_setgroups, groups));
+            let gid = acc.gid as usize;
+            check!(
+                Step::Account,
+                sys(libc::SYS_setresgid, [gid, gid, gid, 0, 0, 0])
+            );
+            let uid = acc.uid as usize;
+            check!(
+                Step::Account,
+                sys(libc::SYS_setresuid, [uid, uid, uid, 0, 0, 0])
+            );
+        }
+        // After the switch, which clears it.
+        if a.dies_with_spawner {
+            let args = [PR_SET_PDEATHSIG, libc::SIGKILL as usize, 0, 0, 0, 0];
+            check!(Step::Privileges, sys(libc::SYS_prctl, args));
+        }
+        // After the switch: the folder must be reachable by the account.
         check!(
-            Step::Account,
-            sys(libc::SYS_setresgid, [gid, gid, gid, 0, 0, 0])
+            Step::Chdir,
+            sys(libc::SYS_chdir, [a.cwd as usize, 0, 0, 0, 0, 0])
         );
-        let uid = acc.uid as usize;
-        check!(
-            Step::Account,
-            sys(libc::SYS_setresuid, [uid, uid, uid, 0, 0, 0])
-        );
+        #[cfg(test)]
+        if a.stop_before_exec {
+            let me = sys(libc::SYS_getpid, [0; 6]);
+            sys(
+                libc::SYS_kill,
+                [me as usize, libc::SIGSTOP as usize, 0, 0, 0, 0],
+            );
+        }
+        let exec = [a.path as usize, a.argv as usize, a.envp as usize, 0, 0, 0];
+        (Step::Exec, errno_of(sys(libc::SYS_execve, exec)))
     }
-    // After the switch, which clears it.
-    if a.dies_with_spawner {
-        let args = [PR_SET_PDEATHSIG, libc::SIGKILL as usize, 0, 0, 0, 0];
-        check!(Step::Privileges, sys(libc::SYS_prctl, args));
-    }
-    // After the switch: the folder must be reachable by the account.
-    check!(
-        Step::Chdir,
-        sys(libc::SYS_chdir, [a.cwd as usize, 0, 0, 0, 0, 0])
-    );
-    #[cfg(test)]
-    if a.stop_before_exec {
-        let me = sys(libc::SYS_getpid, [0; 6]);
-        sys(
-            libc::SYS_kill,
-            [me as usize, libc::SIGSTOP as usize, 0, 0, 0, 0],
-        );
-    }
-    let exec = [a.path as usize, a.argv as usize, a.envp as usize, 0, 0, 0];
-    (Step::Exec, errno_of(sys(libc::SYS_execve, exec)))
 }
 
 /// Closes every descriptor above 2 except `keep` (>= 3): close_range
@@ -354,21 +363,25 @@ unsafe fn child_steps(a: &ChildArgs) -> (Step, i32) {
 /// # Safety
 /// Only in the child: the descriptors are the child's copies.
 unsafe fn close_all_but(keep: c_int) -> isize {
-    let keep = keep as usize;
-    let mut r = 0;
-    if keep > 3 {
-        r = sys(libc::SYS_close_range, [3, keep - 1, 0, 0, 0, 0]);
+    // SAFETY: this runs only in the child (this function's contract), so
+    // the descriptors closed below are the child's copies.
+    unsafe {
+        let keep = keep as usize;
+        let mut r = 0;
+        if keep > 3 {
+            r = sys(libc::SYS_close_range, [3, keep - 1, 0, 0, 0, 0]);
+        }
+        if r == 0 {
+            r = sys(
+                libc::SYS_close_range,
+                [keep + 1, u32::MAX as usize, 0, 0, 0, 0],
+            );
+        }
+        if r == -(libc::ENOSYS as isize) {
+            return close_listed(keep);
+        }
+        r
     }
-    if r == 0 {
-        r = sys(
-            libc::SYS_close_range,
-            [keep + 1, u32::MAX as usize, 0, 0, 0, 0],
-        );
-    }
-    if r == -(libc::ENOSYS as isize) {
-        return close_listed(keep);
-    }
-    r
 }
 
 /// The fallback of [`close_all_but`]: reads /proc/self/fd (the child's own
@@ -377,55 +390,59 @@ unsafe fn close_all_but(keep: c_int) -> isize {
 /// # Safety
 /// As for [`close_all_but`].
 unsafe fn close_listed(keep: usize) -> isize {
-    let path = b"/proc/self/fd\0";
-    let flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) as usize;
-    let at = libc::AT_FDCWD as usize;
-    let dir = sys(
-        libc::SYS_openat,
-        [at, path.as_ptr() as usize, flags, 0, 0, 0],
-    );
-    if dir < 0 {
-        return dir;
-    }
-    let mut buf = [0u64; 256];
-    let len = std::mem::size_of_val(&buf);
-    loop {
-        let n = sys(
-            libc::SYS_getdents64,
-            [dir as usize, buf.as_mut_ptr() as usize, len, 0, 0, 0],
+    // SAFETY: this runs only in the child (this function's contract); the
+    // paths and buffers passed below are locals of this frame.
+    unsafe {
+        let path = b"/proc/self/fd\0";
+        let flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) as usize;
+        let at = libc::AT_FDCWD as usize;
+        let dir = sys(
+            libc::SYS_openat,
+            [at, path.as_ptr() as usize, flags, 0, 0, 0],
         );
-        if n <= 0 {
-            sys(libc::SYS_close, [dir as usize, 0, 0, 0, 0, 0]);
-            return n.min(0);
+        if dir < 0 {
+            return dir;
         }
-        let bytes = buf.as_ptr() as *const u8;
-        let mut off = 0usize;
-        // struct linux_dirent64: ino (8), off (8), reclen (2), type (1),
-        // then the NUL-terminated name.
-        while off.wrapping_add(19) < n as usize {
-            // `off + 19 < n <= len`: inside what the kernel wrote.
-            let reclen = std::ptr::read_unaligned(bytes.add(off + 16) as *const u16);
-            let reclen = reclen as usize;
-            if reclen == 0 {
-                break;
+        let mut buf = [0u64; 256];
+        let len = std::mem::size_of_val(&buf);
+        loop {
+            let n = sys(
+                libc::SYS_getdents64,
+                [dir as usize, buf.as_mut_ptr() as usize, len, 0, 0, 0],
+            );
+            if n <= 0 {
+                sys(libc::SYS_close, [dir as usize, 0, 0, 0, 0, 0]);
+                return n.min(0);
             }
-            let mut fd = 0usize;
-            let mut digits = 0;
-            let mut i = off + 19;
-            while i < off.wrapping_add(reclen).min(n as usize) && digits <= 10 {
-                // `i < n`: inside what the kernel wrote.
-                let c = *bytes.add(i);
-                if !c.is_ascii_digit() {
+            let bytes = buf.as_ptr() as *const u8;
+            let mut off = 0usize;
+            // struct linux_dirent64: ino (8), off (8), reclen (2), type (1),
+            // then the NUL-terminated name.
+            while off.wrapping_add(19) < n as usize {
+                // `off + 19 < n <= len`: inside what the kernel wrote.
+                let reclen = std::ptr::read_unaligned(bytes.add(off + 16) as *const u16);
+                let reclen = reclen as usize;
+                if reclen == 0 {
                     break;
                 }
-                fd = fd.wrapping_mul(10).wrapping_add((c - b'0') as usize);
-                digits += 1;
-                i += 1;
+                let mut fd = 0usize;
+                let mut digits = 0;
+                let mut i = off + 19;
+                while i < off.wrapping_add(reclen).min(n as usize) && digits <= 10 {
+                    // `i < n`: inside what the kernel wrote.
+                    let c = *bytes.add(i);
+                    if !c.is_ascii_digit() {
+                        break;
+                    }
+                    fd = fd.wrapping_mul(10).wrapping_add((c - b'0') as usize);
+                    digits += 1;
+                    i += 1;
+                }
+                if digits > 0 && digits <= 10 && fd >= 3 && fd != keep && fd != dir as usize {
+                    sys(libc::SYS_close, [fd, 0, 0, 0, 0, 0]);
+                }
+                off = off.wrapping_add(reclen);
             }
-            if digits > 0 && digits <= 10 && fd >= 3 && fd != keep && fd != dir as usize {
-                sys(libc::SYS_close, [fd, 0, 0, 0, 0, 0]);
-            }
-            off = off.wrapping_add(reclen);
         }
     }
 }
@@ -437,44 +454,48 @@ unsafe fn close_listed(keep: usize) -> isize {
 /// # Safety
 /// Only in the child (the sets are the calling process's).
 unsafe fn drop_capabilities(cap_last: usize) -> isize {
-    for cap in 0..=cap_last {
-        let r = sys(libc::SYS_prctl, [PR_CAPBSET_DROP, cap, 0, 0, 0, 0]);
-        // EINVAL: a number this kernel does not know.
+    // SAFETY: this runs only in the child (this function's contract), so
+    // the capability sets changed below are the child's own.
+    unsafe {
+        for cap in 0..=cap_last {
+            let r = sys(libc::SYS_prctl, [PR_CAPBSET_DROP, cap, 0, 0, 0, 0]);
+            // EINVAL: a number this kernel does not know.
+            if r < 0 && r != -(libc::EINVAL as isize) {
+                return r;
+            }
+        }
+        let clear = [PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0];
+        let r = sys(libc::SYS_prctl, clear);
+        // EINVAL: a kernel before 4.3, which has no ambient set.
         if r < 0 && r != -(libc::EINVAL as isize) {
             return r;
         }
+        // Inheritable capabilities would pass through a file's inheritable
+        // set at exec whatever the bounding set says.
+        let header = [CAPABILITY_VERSION_3, 0];
+        // (effective, permitted, inheritable) for capabilities 0-31, then 32-63.
+        let mut data = [0u32; 6];
+        let r = sys(
+            libc::SYS_capget,
+            [
+                header.as_ptr() as usize,
+                data.as_mut_ptr() as usize,
+                0,
+                0,
+                0,
+                0,
+            ],
+        );
+        if r < 0 {
+            return r;
+        }
+        data[2] = 0;
+        data[5] = 0;
+        sys(
+            libc::SYS_capset,
+            [header.as_ptr() as usize, data.as_ptr() as usize, 0, 0, 0, 0],
+        )
     }
-    let clear = [PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0];
-    let r = sys(libc::SYS_prctl, clear);
-    // EINVAL: a kernel before 4.3, which has no ambient set.
-    if r < 0 && r != -(libc::EINVAL as isize) {
-        return r;
-    }
-    // Inheritable capabilities would pass through a file's inheritable
-    // set at exec whatever the bounding set says.
-    let header = [CAPABILITY_VERSION_3, 0];
-    // (effective, permitted, inheritable) for capabilities 0-31, then 32-63.
-    let mut data = [0u32; 6];
-    let r = sys(
-        libc::SYS_capget,
-        [
-            header.as_ptr() as usize,
-            data.as_mut_ptr() as usize,
-            0,
-            0,
-            0,
-            0,
-        ],
-    );
-    if r < 0 {
-        return r;
-    }
-    data[2] = 0;
-    data[5] = 0;
-    sys(
-        libc::SYS_capset,
-        [header.as_ptr() as usize, data.as_ptr() as usize, 0, 0, 0, 0],
-    )
 }
 
 /// clone (`nr` SYS_clone or SYS_clone3, with its first three arguments)
@@ -487,62 +508,67 @@ unsafe fn drop_capabilities(cap_last: usize) -> isize {
 /// The arguments must describe a stack that nothing else uses, and `arg`
 /// must stay valid until the child has exec'd or exited.
 unsafe fn clone_raw(nr: c_long, a0: usize, a1: usize, a2: usize, arg: *const ChildArgs) -> isize {
-    let ret: isize;
-    // x86_64: the child starts at the next instruction with rax = 0 and
-    // rsp = the new stack's top (16-byte aligned, so `call` leaves the
-    // callee the alignment the ABI wants); r12 and r13 are as they were.
-    // clone's own arguments: flags, stack, parent tid (where CLONE_PIDFD
-    // puts the pidfd), child tid, tls; clone3's: args, size.
-    #[cfg(target_arch = "x86_64")]
-    std::arch::asm!(
-        "syscall",
-        "test rax, rax",
-        "jnz 2f",
-        "mov rdi, r12",
-        "call r13",
-        "mov edi, eax",
-        "mov eax, {exit}",
-        "syscall",
-        "ud2",
-        "2:",
-        exit = const libc::SYS_exit,
-        inlateout("rax") nr as isize => ret,
-        in("rdi") a0,
-        in("rsi") a1,
-        in("rdx") a2,
-        in("r10") 0usize,
-        in("r8") 0usize,
-        in("r12") arg,
-        in("r13") child_main as extern "C" fn(*mut c_void) -> c_int,
-        lateout("rcx") _,
-        lateout("r11") _,
-        options(nostack),
-    );
-    // aarch64: the child starts at the next instruction with x0 = 0 and sp
-    // = the new stack's top; x9 and x10 are as they were. clone's
-    // arguments: flags, stack, parent tid, tls, child tid.
-    #[cfg(target_arch = "aarch64")]
-    std::arch::asm!(
-        "svc 0",
-        "cbnz x0, 2f",
-        "mov x0, x9",
-        "blr x10",
-        "mov x8, {exit}",
-        "svc 0",
-        "brk #1",
-        "2:",
-        exit = const libc::SYS_exit,
-        inlateout("x0") a0 => ret,
-        in("x1") a1,
-        in("x2") a2,
-        in("x3") 0usize,
-        in("x4") 0usize,
-        in("x8") nr,
-        in("x9") arg,
-        in("x10") child_main as extern "C" fn(*mut c_void) -> c_int,
-        options(nostack),
-    );
-    ret
+    // SAFETY: the caller gives a stack nothing else uses and keeps `arg`
+    // valid until the child has exec'd or exited (this function's
+    // contract), which is what the clone below needs.
+    unsafe {
+        let ret: isize;
+        // x86_64: the child starts at the next instruction with rax = 0 and
+        // rsp = the new stack's top (16-byte aligned, so `call` leaves the
+        // callee the alignment the ABI wants); r12 and r13 are as they were.
+        // clone's own arguments: flags, stack, parent tid (where CLONE_PIDFD
+        // puts the pidfd), child tid, tls; clone3's: args, size.
+        #[cfg(target_arch = "x86_64")]
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "mov rdi, r12",
+            "call r13",
+            "mov edi, eax",
+            "mov eax, {exit}",
+            "syscall",
+            "ud2",
+            "2:",
+            exit = const libc::SYS_exit,
+            inlateout("rax") nr as isize => ret,
+            in("rdi") a0,
+            in("rsi") a1,
+            in("rdx") a2,
+            in("r10") 0usize,
+            in("r8") 0usize,
+            in("r12") arg,
+            in("r13") child_main as extern "C" fn(*mut c_void) -> c_int,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+        // aarch64: the child starts at the next instruction with x0 = 0 and sp
+        // = the new stack's top; x9 and x10 are as they were. clone's
+        // arguments: flags, stack, parent tid, tls, child tid.
+        #[cfg(target_arch = "aarch64")]
+        std::arch::asm!(
+            "svc 0",
+            "cbnz x0, 2f",
+            "mov x0, x9",
+            "blr x10",
+            "mov x8, {exit}",
+            "svc 0",
+            "brk #1",
+            "2:",
+            exit = const libc::SYS_exit,
+            inlateout("x0") a0 => ret,
+            in("x1") a1,
+            in("x2") a2,
+            in("x3") 0usize,
+            in("x4") 0usize,
+            in("x8") nr,
+            in("x9") arg,
+            in("x10") child_main as extern "C" fn(*mut c_void) -> c_int,
+            options(nostack),
+        );
+        ret
+    }
 }
 
 /// `struct clone_args` of clone3(2), up to `cgroup` (version 2, 88 bytes).
