@@ -588,6 +588,7 @@ fn session_situations() -> Vec<SessionSituation> {
                         Some(I::TurnFinished {
                             seq: 2,
                             failed: None,
+                            usage: None,
                         }),
                     ),
                 ],
@@ -676,10 +677,12 @@ fn session_probes() -> Vec<SessionProbe> {
         ("turn finished (its harness says)", |s| I::TurnFinished {
             seq: current_turn(s),
             failed: None,
+            usage: None,
         }),
         ("turn failed (its harness says)", |s| I::TurnFinished {
             seq: current_turn(s),
             failed: Some("boom".into()),
+            usage: None,
         }),
         ("steer undelivered", |s| I::SteerUndelivered {
             seq: current_turn(s),

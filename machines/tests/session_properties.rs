@@ -510,7 +510,11 @@ impl World {
             Act::Finish(failed) => {
                 if let Some(seq) = self.current_proc().filter(|p| p.delivered).map(|p| p.seq) {
                     let failed = failed.then(|| "the model is gone".to_string());
-                    self.feed(Input::TurnFinished { seq, failed })?;
+                    self.feed(Input::TurnFinished {
+                        seq,
+                        failed,
+                        usage: None,
+                    })?;
                 }
             }
             Act::SteerLost => {

@@ -2,9 +2,9 @@
 //! it journals every servable JSON line as a `harness` event, batching
 //! lines that arrived together; it feeds what the process's talker hears
 //! in each line (`NativeId` for each line that names the session until the
-//! session takes an ID, which it decides; `TurnUsage` for one that says
-//! what the turn used; an approval request, the end of the turn, a refused
-//! prompt or steer). The talker parses a line once; the reader parses
+//! session takes an ID, which it decides; an approval request, the end of
+//! the turn with what it used, a refused prompt or steer; `TurnUsage` for
+//! what another line says the turn used). The talker parses a line once; the reader parses
 //! none. A line it cannot journal as it is (over the cap, not UTF-8, too
 //! deep, not JSON) is counted in the turn's `output_dropped` and
 //! `harness_line_rejected` events (line_reports.rs), at most one a second
@@ -165,19 +165,27 @@ impl Runtime {
                     log::info!("{what}: the session did not take a session ID of {bytes} bytes");
                 }
             }
+            // One input per line: the line that finishes the turn carries
+            // what it used; usage on any other line is its own input.
+            let mut usage = usage;
+            let fed = hearing.heard.map(|heard| match heard {
+                Heard::Asked(request) => Input::ApprovalRequested { seq, request },
+                Heard::Finished { failed } => Input::TurnFinished {
+                    seq,
+                    failed,
+                    usage: usage.take(),
+                },
+                Heard::SteerRefused { prompt, text } => {
+                    Input::SteerUndelivered { seq, prompt, text }
+                }
+                Heard::PromptRefused(error) => Input::PromptUndelivered { seq, error },
+            });
             if let Some(report) = usage {
                 self.feed(&handle, Input::TurnUsage { seq, report });
             }
-            let fed = match hearing.heard {
-                Some(Heard::Asked(request)) => Input::ApprovalRequested { seq, request },
-                Some(Heard::Finished { failed }) => Input::TurnFinished { seq, failed },
-                Some(Heard::SteerRefused { prompt, text }) => {
-                    Input::SteerUndelivered { seq, prompt, text }
-                }
-                Some(Heard::PromptRefused(error)) => Input::PromptUndelivered { seq, error },
-                None => continue,
-            };
-            self.feed(&handle, fed);
+            if let Some(fed) = fed {
+                self.feed(&handle, fed);
+            }
         }
         if !capped {
             reports.serve(now.get(), &mut batch);

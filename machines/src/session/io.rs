@@ -182,6 +182,11 @@ pub enum Input {
         /// not linger, and the session's error says why.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         failed: Option<String>,
+        /// What the turn used, when the line that finishes it says so
+        /// (claude's `result`): taken as a `TurnUsage` first, so one line
+        /// is one input.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<UsageReport>,
     },
     /// A `Steer` could not be written to the turn's stdin: the prompt goes
     /// to the head of the queue.

@@ -355,7 +355,9 @@ impl Session {
             Input::PromptUndelivered { seq, error } => self.handle_undelivered(now, seq, error),
             Input::NativeId { seq, native_id } => self.handle_native_id(now, seq, native_id),
             Input::TurnUsage { seq, report } => self.handle_usage(now, seq, report),
-            Input::TurnFinished { seq, failed } => self.handle_finished(now, seq, failed),
+            Input::TurnFinished { seq, failed, usage } => {
+                self.handle_finished(now, seq, failed, usage)
+            }
             Input::SteerUndelivered { seq, prompt, text } => {
                 self.handle_steer_undelivered(now, seq, prompt, text)
             }

@@ -9,6 +9,7 @@ use super::excerpt::{excerpt, PROMPT_TEXT_MAX};
 use super::failure::FAILURE_TEXT_MAX;
 use super::io::{Effect, Outcome};
 use super::record::{Prompt, PromptId, Stage, TurnSeq};
+use super::usage::UsageReport;
 use super::Session;
 use crate::time::Millis;
 
@@ -88,7 +89,8 @@ impl Session {
         Outcome::Applied
     }
 
-    /// The harness's turn is done: its process lingers for the next prompt
+    /// The harness's turn is done: what it says it used is taken first (as
+    /// `TurnUsage`), then its process lingers for the next prompt
     /// (`Config::linger`), unless the turn was being ended, had not named
     /// its session or failed; else its stdin closes and its process ends.
     pub(super) fn handle_finished(
@@ -96,13 +98,15 @@ impl Session {
         now: Millis,
         seq: TurnSeq,
         failed: Option<String>,
+        usage: Option<UsageReport>,
     ) -> Outcome {
+        let metered = usage.map(|report| self.handle_usage(now, seq, report));
         let Some(t) = self.live_turn(seq) else {
-            return Outcome::Ignored;
+            return metered.unwrap_or(Outcome::Ignored);
         };
         let talking = t.process.is_some() && t.delivered;
         if !talking || self.state.input_closed || t.finished {
-            return Outcome::Ignored;
+            return metered.unwrap_or(Outcome::Ignored);
         }
         let lingers =
             self.config.linger > 0 && t.ending.is_none() && t.reported && failed.is_none();

@@ -117,6 +117,7 @@ fn warm_follow_up() -> T {
     t.go(Input::TurnFinished {
         seq: 2,
         failed: None,
+        usage: None,
     });
     let e = t.go(Input::Message("three".into()));
     assert!(has(

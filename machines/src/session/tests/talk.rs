@@ -23,7 +23,8 @@ fn a_talking_turn_is_done_when_its_harness_says_so_and_its_stdin_then_closes() {
     assert_eq!(
         t.go(Input::TurnFinished {
             seq: 2,
-            failed: None
+            failed: None,
+            usage: None,
         }),
         vec![Effect::CloseInput { seq: 2 }]
     );
@@ -38,6 +39,7 @@ fn a_talking_turn_is_done_when_its_harness_says_so_and_its_stdin_then_closes() {
         Input::TurnFinished {
             seq: 2,
             failed: None,
+            usage: None,
         },
     );
     assert_eq!((o, e), (Outcome::Ignored, vec![]));
@@ -54,7 +56,8 @@ fn an_interrupt_asks_the_harness_first_and_signals_only_after_the_grace() {
     assert_eq!(
         t.go(Input::TurnFinished {
             seq: 2,
-            failed: None
+            failed: None,
+            usage: None,
         }),
         vec![Effect::CloseInput { seq: 2 }]
     );
@@ -222,6 +225,7 @@ fn once_its_stdin_is_closed_a_turn_takes_no_steer_and_an_interrupt_signals() {
     t.go(Input::TurnFinished {
         seq: 2,
         failed: None,
+        usage: None,
     });
     assert!(!t.s.steerable(), "its harness reads no more");
     t.go(Input::Steer("late".into()));
@@ -231,6 +235,7 @@ fn once_its_stdin_is_closed_a_turn_takes_no_steer_and_an_interrupt_signals() {
         Input::TurnFinished {
             seq: 2,
             failed: None,
+            usage: None,
         },
     );
     assert_eq!(o, Outcome::Ignored, "closed once");
@@ -249,6 +254,7 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
     let e = t.go(Input::TurnFinished {
         seq: 2,
         failed: None,
+        usage: None,
     });
     assert_eq!(e[0], Effect::Persist, "the finished turn is on record");
     assert!(has(
@@ -297,6 +303,7 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
     t.go(Input::TurnFinished {
         seq: 3,
         failed: None,
+        usage: None,
     });
     // After the linger its stdin closes, SIGTERM after the grace if it
     // does not exit, and its exit journals nothing more.
@@ -327,6 +334,7 @@ fn a_queued_prompt_goes_straight_to_the_finished_turns_process() {
     let e = t.go(Input::TurnFinished {
         seq: 2,
         failed: None,
+        usage: None,
     });
     assert!(has(
         &e,
@@ -349,6 +357,7 @@ fn stop_ends_a_lingering_process_and_interrupt_finds_nothing_to_interrupt() {
     t.go(Input::TurnFinished {
         seq: 2,
         failed: None,
+        usage: None,
     });
     assert_eq!(t.s.turn_to_await(), None, "nothing of a turn runs");
     let (o, e) = t.at(t.now, Input::Interrupt);
@@ -366,6 +375,7 @@ fn stop_ends_a_lingering_process_and_interrupt_finds_nothing_to_interrupt() {
     t.go(Input::TurnFinished {
         seq: 2,
         failed: None,
+        usage: None,
     });
     let record = t.s.record().clone();
     let mut s = Session::restore(t.s.config, t.s.options.clone(), record, 50);
@@ -392,6 +402,7 @@ fn a_turn_with_a_steer_does_not_linger_since_its_harness_may_run_it_after_its_re
     let e = t.go(Input::TurnFinished {
         seq: 2,
         failed: None,
+        usage: None,
     });
     assert_eq!(e, vec![Effect::CloseInput { seq: 2 }]);
     assert_eq!(
@@ -405,6 +416,7 @@ fn a_turn_with_a_steer_does_not_linger_since_its_harness_may_run_it_after_its_re
     let e = t.go(Input::TurnFinished {
         seq: 3,
         failed: None,
+        usage: None,
     });
     assert!(!has(&e, &Effect::CloseInput { seq: 3 }), "{e:?}");
 }
@@ -416,6 +428,7 @@ fn an_interrupted_turn_does_not_linger() {
     let e = t.go(Input::TurnFinished {
         seq: 2,
         failed: None,
+        usage: None,
     });
     assert_eq!(e, vec![Effect::CloseInput { seq: 2 }]);
 }
@@ -428,6 +441,7 @@ fn a_turn_its_harness_says_failed_does_not_linger_and_its_end_says_why() {
     let e = t.go(Input::TurnFinished {
         seq: 2,
         failed: Some(why.into()),
+        usage: None,
     });
     assert_eq!(e, vec![Effect::Persist, Effect::CloseInput { seq: 2 }]);
     // codex exits 0 when its stdin closes, whatever its turn did.
@@ -452,10 +466,36 @@ fn a_turn_its_harness_says_failed_does_not_linger_and_its_end_says_why() {
     t.go(Input::TurnFinished {
         seq: 2,
         failed: Some(long),
+        usage: None,
     });
     t.end(2, Exit::Code(1));
     let Some(Failure::HarnessSaidFailed { why }) = t.s.record().error.clone() else {
         panic!("{:?}", t.s.record().error);
     };
     assert_eq!(why.len(), FAILURE_TEXT_MAX);
+}
+
+#[test]
+fn the_line_that_finishes_a_turn_carries_what_it_used_in_the_same_input() {
+    let mut t = talking();
+    let used = crate::session::usage::tokens(10, 5, 3, 7);
+    let e = t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+        usage: Some(UsageReport::Turn(used)),
+    });
+    assert_eq!(
+        e,
+        vec![Effect::Persist, Effect::CloseInput { seq: 2 }],
+        "the figures are on record with the finish"
+    );
+    let e = t.end(2, Exit::Code(0));
+    assert!(
+        e.iter().any(|e| matches!(
+            e,
+            Effect::Emit(Event::TurnEnded { usage: Some(u), .. }) if *u == used
+        )),
+        "{e:?}"
+    );
+    assert_eq!(t.s.record().usage, used);
 }
