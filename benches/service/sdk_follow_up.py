@@ -54,6 +54,10 @@ async def main():
             cwd=args.cwd,
             permission_mode=args.permission_mode,
             resume=resume,
+            # Claude Code's own system prompt, as room-core's turns run:
+            # left unset, the SDK passes `--system-prompt ""`, a lighter
+            # run than any session of the service's.
+            system_prompt={"type": "preset", "preset": "claude_code"},
         )
 
     warm = []
