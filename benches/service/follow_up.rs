@@ -127,29 +127,11 @@ pub(crate) fn warm_floor(
     cli_env: &[(String, String)],
     root: &Path,
 ) {
-    use room_core::harness::command::{self, Turn};
     use room_core::harness::speech::Said;
-    use room_core::harness::{Harness, Programs};
     use std::io::BufRead;
     let folder = root.join("work").join("warm-floor");
     std::fs::create_dir_all(&folder).unwrap();
-    let config = room_core::config::Config {
-        state_dir: root.join("state"),
-        ..room_core::config::Config::default()
-    };
-    let programs = Programs {
-        claude: claude.to_path_buf(),
-        codex: claude.to_path_buf(),
-    };
-    let turn = Turn {
-        harness: Harness::Claude,
-        native_id: None,
-        plan_only: false,
-        approvals: room_machines::session::ApprovalMode::Auto,
-        folder: &folder,
-    };
-    let mut spec = command::build(&config, &programs, &command::secrets(&config), &turn)
-        .expect("a turn's spec");
+    let mut spec = crate::service::claude_turn_spec(root, claude, &folder).expect("a turn's spec");
     spec.env
         .extend(cli_env.iter().map(|(k, v)| (k.into(), v.into())));
     let (mut child, mut talker) = crate::service::spawn_turn(spec);

@@ -244,25 +244,7 @@ fn drive(
 /// approvals turn, as the follow-ups through room-core run), so both sides
 /// run claude alike.
 fn permission_mode(root: &Path, claude: &Path) -> String {
-    use room_core::harness::command::{self, Turn};
-    use room_core::harness::{Harness, Programs};
-    let config = room_core::config::Config {
-        state_dir: root.join("state"),
-        ..room_core::config::Config::default()
-    };
-    let programs = Programs {
-        claude: claude.to_path_buf(),
-        codex: claude.to_path_buf(),
-    };
-    let folder = root.join("work");
-    let turn = Turn {
-        harness: Harness::Claude,
-        native_id: None,
-        plan_only: false,
-        approvals: room_machines::session::ApprovalMode::Auto,
-        folder: &folder,
-    };
-    command::build(&config, &programs, &command::secrets(&config), &turn)
+    crate::service::claude_turn_spec(root, claude, &root.join("work"))
         .ok()
         .and_then(|spec| {
             let at = spec.args.iter().position(|a| a == "--permission-mode")?;

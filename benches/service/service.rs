@@ -319,3 +319,32 @@ pub(crate) fn spawn_turn(
     }
     (child, talker)
 }
+
+/// The spec the service builds for a claude turn in `folder` (an `auto`
+/// approvals turn, no session to resume) with `claude` as its program and
+/// the state under `root`: what the bench runs or reads beside the
+/// service, so both run claude alike.
+pub(crate) fn claude_turn_spec(
+    root: &Path,
+    claude: &Path,
+    folder: &Path,
+) -> Result<room_core::harness::command::TurnSpec, String> {
+    use room_core::harness::command::{self, Turn};
+    use room_core::harness::{Harness, Programs};
+    let config = room_core::config::Config {
+        state_dir: root.join("state"),
+        ..room_core::config::Config::default()
+    };
+    let programs = Programs {
+        claude: claude.to_path_buf(),
+        codex: claude.to_path_buf(),
+    };
+    let turn = Turn {
+        harness: Harness::Claude,
+        native_id: None,
+        plan_only: false,
+        approvals: room_machines::session::ApprovalMode::Auto,
+        folder,
+    };
+    command::build(&config, &programs, &command::secrets(&config), &turn).map_err(|e| e.to_string())
+}
