@@ -679,7 +679,8 @@ fn output_stays_bounded_and_reading_goes_on() {
                   printf 'first\\n\\377\\376\\nsecond\\n'; \
                   head -c 104857600 /dev/zero | tr '\\0' x; printf '\\nlast\\n'";
     let mut turn = sup.start(&k, sh(script)).unwrap();
-    let err = output::spawn_tail(turn.child.stderr.take().unwrap(), "stderr".into()).unwrap();
+    let stderr = turn.child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || output::drain_tail(stderr, output::STDERR_TAIL));
     let mut reader = LineReader::new(turn.child.stdout.take().unwrap());
     let got: Vec<Line> = std::iter::from_fn(|| reader.next_line().unwrap()).collect();
     assert_eq!(

@@ -1,9 +1,11 @@
 //! Work for the event pool.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use room_machines::session::{LaunchInput, TurnSeq};
 
+use super::harness_io::TurnWork;
 use crate::sessions::SessionHandle;
 use crate::supervise::TurnRecord;
 
@@ -20,4 +22,7 @@ pub(crate) enum Job {
     /// Kill what the restored turn's record still names, then feed
     /// `SurvivorGone`.
     Survivor(SessionHandle, TurnSeq, TurnRecord),
+    /// A round of a turn's work: its output, what its stdin could not
+    /// take, its end.
+    Turn(Arc<TurnWork>),
 }

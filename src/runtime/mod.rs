@@ -12,6 +12,7 @@ mod command_answer;
 mod driver;
 mod follow;
 mod follow_state;
+pub(crate) mod harness_io;
 pub(crate) mod harness_pids;
 mod job;
 mod launching;
@@ -22,8 +23,8 @@ mod ops;
 pub(crate) mod permits;
 
 mod restore;
-mod stdout_reader;
 mod talking;
+mod turn_output;
 mod turns;
 pub(crate) mod watch;
 
@@ -75,6 +76,8 @@ pub struct Runtime {
     pub metrics: Arc<Metrics>,
     /// Starts turns and ends their whole process trees.
     pub supervisor: Arc<Supervisor>,
+    /// The poller that watches every harness process.
+    io: harness_io::HarnessIo,
     store: Store,
     registry: Mutex<Registry>,
     events: Sender<Job>,
@@ -82,16 +85,16 @@ pub struct Runtime {
     permits: Permits,
     watch: Option<Watch>,
     stopping: AtomicBool,
-    me: Weak<Runtime>,
     /// The journals and readiness (follow.rs).
     follow: follow_state::Follow,
 }
 
 /// Event pool workers: short jobs only (timeouts, status reads, permit
-/// hand-offs, survivors). Turns, which block for their whole run, get their
-/// own threads. Four of them: a launch's first turn is spawned from here,
-/// with a record write before it and one after (each an fsync), so the
-/// workers mostly wait for the disk (docs/performance.md, section 4).
+/// hand-offs, survivors, rounds of a turn's output). Four of them: a
+/// launch's first turn is spawned from here, with a record write before it
+/// and one after (each an fsync), and a turn's output is journalled from
+/// here, so the workers mostly wait for the disk (docs/performance.md,
+/// section 4).
 const POOL_WORKERS: usize = 4;
 
 /// How much longer than the kill grace an answer (stop, close, interrupt,
@@ -115,7 +118,8 @@ impl Runtime {
         metrics: Arc<Metrics>,
     ) -> std::io::Result<Arc<Runtime>> {
         let store = Store::open(&config.state_dir)?;
-        let supervisor = Supervisor::from_config(&config).map_err(std::io::Error::other)?;
+        let supervisor = Arc::new(Supervisor::from_config(&config).map_err(std::io::Error::other)?);
+        let io = harness_io::HarnessIo::start(supervisor.clone())?;
         let clock = Clock::default();
         let (events, rx) = crossbeam_channel::unbounded();
         let watch = if config.watch {
@@ -130,7 +134,7 @@ impl Runtime {
             command::basics(std::env::vars_os(), &secrets),
             crate::harness::account::for_agent(config.agent_uid),
         );
-        let rt = Arc::new_cyclic(|me| Runtime {
+        let rt = Arc::new(Runtime {
             permits: Permits::new(config.permits()),
             follow: follow_state::Follow::new(&config.state_dir, config.journal_caps()),
             timer: {
@@ -144,13 +148,13 @@ impl Runtime {
             installed,
             harness_pids,
             metrics,
-            supervisor: Arc::new(supervisor),
+            supervisor,
+            io,
             store,
             registry: Mutex::default(),
             events,
             watch,
             stopping: AtomicBool::new(false),
-            me: me.clone(),
         });
         for n in 0..POOL_WORKERS {
             let rt = Arc::downgrade(&rt);
@@ -184,6 +188,7 @@ impl Runtime {
                 let observation = crate::files::observe(&folder);
                 self.feed(&s, Input::Launch(LaunchInput::Observed(observation)));
             }
+            Job::Turn(work) => self.work_turn(&work),
             Job::Survivor(s, seq, record) => {
                 let ended = self.supervisor.kill_survivor(&record);
                 if !ended.is_clean() {

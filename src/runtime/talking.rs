@@ -1,24 +1,25 @@
 //! The effects said on a turn's stdin: the end of its input, an interrupt,
 //! a steered prompt, a warm follow-up's prompt and an approval's answer.
 //! The process's talker words each in its harness's protocol; the turn's
-//! stdin writer writes it.
+//! stdin writes it (harness_io/stdin.rs).
 
 use room_machines::session::{DecidedBy, Decision, Input, PromptId, TurnSeq};
 
 use super::driver::Pass;
+use super::harness_io::undelivered;
 use super::Runtime;
 use crate::harness::speech::{Answer, Said};
-use crate::sessions::turn_input::undelivered;
 use crate::sessions::Hosted;
 
 impl Runtime {
     /// `CloseInput`: the end of the turn's stdin.
     pub(super) fn close_input(&self, s: &Hosted, seq: TurnSeq) {
-        if !live(s, seq).is_some_and(|l| l.input.close()) {
-            log::warn!(
+        match live(s, seq) {
+            Some(l) => l.input.close(),
+            None => log::warn!(
                 "{}: turn {seq} takes no more input; its end is dropped",
                 s.id
-            );
+            ),
         }
     }
 

@@ -1,13 +1,12 @@
 //! The running turn's process as its session holds it: what the turn's
 //! effects act on, until the turn is gone.
 
-use std::process::ChildStdout;
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
 use room_machines::session::TurnSeq;
 
-use super::turn_input::TurnInput;
-use super::turn_now::TurnNow;
+use crate::runtime::harness_io::{TurnInput, TurnWork};
+use crate::sessions::turn_now::TurnNow;
 use crate::supervise::Tree;
 
 /// The running turn's process, as the session holds it.
@@ -15,16 +14,14 @@ use crate::supervise::Tree;
 pub(crate) struct LiveTurn {
     /// The turn.
     pub seq: TurnSeq,
-    /// The same, for the threads that follow the process.
+    /// The same, for the poller's and the worker's reports.
     pub(crate) now: TurnNow,
     /// Its tree, for signals.
     pub(crate) tree: Tree,
-    /// Its stdin's writer.
+    /// Its stdin.
     pub(crate) input: TurnInput,
-    /// Its stdout, until the reader starts.
-    pub(crate) stdout: Option<ChildStdout>,
+    /// Its work queue, held until the prompt is handed over.
+    pub(crate) work: Arc<TurnWork>,
     /// Its prompt, until it is handed over.
     pub(crate) prompt: Option<String>,
-    /// The stdout reader, once started; the exit watcher waits for it.
-    pub(crate) reader: Option<JoinHandle<()>>,
 }

@@ -7,7 +7,6 @@ pub(crate) mod live_turn;
 pub(crate) mod old;
 pub(crate) mod prompt_log;
 pub(crate) mod recording;
-pub(crate) mod turn_input;
 pub(crate) mod turn_now;
 pub(crate) mod view;
 

@@ -18,13 +18,15 @@
 //! PR_SET_CHILD_SUBREAPER ([`group`]). Reaping: [`reap`]. Output: [`output`].
 
 pub mod cgroup;
+mod ender;
+mod ending;
 pub(crate) mod group;
 pub mod output;
 pub mod process;
 pub(crate) mod reap;
 pub mod spawn;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
@@ -35,6 +37,8 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 pub use crate::config::Supervision;
+pub use ender::Ender;
+pub use ending::TreeEnding;
 pub use process::KILL_WAIT;
 pub use spawn::{spawn, Account, Child, Leader, SpawnError, SpawnSpec};
 
@@ -45,7 +49,7 @@ use process::Stat;
 /// The environment variable that marks every process of a turn.
 pub const TURN_MARKER: &str = "ROOM_CORE_TURN";
 
-/// The longest pause between two looks at a tree that is ending.
+/// The longest pause between two looks at a tree that is being killed.
 const MAX_POLL: Duration = Duration::from_millis(20);
 
 /// A turn's name: it names its cgroup (`room-core/<key>`) and marks its
@@ -365,57 +369,12 @@ impl Supervisor {
     /// all (service stop). The results are in the order of `trees`.
     pub fn terminate_all(&self, trees: &[Tree]) -> Vec<Ended> {
         let started = Instant::now();
-        let kill_at = started + self.grace;
-        let give_up = kill_at + KILL_WAIT;
-        let mut endings: Vec<Ending> = trees.iter().map(Ending::new).collect();
-        let mut signal = Signal::SIGTERM;
-        let mut pause = Duration::from_millis(1);
-        // Each tree's first look (below, at once) sends SIGTERM to every
-        // member once: a second SIGTERM means "hurry" to some CLIs.
-        loop {
-            let now = Instant::now();
-            if signal == Signal::SIGTERM && now >= kill_at {
-                signal = Signal::SIGKILL;
-                for e in endings.iter_mut().filter(|e| !e.done) {
-                    e.ended.forced = true;
-                    e.tree.signal_leader(signal);
-                }
-            }
-            // Orphans of these trees that have exited are our zombies.
-            reap::sweep();
-            let pending = endings.iter().any(|e| !e.done);
-            let table = match (&self.mode, pending) {
-                (Mode::ProcessGroups { .. }, true) => process::snapshot(),
-                _ => Vec::new(),
-            };
-            for e in endings.iter_mut().filter(|e| !e.done) {
-                let left = self.signal_tree(e, &table, signal);
-                if left.is_empty() {
-                    e.finish();
-                } else if now >= give_up {
-                    e.ended.left = left;
-                    e.finish();
-                }
-            }
-            if endings.iter().all(|e| e.done) {
-                break;
-            }
-            // Wake at the end of the grace, not up to a poll after it.
-            let until_kill = kill_at.saturating_duration_since(now);
-            let nap = if until_kill.is_zero() {
-                pause
-            } else {
-                pause.min(until_kill)
-            };
-            std::thread::sleep(nap);
-            pause = (pause * 2).min(MAX_POLL);
-        }
-        // The last look may have found orphans just turned zombies.
-        reap::sweep();
-        for (e, tree) in endings.iter().zip(trees) {
-            if !e.ended.is_clean() {
-                log::warn!("turn {}: not all of it ended: {:?}", tree.key, e.ended);
-            }
+        let mut endings: Vec<TreeEnding> = trees
+            .iter()
+            .map(|t| self.begin_end(t.clone(), started))
+            .collect();
+        while let Some(next) = self.look(&mut endings, Instant::now()) {
+            std::thread::sleep(next.saturating_duration_since(Instant::now()));
         }
         endings.into_iter().map(|e| e.ended).collect()
     }
@@ -430,7 +389,8 @@ impl Supervisor {
             Mode::ProcessGroups { .. } => process::snapshot(),
             Mode::Cgroup(_) => Vec::new(),
         };
-        let pids = self.signal_tree(&mut Ending::new(tree), &table, signal);
+        let mut once = self.begin_end(tree.clone(), Instant::now());
+        let pids = self.signal_tree(&mut once, &table, signal);
         if !pids.contains(&tree.pid) {
             // The look missed the leader (a no-op if it has exited).
             tree.signal_leader(signal);
@@ -440,7 +400,7 @@ impl Supervisor {
 
     /// Sends `signal` to what of `e`'s tree has not had it; returns the pids
     /// still running.
-    fn signal_tree(&self, e: &mut Ending<'_>, table: &[Stat], signal: Signal) -> Vec<u32> {
+    fn signal_tree(&self, e: &mut TreeEnding, table: &[Stat], signal: Signal) -> Vec<u32> {
         match (&self.mode, &e.tree.cgroup) {
             (Mode::Cgroup(root), Some(dir)) => {
                 if !cgroup::populated(dir).unwrap_or(true) {
@@ -601,44 +561,6 @@ impl Supervisor {
         }
         if let Err(e) = cgroup::remove(dir, give_up) {
             ended.problem = Some(format!("cannot remove {}: {e}", dir.display()));
-        }
-    }
-}
-
-/// One tree being ended.
-struct Ending<'a> {
-    tree: &'a Tree,
-    marker: Vec<u8>,
-    /// Members seen so far (pid to start time).
-    known: HashMap<u32, u64>,
-    /// (pid, start time or 0, signal) already sent.
-    signalled: HashSet<(u32, u64, i32)>,
-    ended: Ended,
-    done: bool,
-}
-
-impl<'a> Ending<'a> {
-    fn new(tree: &'a Tree) -> Ending<'a> {
-        Ending {
-            tree,
-            marker: tree.key.marker(),
-            known: HashMap::new(),
-            signalled: HashSet::new(),
-            ended: Ended::default(),
-            done: false,
-        }
-    }
-
-    /// Nothing runs (or the bound is reached): removes the cgroup.
-    fn finish(&mut self) {
-        self.done = true;
-        if let Some(dir) = &self.tree.cgroup {
-            if self.ended.left.is_empty() {
-                let until = Instant::now() + Duration::from_secs(1);
-                if let Err(e) = cgroup::remove(dir, until) {
-                    self.ended.problem = Some(format!("cannot remove {}: {e}", dir.display()));
-                }
-            }
         }
     }
 }

@@ -1,23 +1,24 @@
 //! A turn's output, read in bounded memory whatever the harness writes.
 //!
-//! - stdout: line by line ([`LineReader`]); a line longer than the cap
+//! - stdout: line by line ([`LineSplitter`], fed what each read gets;
+//!   [`LineReader`] over a blocking reader); a line longer than the cap
 //!   (1 MiB) is dropped and one that is not UTF-8 is skipped, each reported
 //!   with its length and its first [`HEAD`] bytes (enough to read a
 //!   request's ID, which comes before its big input), and reading goes on
 //!   after it.
-//! - stderr: drained to its end ([`drain_tail`]) so the harness never blocks
-//!   on a full pipe nor gets EPIPE, keeping only the last few KiB for an
-//!   error message.
+//! - stderr: read to its end so the harness never blocks on a full pipe
+//!   nor gets EPIPE, keeping only its last few KiB for an error message
+//!   ([`Tail::push`], [`drain_tail`]).
 
+use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read};
-use std::thread::JoinHandle;
 
 /// The longest stdout line kept, newline excluded.
 pub const LINE_CAP: usize = 1 << 20;
 /// The bytes of stderr kept (its end).
 pub const STDERR_TAIL: usize = 4096;
 /// The size of one read.
-const CHUNK: usize = 64 * 1024;
+pub const CHUNK: usize = 64 * 1024;
 /// The bytes kept of the start of a line that is dropped or skipped: the
 /// CLIs print a request's ID, kind and tool before its input, so a request
 /// too big to read can still be answered.
@@ -44,22 +45,125 @@ pub enum Line {
     },
 }
 
-/// Reads lines of at most `cap` bytes; memory stays under `cap` plus one
-/// read (64 KiB) plus [`HEAD`] whatever the input.
-pub struct LineReader<R> {
-    inner: R,
+/// Splits bytes, pushed in as they arrive, into lines of at most `cap`
+/// bytes: what a poller reading many pipes keeps per pipe. It holds only the
+/// unfinished line (at most `cap` bytes, or [`HEAD`] of one being dropped),
+/// and nothing once a line is finished, so an idle pipe costs no buffer.
+#[derive(Debug)]
+pub struct LineSplitter {
+    /// The unfinished line.
     buf: Vec<u8>,
-    /// Where the unread part of `buf` starts.
-    start: usize,
-    /// How far from `start` has been searched for a newline already.
-    searched: usize,
     /// Bytes of an over-long line dropped so far (its end not yet seen).
     dropping: Option<u64>,
     /// The start of the over-long line being dropped.
     head: Vec<u8>,
-    eof: bool,
     cap: usize,
     peak: usize,
+}
+
+impl LineSplitter {
+    /// A splitter of lines of at most `cap` bytes.
+    pub fn new(cap: usize) -> LineSplitter {
+        LineSplitter {
+            buf: Vec::new(),
+            dropping: None,
+            head: Vec::new(),
+            cap,
+            peak: 0,
+        }
+    }
+
+    /// Splits `data`, giving each line it finishes to `line`, in order.
+    pub fn push(&mut self, mut data: &[u8], line: &mut impl FnMut(Line)) {
+        while let Some(i) = data.iter().position(|b| *b == b'\n') {
+            line(self.finish_line(&data[..i]));
+            data = &data[i + 1..];
+        }
+        self.hold(data);
+    }
+
+    /// At the end of the input: its last line, if it has no newline.
+    pub fn finish(&mut self) -> Option<Line> {
+        (self.dropping.is_some() || !self.buf.is_empty()).then(|| self.finish_line(&[]))
+    }
+
+    /// The most memory its buffer has held, in bytes.
+    pub fn peak_buffer(&self) -> usize {
+        self.peak
+    }
+
+    /// Forgets the unfinished line (what is read from now on is dropped
+    /// unsplit).
+    pub fn clear(&mut self) {
+        self.buf = Vec::new();
+        self.dropping = None;
+        self.head = Vec::new();
+    }
+
+    /// Keeps `part`, the start of a line, unless the line is over the cap:
+    /// then only its head is kept and its length counted.
+    fn hold(&mut self, part: &[u8]) {
+        if let Some(dropped) = &mut self.dropping {
+            *dropped += part.len() as u64;
+        } else if self.buf.len() + part.len() > self.cap {
+            let mut head = std::mem::take(&mut self.buf);
+            let total = (head.len() + part.len()) as u64;
+            head.extend_from_slice(&part[..part.len().min(HEAD.saturating_sub(head.len()))]);
+            head.truncate(HEAD);
+            self.head = head;
+            self.dropping = Some(total);
+        } else if !part.is_empty() {
+            // Exactly what it needs: a doubling Vec could hold twice the cap.
+            self.buf.reserve_exact(part.len());
+            self.buf.extend_from_slice(part);
+            self.peak = self.peak.max(self.buf.capacity());
+        }
+    }
+
+    /// The line that `part` ends.
+    fn finish_line(&mut self, part: &[u8]) -> Line {
+        let head = |b: &[u8]| b[..b.len().min(HEAD)].to_vec();
+        if let Some(dropped) = self.dropping.take() {
+            return Line::TooLong {
+                bytes: dropped + part.len() as u64,
+                head: std::mem::take(&mut self.head),
+            };
+        }
+        let whole;
+        let bytes = if self.buf.is_empty() {
+            part
+        } else if self.buf.len() + part.len() > self.cap {
+            self.hold(part);
+            return self.finish_line(&[]);
+        } else {
+            self.buf.extend_from_slice(part);
+            whole = std::mem::take(&mut self.buf);
+            &whole[..]
+        };
+        if bytes.len() > self.cap {
+            return Line::TooLong {
+                bytes: bytes.len() as u64,
+                head: head(bytes),
+            };
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Line::Text(s.to_string()),
+            Err(_) => Line::NotUtf8 {
+                bytes: bytes.len(),
+                head: head(bytes),
+            },
+        }
+    }
+}
+
+/// Reads lines of at most `cap` bytes from a blocking reader, one chunk at a
+/// time through a [`LineSplitter`]; memory stays under `cap` plus one read
+/// (64 KiB) plus the lines of one read, whatever the input.
+pub struct LineReader<R> {
+    inner: R,
+    split: LineSplitter,
+    ready: VecDeque<Line>,
+    eof: bool,
 }
 
 impl<R: Read> LineReader<R> {
@@ -72,115 +176,43 @@ impl<R: Read> LineReader<R> {
     pub fn with_cap(inner: R, cap: usize) -> LineReader<R> {
         LineReader {
             inner,
-            buf: Vec::new(),
-            start: 0,
-            searched: 0,
-            dropping: None,
-            head: Vec::new(),
+            split: LineSplitter::new(cap),
+            ready: VecDeque::new(),
             eof: false,
-            cap,
-            peak: 0,
         }
     }
 
-    /// The most memory its buffer has held, in bytes.
+    /// The most memory its buffers have held, in bytes: the unfinished
+    /// line's and one read's.
     pub fn peak_buffer(&self) -> usize {
-        self.peak
-    }
-
-    /// Whether a whole line is already read in, so [`next_line`](Self::next_line)
-    /// returns it without reading (a reader batching what arrived together
-    /// asks this before it writes its batch).
-    pub fn has_line(&self) -> bool {
-        self.buf[self.start..].contains(&b'\n')
+        self.split.peak_buffer() + CHUNK
     }
 
     /// The next line; `None` at the end. A last line without a newline
     /// counts as a line.
     pub fn next_line(&mut self) -> io::Result<Option<Line>> {
+        let mut chunk = Vec::new();
         loop {
-            let pending = &self.buf[self.start..];
-            if let Some(i) = pending[self.searched..].iter().position(|b| *b == b'\n') {
-                let end = self.searched + i;
-                let line = self.take(end, end + 1);
+            if let Some(line) = self.ready.pop_front() {
                 return Ok(Some(line));
             }
-            self.searched = pending.len();
-            if pending.len() > self.cap {
-                // Over the cap: forget what is held (but its start) and
-                // skip to its end.
-                if self.dropping.is_none() {
-                    self.head = pending[..pending.len().min(HEAD)].to_vec();
-                }
-                *self.dropping.get_or_insert(0) += pending.len() as u64;
-                self.buf.clear();
-                self.start = 0;
-                self.searched = 0;
-            }
             if self.eof {
-                if self.start == self.buf.len() && self.dropping.is_none() {
-                    return Ok(None);
-                }
-                let end = self.buf.len() - self.start;
-                return Ok(Some(self.take(end, end)));
+                return Ok(None);
             }
-            self.fill()?;
-        }
-    }
-
-    /// Ends the current line at `end` (relative to `start`) and moves past
-    /// `next`.
-    fn take(&mut self, end: usize, next: usize) -> Line {
-        let bytes = &self.buf[self.start..self.start + end];
-        let head = |b: &[u8]| b[..b.len().min(HEAD)].to_vec();
-        let line = match self.dropping.take() {
-            Some(dropped) => Line::TooLong {
-                bytes: dropped + bytes.len() as u64,
-                head: std::mem::take(&mut self.head),
-            },
-            None if bytes.len() > self.cap => Line::TooLong {
-                bytes: bytes.len() as u64,
-                head: head(bytes),
-            },
-            None => match std::str::from_utf8(bytes) {
-                Ok(s) => Line::Text(s.to_string()),
-                Err(_) => Line::NotUtf8 {
-                    bytes: bytes.len(),
-                    head: head(bytes),
-                },
-            },
-        };
-        self.start += next;
-        self.searched = 0;
-        line
-    }
-
-    /// Reads one chunk, first moving the unread part to the front.
-    fn fill(&mut self) -> io::Result<()> {
-        if self.start > 0 {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        let len = self.buf.len();
-        // Exactly one chunk more: a doubling Vec could hold twice the cap.
-        self.buf.reserve_exact(CHUNK);
-        self.buf.resize(len + CHUNK, 0);
-        self.peak = self.peak.max(self.buf.capacity());
-        let n = loop {
-            match self.inner.read(&mut self.buf[len..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.buf.truncate(len);
-                    return Err(e);
-                }
+            chunk.resize(CHUNK, 0);
+            let n = match self.inner.read(&mut chunk) {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                self.eof = true;
+                self.ready.extend(self.split.finish());
+            } else {
+                let ready = &mut self.ready;
+                self.split.push(&chunk[..n], &mut |l| ready.push_back(l));
             }
-        };
-        self.buf.truncate(len + n);
-        if n == 0 {
-            self.eof = true;
         }
-        Ok(())
     }
 
     /// The text lines, each skipped line logged as a warning naming `what`
@@ -193,7 +225,7 @@ impl<R: Read> LineReader<R> {
                 Ok(Some(Line::TooLong { bytes: n, .. })) => {
                     log::warn!(
                         "{what}: dropped a stdout line of {n} bytes (the cap is {} bytes)",
-                        self.cap
+                        self.split.cap
                     );
                 }
                 Ok(Some(Line::NotUtf8 { bytes: n, .. })) => {
@@ -225,39 +257,33 @@ impl Tail {
     }
 }
 
+impl Tail {
+    /// Adds `data`, read from the stream, keeping the last `keep` bytes.
+    pub fn push(&mut self, data: &[u8], keep: usize) {
+        self.total += data.len() as u64;
+        let from = data.len().saturating_sub(keep);
+        self.bytes.extend_from_slice(&data[from..]);
+        if self.bytes.len() > keep {
+            let cut = self.bytes.len() - keep;
+            self.bytes.drain(..cut);
+        }
+    }
+}
+
 /// Reads `r` to its end, keeping its last `keep` bytes; memory stays under
-/// twice `keep` plus one read. A read error ends it with what was read.
+/// `keep` plus one read. A read error ends it with what was read.
 pub fn drain_tail(mut r: impl Read, keep: usize) -> Tail {
     let mut tail = Tail::default();
     let mut chunk = vec![0u8; CHUNK];
     loop {
-        let n = match r.read(&mut chunk) {
+        match r.read(&mut chunk) {
             Ok(0) => break,
-            Ok(n) => n,
+            Ok(n) => tail.push(&chunk[..n], keep),
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => break,
-        };
-        tail.total += n as u64;
-        let from = n.saturating_sub(keep);
-        tail.bytes.extend_from_slice(&chunk[from..n]);
-        if tail.bytes.len() > 2 * keep {
-            let cut = tail.bytes.len() - keep;
-            tail.bytes.drain(..cut);
         }
     }
-    if tail.bytes.len() > keep {
-        let cut = tail.bytes.len() - keep;
-        tail.bytes.drain(..cut);
-    }
     tail
-}
-
-/// [`drain_tail`] on a thread of its own (named `what`), keeping
-/// [`STDERR_TAIL`] bytes.
-pub fn spawn_tail(r: impl Read + Send + 'static, what: String) -> io::Result<JoinHandle<Tail>> {
-    std::thread::Builder::new()
-        .name(what)
-        .spawn(move || drain_tail(r, STDERR_TAIL))
 }
 
 #[cfg(test)]
