@@ -27,6 +27,8 @@
 //!   journal appends.
 //! - `approvals` (approvals.rs): an approval's round trip through the app.
 //! - `queue` (queue.rs): `POST …/messages` with 1 and 5,000 prompts waiting.
+//! - `lingering` (lingering.rs): threads and RSS with 1,000 harnesses
+//!   lingering at once.
 //!
 //! The binary is also what the sections run, so that what is timed is the
 //! service and not a fake's interpreter (modes.rs): the service's harness
@@ -47,6 +49,7 @@ mod follow_up;
 mod hostile;
 mod journal;
 mod lag;
+mod lingering;
 mod modes;
 mod queue;
 mod sdk;
@@ -130,6 +133,9 @@ fn main() {
     }
     if run("queue") {
         queue::message_cost(&mut table);
+    }
+    if run("lingering") {
+        lingering::lingering(&mut table);
     }
     println!();
     table.print();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use room_machines::session::{LaunchInput, TurnSeq};
 
-use super::harness_io::TurnWork;
+use super::harness_io::turn_work::TurnWork;
 use crate::sessions::SessionHandle;
 use crate::supervise::TurnRecord;
 

@@ -22,6 +22,7 @@ mod list_query;
 mod ops;
 pub(crate) mod permits;
 
+mod reading;
 mod restore;
 mod talking;
 mod turn_output;

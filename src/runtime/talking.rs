@@ -6,7 +6,7 @@
 use room_machines::session::{DecidedBy, Decision, Input, PromptId, TurnSeq};
 
 use super::driver::Pass;
-use super::harness_io::undelivered;
+use super::harness_io::stdin::undelivered;
 use super::Runtime;
 use crate::harness::speech::{Answer, Said};
 use crate::sessions::Hosted;

@@ -20,58 +20,17 @@
 //! The end: what is left of the reports is journalled, the process leaves
 //! the agent socket's table, and `TurnEnded` is fed.
 
-use std::sync::Arc;
-use std::time::Instant;
-
 use room_machines::session::{Input, JournalCap, Outcome, TurnSeq};
 
-use super::harness_io::{TurnWork, Work};
-use super::line_reports::{request_refused, Dropped, LineReports};
+use super::harness_io::turn_work::{TurnWork, Work};
+use super::line_reports::{request_refused, Dropped};
+use super::reading::{Reading, BATCH_MAX, LINE_CAP};
 use super::Runtime;
 use crate::harness::refusal::{Unread, Unreadable};
 use crate::harness::speech::{Heard, Hearing};
-use crate::journal::{Journal, NewEvent, Unservable, MAX_LINE};
+use crate::journal::{NewEvent, Unservable};
 use crate::sessions::{lock, SessionHandle};
 use crate::supervise::output::{Line, HEAD};
-
-/// The longest stdout line journalled: 1 MiB less the room the journal's
-/// own fields take, so every line read fits a journal line.
-pub(super) const LINE_CAP: usize = MAX_LINE - 1024;
-
-/// The most harness events journalled in one append: a 64 KiB read of
-/// `{}` lines is 20,000 of them, and each takes a few hundred bytes of
-/// memory until it is written.
-const BATCH_MAX: usize = 1024;
-
-/// What a turn's worker keeps between rounds.
-pub(crate) struct Reading {
-    journal: Arc<Journal>,
-    /// The session and turn, for log lines.
-    what: String,
-    /// The turn whose session ID the session took: each turn of a process
-    /// that serves several (warm follow-ups) names it again.
-    named: Option<TurnSeq>,
-    /// The journal met its cap: what comes after is dropped.
-    capped: bool,
-    began: Instant,
-    reports: LineReports,
-    batch: Vec<NewEvent>,
-}
-
-impl Reading {
-    /// A turn's, journalled to `journal`, starting with turn `seq`.
-    pub(super) fn new(journal: Arc<Journal>, seq: TurnSeq) -> Reading {
-        Reading {
-            what: format!("{} turn {seq}", journal_name(&journal)),
-            journal,
-            named: None,
-            capped: false,
-            began: Instant::now(),
-            reports: LineReports::new(seq),
-            batch: Vec::new(),
-        }
-    }
-}
 
 impl Runtime {
     /// A round of a turn's work, as the pool's job.
@@ -291,12 +250,4 @@ fn log_reports(reports: &[NewEvent], what: &str) {
     for r in reports {
         log::warn!("{what}: {} {}", r.kind, r.data.get());
     }
-}
-
-/// The session ID a journal belongs to, for log lines.
-fn journal_name(journal: &Journal) -> String {
-    journal
-        .path()
-        .file_stem()
-        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }

@@ -12,7 +12,7 @@ use nix::sys::signal::Signal as Sig;
 use room_machines::session::{Input, Process, Signal, TurnSeq};
 
 use super::driver::Pass;
-use super::harness_io::{self, undelivered};
+use super::harness_io::{self, stdin::undelivered};
 use super::job::Job;
 use super::Runtime;
 use crate::harness::speech::Said;
@@ -96,7 +96,10 @@ impl Runtime {
             key: proc_key,
             handle: s.me.clone(),
             journal: s.journal.clone(),
-            jobs: self.events.clone(),
+            schedule: {
+                let jobs = self.events.clone();
+                Box::new(move |work| jobs.send(Job::Turn(work)).is_ok())
+            },
         });
         let (input, work) = match watched {
             Ok(parts) => parts,
@@ -113,7 +116,7 @@ impl Runtime {
             now,
             tree: started.tree,
             input,
-            work,
+            release: Some(Box::new(move || work.release())),
             prompt: Some(prompt),
         }));
         log::info!(
@@ -150,8 +153,13 @@ impl Runtime {
             }
         }
         self.flush_events(s, pass);
-        if let Some(live) = s.live.as_ref().filter(|l| l.seq == seq) {
-            live.work.release();
+        if let Some(release) = s
+            .live
+            .as_mut()
+            .filter(|l| l.seq == seq)
+            .and_then(|l| l.release.take())
+        {
+            release();
         }
     }
 

@@ -1,16 +1,13 @@
 //! The running turn's process as its session holds it: what the turn's
 //! effects act on, until the turn is gone.
 
-use std::sync::Arc;
-
 use room_machines::session::TurnSeq;
 
-use crate::runtime::harness_io::{TurnInput, TurnWork};
+use crate::runtime::harness_io::stdin::TurnInput;
 use crate::sessions::turn_now::TurnNow;
 use crate::supervise::Tree;
 
 /// The running turn's process, as the session holds it.
-#[derive(Debug)]
 pub(crate) struct LiveTurn {
     /// The turn.
     pub seq: TurnSeq,
@@ -20,8 +17,19 @@ pub(crate) struct LiveTurn {
     pub(crate) tree: Tree,
     /// Its stdin.
     pub(crate) input: TurnInput,
-    /// Its work queue, held until the prompt is handed over.
-    pub(crate) work: Arc<TurnWork>,
+    /// Lets its output's work go, once the prompt is handed over (the
+    /// queue is held until then).
+    pub(crate) release: Option<Box<dyn FnOnce() + Send>>,
     /// Its prompt, until it is handed over.
     pub(crate) prompt: Option<String>,
+}
+
+impl std::fmt::Debug for LiveTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveTurn")
+            .field("seq", &self.seq)
+            .field("tree", &self.tree)
+            .field("input", &self.input)
+            .finish_non_exhaustive()
+    }
 }

@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use super::{Ended, Supervisor, Tree, TreeEnding};
+use super::ending::TreeEnding;
+use super::{Ended, Supervisor, Tree};
 
 /// What to call with how a tree ended.
 type Done = Box<dyn FnOnce(Ended) + Send>;

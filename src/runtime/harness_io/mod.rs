@@ -12,8 +12,10 @@
 //! or lingering harnesses: a harness costs its descriptors and a few
 //! hundred bytes (docs/performance.md).
 
-mod stdin;
-mod turn_work;
+mod handle;
+pub(crate) mod stdin;
+mod token;
+pub(crate) mod turn_work;
 mod watched;
 
 use std::collections::BTreeSet;
@@ -29,80 +31,24 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use rustc_hash::FxHashMap;
 
-use super::job::Job;
-use super::turn_output::{Reading, LINE_CAP};
+use super::reading::{Reading, LINE_CAP};
 use crate::harness::talk::Talker;
 use crate::journal::Journal;
 use crate::procfs::ProcKey;
 use crate::sessions::turn_now::TurnNow;
 use crate::sessions::SessionHandle;
+use crate::supervise::ender::Ender;
 use crate::supervise::output::CHUNK;
-use crate::supervise::{Child, Ended, Ender, Supervisor, Tree};
+use crate::supervise::{Child, Supervisor, Tree};
 
-pub(crate) use stdin::{undelivered, TurnInput};
-pub(crate) use turn_work::{TurnWork, Work};
+use handle::{Command, IoHandle};
+use stdin::TurnInput;
+use token::{Token, WAKE};
+use turn_work::TurnWork;
 use watched::Watched;
 
 /// The events one wait returns at most.
 const EVENTS: usize = 256;
-
-/// Which of a process's descriptors an event is for: the low two bits of
-/// its epoll token, the process's ID (never reused) above them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Token {
-    Stdout = 0,
-    Stderr = 1,
-    Stdin = 2,
-    Exit = 3,
-}
-
-impl Token {
-    /// The epoll token for this descriptor of process `id`.
-    fn of(self, id: u64) -> u64 {
-        (id << 2) | self as u64
-    }
-
-    fn split(token: u64) -> (u64, Token) {
-        let kind = match token & 3 {
-            0 => Token::Stdout,
-            1 => Token::Stderr,
-            2 => Token::Stdin,
-            _ => Token::Exit,
-        };
-        (token >> 2, kind)
-    }
-}
-
-/// The wake-up's token: no process has ID 0.
-const WAKE: u64 = 0;
-
-/// What the poller is asked to do.
-pub(crate) enum Command {
-    /// Watch a process.
-    Watch(Box<Watched>),
-    /// Lines wait for room in process `id`'s stdin.
-    Write(u64),
-    /// Process `id`'s worker caught up: read its stdout again.
-    Resume(u64),
-    /// Nothing of process `id`'s tree is left.
-    TreeGone(u64, Ended),
-    /// The runtime is gone.
-    Stop,
-}
-
-/// The way to the poller: its commands and its wake-up; cheap to clone.
-#[derive(Clone)]
-pub(crate) struct IoHandle {
-    tx: Sender<Command>,
-    wake: Arc<EventFd>,
-}
-
-impl IoHandle {
-    /// Sends `command` and wakes the poller; false if it is gone.
-    fn send(&self, command: Command) -> bool {
-        self.tx.send(command).is_ok() && self.wake.write(1).is_ok()
-    }
-}
 
 /// A turn's process, as it is handed to the poller.
 pub(crate) struct Turn {
@@ -122,13 +68,15 @@ pub(crate) struct Turn {
     pub(crate) handle: SessionHandle,
     /// Its session's journal.
     pub(crate) journal: Arc<Journal>,
-    /// The event pool, which does its work.
-    pub(crate) jobs: Sender<Job>,
+    /// Hands a round of its work to the event pool; false if it is gone.
+    pub(crate) schedule: turn_work::Schedule,
 }
 
 /// The poller, as the runtime holds it; dropping it stops the thread.
 pub(crate) struct HarnessIo {
     handle: IoHandle,
+    /// Processes to watch from now on.
+    new: Sender<Watched>,
     ids: AtomicU64,
 }
 
@@ -141,11 +89,13 @@ impl HarnessIo {
         )?);
         epoll.add(wake.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, WAKE))?;
         let (tx, rx) = crossbeam_channel::unbounded();
+        let (new, added) = crossbeam_channel::unbounded();
         let handle = IoHandle { tx, wake };
         let poller = Poller {
             epoll,
             wake: handle.wake.clone(),
             commands: rx,
+            added,
             me: handle.clone(),
             ender: Ender::start(supervisor)?,
             watched: FxHashMap::default(),
@@ -157,6 +107,7 @@ impl HarnessIo {
             .spawn(move || poller.run())?;
         Ok(HarnessIo {
             handle,
+            new,
             ids: AtomicU64::new(1),
         })
     }
@@ -185,15 +136,15 @@ impl HarnessIo {
         let reading = Reading::new(turn.journal, turn.now.get());
         let parts = turn_work::Parts {
             id,
-            jobs: turn.jobs,
+            schedule: turn.schedule,
             io: self.handle(),
             handle: turn.handle,
             now: turn.now,
             key: turn.key,
             reading,
         };
-        let work = TurnWork::new(parts, |work| {
-            TurnInput::new(id, stdin, talker, io, work, now)
+        let work = TurnWork::new(parts, |report| {
+            TurnInput::new(id, stdin, talker, io, report, now)
         });
         let input = work.input.clone();
         let watched = Watched::new(
@@ -204,7 +155,7 @@ impl HarnessIo {
             work.clone(),
             LINE_CAP,
         );
-        if !self.handle.send(Command::Watch(Box::new(watched))) {
+        if self.new.send(watched).is_err() || self.handle.wake.write(1).is_err() {
             return Err(std::io::Error::other("the harness poller is gone"));
         }
         Ok((input, work))
@@ -222,6 +173,7 @@ struct Poller {
     epoll: Epoll,
     wake: Arc<EventFd>,
     commands: Receiver<Command>,
+    added: Receiver<Watched>,
     me: IoHandle,
     ender: Ender,
     watched: FxHashMap<u64, Watched>,
@@ -258,6 +210,9 @@ impl Poller {
                 let state = w.on_event(token, &self.epoll, &mut chunk);
                 self.settle(id, state);
             }
+            while let Ok(w) = self.added.try_recv() {
+                self.add(w);
+            }
             while let Ok(command) = self.commands.try_recv() {
                 if !self.command(command) {
                     return;
@@ -285,32 +240,33 @@ impl Poller {
         }
     }
 
+    /// Watches `w` from now on.
+    fn add(&mut self, mut w: Watched) {
+        let id = w.id;
+        match w.register(&self.epoll) {
+            Ok(poll_exit) => {
+                if poll_exit {
+                    self.no_pidfd.push(id);
+                }
+            }
+            Err(e) => {
+                // Its exit is still noticed (polled for), so it still ends
+                // whole.
+                log::error!("cannot watch turn {}: {e}", w.tree().key());
+                self.no_pidfd.push(id);
+            }
+        }
+        self.watched.insert(id, w);
+        // It may have exited before it was watched.
+        if let Some(w) = self.watched.get_mut(&id) {
+            let state = w.check_exit(&self.epoll);
+            self.settle(id, state);
+        }
+    }
+
     /// Carries out `command`; false to stop.
     fn command(&mut self, command: Command) -> bool {
         match command {
-            Command::Watch(mut w) => {
-                let id = w.id;
-                match w.register(&self.epoll) {
-                    Ok(poll_exit) => {
-                        if poll_exit {
-                            self.no_pidfd.push(id);
-                        }
-                        self.watched.insert(id, *w);
-                        // It may have exited before it was watched.
-                        let state = self.watched.get_mut(&id).map(|w| w.check_exit(&self.epoll));
-                        if let Some(state) = state {
-                            self.settle(id, state);
-                        }
-                    }
-                    Err(e) => {
-                        // Its exit is still noticed (polled for), so it
-                        // still ends whole.
-                        log::error!("cannot watch turn {}: {e}", w.tree().key());
-                        self.no_pidfd.push(id);
-                        self.watched.insert(id, *w);
-                    }
-                }
-            }
             Command::Write(id) => {
                 if let Some(w) = self.watched.get(&id) {
                     w.arm_stdin(&self.epoll);

@@ -8,7 +8,7 @@
 //! the runtime says and what the output's worker answers reach the pipe in
 //! the order the talker worded them.
 //!
-//! What could not be written goes to the turn's worker ([`TurnWork`]) as
+//! What could not be written goes to the turn's worker (turn_work.rs) as
 //! the input it means: the prompt as `PromptUndelivered`, a steered prompt
 //! as `SteerUndelivered` (it goes back to the queue); anything else only to
 //! the log (the turn is ending then, and the machine's grace ends it).
@@ -17,13 +17,13 @@ use std::collections::VecDeque;
 use std::io::{ErrorKind, Write};
 use std::os::fd::AsFd;
 use std::process::ChildStdin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags};
 use room_machines::session::{Input, TurnSeq};
 
-use super::turn_work::{TurnWork, Work};
-use super::{IoHandle, Token};
+use super::handle::{Command, IoHandle};
+use super::token::Token;
 use crate::harness::refusal::Unread;
 use crate::harness::speech::{Carries, Hearing, Out, Said};
 use crate::harness::talk::{Read, Talker};
@@ -53,10 +53,13 @@ pub(super) struct Stdin {
     id: u64,
     harness: Harness,
     io: IoHandle,
-    work: Weak<TurnWork>,
+    report: Report,
     now: TurnNow,
     pipe: Mutex<Pipe>,
 }
+
+/// Where the inputs for what could not be written go: the turn's worker.
+pub(crate) type Report = Box<dyn Fn(Vec<Input>) + Send + Sync>;
 
 /// The pipe and what waits for it.
 struct Pipe {
@@ -74,13 +77,14 @@ struct Pipe {
 
 impl TurnInput {
     /// The stdin (non-blocking) of process `id`, serving `now`, which talks
-    /// as `talker` does; what could not be written goes to `work`.
+    /// as `talker` does; the inputs for what could not be written go to
+    /// `report`.
     pub(super) fn new(
         id: u64,
         stdin: ChildStdin,
         talker: Talker,
         io: IoHandle,
-        work: Weak<TurnWork>,
+        report: Report,
         now: TurnNow,
     ) -> TurnInput {
         TurnInput {
@@ -88,7 +92,7 @@ impl TurnInput {
                 id,
                 harness: talker.harness(),
                 io,
-                work,
+                report,
                 now,
                 pipe: Mutex::new(Pipe {
                     talker,
@@ -177,7 +181,7 @@ impl Stdin {
         self.pump(pipe);
         if !pipe.waiting.is_empty() && !pipe.armed && pipe.fd.is_some() {
             // The poller writes the rest when the pipe has room.
-            pipe.armed = self.io.send(super::Command::Write(self.id));
+            pipe.armed = self.io.send(Command::Write(self.id));
         }
         if lost.is_empty() {
             Ok(())
@@ -228,8 +232,8 @@ impl Stdin {
         for c in carries {
             undelivered(seq, c, why, |input| inputs.push(input));
         }
-        if let (false, Some(work)) = (inputs.is_empty(), self.work.upgrade()) {
-            work.push(Work::Undelivered(inputs));
+        if !inputs.is_empty() {
+            (self.report)(inputs);
         }
     }
 

@@ -14,14 +14,12 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use crossbeam_channel::Sender;
 use room_machines::session::{Exit, Input};
 
-use super::stdin::TurnInput;
-use super::{Command, IoHandle};
+use super::handle::{Command, IoHandle};
+use super::stdin::{Report, TurnInput};
 use crate::procfs::ProcKey;
-use crate::runtime::job::Job;
-use crate::runtime::turn_output::Reading;
+use crate::runtime::reading::Reading;
 use crate::sessions::turn_now::TurnNow;
 use crate::sessions::SessionHandle;
 use crate::supervise::output::Line;
@@ -55,7 +53,7 @@ pub(crate) struct TurnWork {
     /// The process, as the poller names it.
     pub(crate) id: u64,
     me: Weak<TurnWork>,
-    jobs: Sender<Job>,
+    schedule: Schedule,
     io: IoHandle,
     queue: Mutex<Queue>,
     /// Past the journal's cap: the poller drops what stdout says.
@@ -88,6 +86,9 @@ struct Queue {
     paused: bool,
 }
 
+/// Hands a round of a turn's work to the event pool; false if it is gone.
+pub(crate) type Schedule = Box<dyn Fn(Arc<TurnWork>) -> bool + Send + Sync>;
+
 /// What a push asks of the pusher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Flow {
@@ -100,7 +101,7 @@ pub(super) enum Flow {
 /// What a [`TurnWork`] is made of, besides what it makes itself.
 pub(super) struct Parts {
     pub(super) id: u64,
-    pub(super) jobs: Sender<Job>,
+    pub(super) schedule: Schedule,
     pub(super) io: IoHandle,
     pub(super) handle: SessionHandle,
     pub(super) now: TurnNow,
@@ -109,16 +110,13 @@ pub(super) struct Parts {
 }
 
 impl TurnWork {
-    /// A held queue for process `parts.id`; its stdin made by `input` (which
-    /// reports to the queue).
-    pub(super) fn new(
-        parts: Parts,
-        input: impl FnOnce(Weak<TurnWork>) -> TurnInput,
-    ) -> Arc<TurnWork> {
+    /// A held queue for process `parts.id`; its stdin made by `input`, given
+    /// where to report what it could not write (this queue).
+    pub(super) fn new(parts: Parts, input: impl FnOnce(Report) -> TurnInput) -> Arc<TurnWork> {
         Arc::new_cyclic(|me| TurnWork {
             id: parts.id,
             me: me.clone(),
-            jobs: parts.jobs,
+            schedule: parts.schedule,
             io: parts.io,
             queue: Mutex::new(Queue {
                 held: true,
@@ -129,7 +127,14 @@ impl TurnWork {
             handle: parts.handle,
             now: parts.now,
             key: parts.key,
-            input: input(me.clone()),
+            input: input({
+                let me = me.clone();
+                Box::new(move |inputs| {
+                    if let Some(work) = me.upgrade() {
+                        work.push(Work::Undelivered(inputs));
+                    }
+                })
+            }),
             reading: Mutex::new(parts.reading),
         })
     }
@@ -173,7 +178,7 @@ impl TurnWork {
             return;
         }
         if let Some(me) = self.me.upgrade() {
-            q.scheduled = self.jobs.send(Job::Turn(me)).is_ok();
+            q.scheduled = (self.schedule)(me);
         }
     }
 

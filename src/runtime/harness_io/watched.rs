@@ -16,8 +16,8 @@ use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags};
 use room_machines::session::Exit;
 
 use super::stdin::Stdin;
+use super::token::Token;
 use super::turn_work::{Flow, TurnWork, Work};
-use super::Token;
 use crate::supervise::output::{LineSplitter, Tail, STDERR_TAIL};
 use crate::supervise::{Child, Ended, Tree};
 
