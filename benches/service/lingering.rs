@@ -28,6 +28,7 @@ pub(crate) fn lingering(table: &mut Table) {
             "workspace": format!("ws-linger-{n}"),
             "folder": svc.folder(&format!("linger-{n}")),
             "harness": "codex",
+            "prompt": "hello",
         }));
     }
     // Every launch's turn has run and its process waits for the next prompt.
@@ -35,7 +36,9 @@ pub(crate) fn lingering(table: &mut Table) {
     let states = loop {
         let states = svc.states();
         let idle = states.get("idle").copied().unwrap_or(0);
-        if idle as usize >= LINGERING || Instant::now() >= deadline {
+        if (idle as usize >= LINGERING && children(svc.pid()) >= LINGERING)
+            || Instant::now() >= deadline
+        {
             break states;
         }
         std::thread::sleep(Duration::from_millis(200));

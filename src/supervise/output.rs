@@ -105,6 +105,9 @@ impl LineSplitter {
     fn hold(&mut self, part: &[u8]) {
         if let Some(dropped) = &mut self.dropping {
             *dropped += part.len() as u64;
+            // The head is the line's first bytes however they arrived.
+            let room = HEAD.saturating_sub(self.head.len());
+            self.head.extend_from_slice(&part[..part.len().min(room)]);
         } else if self.buf.len() + part.len() > self.cap {
             let mut head = std::mem::take(&mut self.buf);
             let total = (head.len() + part.len()) as u64;
@@ -123,9 +126,10 @@ impl LineSplitter {
     /// The line that `part` ends.
     fn finish_line(&mut self, part: &[u8]) -> Line {
         let head = |b: &[u8]| b[..b.len().min(HEAD)].to_vec();
-        if let Some(dropped) = self.dropping.take() {
+        if self.dropping.is_some() {
+            self.hold(part);
             return Line::TooLong {
-                bytes: dropped + part.len() as u64,
+                bytes: self.dropping.take().unwrap_or_default(),
                 head: std::mem::take(&mut self.head),
             };
         }
@@ -288,6 +292,8 @@ pub fn drain_tail(mut r: impl Read, keep: usize) -> Tail {
 
 #[cfg(test)]
 mod tests {
+    use proptest::strategy::Just;
+
     use super::*;
 
     fn lines(input: &[u8], cap: usize) -> Vec<Line> {
@@ -375,7 +381,7 @@ mod tests {
         let got: Vec<Line> = std::iter::from_fn(|| r.next_line().unwrap()).collect();
         assert_eq!(
             got,
-            vec![text("one"), text("two"), too_long(7, b"xxxxxx"), text("z")]
+            vec![text("one"), text("two"), too_long(7, b"xxxxxxx"), text("z")]
         );
     }
 
@@ -406,6 +412,35 @@ mod tests {
                 head: b"{\xff}".to_vec()
             }]
         );
+    }
+
+    proptest::proptest! {
+        /// However the bytes arrive (the poller gets what each read gives),
+        /// the lines are those of the whole input, and the splitter holds
+        /// at most the cap.
+        #[test]
+        fn lines_do_not_depend_on_how_the_bytes_arrive(
+            input in proptest::collection::vec(
+                proptest::prop_oneof![Just(b'\n'), Just(b'x'), Just(0xffu8), Just(b'{')],
+                0..400,
+            ),
+            cuts in proptest::collection::vec(1usize..50, 0..40),
+            cap in 1usize..20,
+        ) {
+            let whole = lines(&input, cap);
+            let mut split = LineSplitter::new(cap);
+            let mut got = Vec::new();
+            let mut rest = &input[..];
+            for cut in cuts {
+                let (now, later) = rest.split_at(cut.min(rest.len()));
+                split.push(now, &mut |l| got.push(l));
+                rest = later;
+            }
+            split.push(rest, &mut |l| got.push(l));
+            got.extend(split.finish());
+            proptest::prop_assert_eq!(got, whole);
+            proptest::prop_assert!(split.peak_buffer() <= cap);
+        }
     }
 
     #[test]

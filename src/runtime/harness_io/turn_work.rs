@@ -251,3 +251,117 @@ fn line_bytes(line: &Line) -> usize {
         Line::TooLong { head, .. } | Line::NotUtf8 { head, .. } => head.len(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crossbeam_channel::Receiver;
+    use nix::sys::eventfd::{EfdFlags, EventFd};
+
+    use super::*;
+    use crate::harness::talk::Talker;
+    use crate::journal::Journal;
+
+    /// A turn's queue whose schedules and poller commands are counted.
+    fn queue() -> (Arc<TurnWork>, Receiver<Arc<TurnWork>>, Receiver<Command>) {
+        let (jobs, scheduled) = crossbeam_channel::unbounded();
+        let (tx, commands) = crossbeam_channel::unbounded();
+        let wake = Arc::new(EventFd::from_flags(EfdFlags::EFD_NONBLOCK).unwrap());
+        let io = IoHandle { tx, wake };
+        let dir = std::env::temp_dir();
+        let parts = Parts {
+            id: 7,
+            schedule: Box::new(move |w| jobs.send(w).is_ok()),
+            io: io.clone(),
+            handle: Weak::new(),
+            now: TurnNow::new(1),
+            key: ProcKey {
+                pid: 1,
+                start_time: 1,
+            },
+            reading: Reading::new(Arc::new(Journal::new(&dir, "turn-work-test")), 1),
+        };
+        let (stdin, _keep) = std::os::unix::net::UnixStream::pair().unwrap();
+        let stdin = std::process::ChildStdin::from(std::os::fd::OwnedFd::from(stdin));
+        let talker = Talker::Claude(Box::default());
+        let work = TurnWork::new(parts, |report| {
+            TurnInput::new(7, stdin, talker, io, report, TurnNow::new(1))
+        });
+        (work, scheduled, commands)
+    }
+
+    fn lines(n: usize, bytes: usize) -> Work {
+        Work::Lines(vec![Line::Text("x".repeat(bytes)); n])
+    }
+
+    #[test]
+    fn a_held_queue_is_scheduled_only_once_released_and_once_at_a_time() {
+        let (work, scheduled, _) = queue();
+        assert_eq!(work.push(lines(1, 10)), Flow::Go);
+        assert!(scheduled.is_empty(), "held until the prompt is handed over");
+        assert_eq!(work.take().0.len(), 0);
+        work.release();
+        assert_eq!(scheduled.len(), 1);
+        work.push(lines(1, 10));
+        assert_eq!(scheduled.len(), 1, "scheduled at most once");
+        let (round, more) = work.take();
+        assert_eq!((round.len(), more), (2, false));
+        assert_eq!(work.take().0.len(), 0, "nothing left: no longer scheduled");
+        work.push(lines(1, 10));
+        assert_eq!(scheduled.len(), 2);
+    }
+
+    #[test]
+    fn a_round_is_bounded_and_the_rest_goes_behind_the_other_turns() {
+        let (work, scheduled, _) = queue();
+        work.release();
+        for _ in 0..ROUND + 3 {
+            work.push(lines(1, 1));
+        }
+        let (round, more) = work.take();
+        assert_eq!((round.len(), more), (ROUND, true));
+        work.again();
+        assert_eq!(scheduled.len(), 2, "scheduled again for the rest");
+        assert_eq!(work.take().0.len(), 3);
+    }
+
+    #[test]
+    fn too_much_waiting_pauses_the_reading_until_the_worker_caught_up() {
+        let (work, _, commands) = queue();
+        work.release();
+        let half = WAITING_BYTES / 2;
+        assert_eq!(work.push(lines(1, half)), Flow::Go);
+        assert_eq!(work.push(lines(1, half)), Flow::Pause);
+        assert_eq!(work.push(lines(1, 10)), Flow::Pause, "still too much");
+        assert!(commands.is_empty());
+        // A round of all three leaves nothing waiting: reading resumes.
+        work.take();
+        let resumed: Vec<u64> = commands
+            .try_iter()
+            .filter_map(|c| match c {
+                Command::Resume(id) => Some(id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(resumed, vec![7]);
+        assert_eq!(work.push(lines(1, 10)), Flow::Go);
+    }
+
+    #[test]
+    fn an_end_before_the_prompt_drops_the_held_lines_and_keeps_the_rest() {
+        let (work, scheduled, _) = queue();
+        work.push(lines(2, 10));
+        work.push(Work::Undelivered(vec![]));
+        work.push(Work::Ended {
+            exit: Exit::Code(0),
+            detail: String::new(),
+        });
+        assert_eq!(scheduled.len(), 1, "the end is never held");
+        let (round, _) = work.take();
+        assert!(matches!(
+            round.as_slice(),
+            [Work::Undelivered(_), Work::Ended { .. }]
+        ));
+    }
+}
