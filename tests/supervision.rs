@@ -309,6 +309,51 @@ fn many_turns_end_within_one_grace() {
     }
 }
 
+/// The ender (one thread) ends trees handed to it at different times side
+/// by side, each on its own grace: eight leaders that left a child ignoring
+/// SIGTERM, handed over 100 ms apart, are each reported forced and clean
+/// after their own grace, and nothing of them is left.
+fn ender_side_by_side(test: &str, kind: Kind) {
+    let grace = Duration::from_millis(500);
+    let Some(sup) = supervisor(test, kind, grace) else {
+        return;
+    };
+    let sup = std::sync::Arc::new(sup);
+    let ender = room_core::supervise::ender::Ender::start(sup.clone()).unwrap();
+    let (done, ended) = crossbeam_channel::unbounded();
+    let mut turns = Vec::new();
+    for n in 0..8 {
+        // The leader exits at once; its child ignores SIGTERM.
+        let (k, mut t, rx) = start(&sup, "ender", "(trap '' TERM; echo up; sleep 600) & read x");
+        assert_eq!(next(&rx), "up");
+        drop(t.child.stdin.take());
+        t.child.wait().unwrap();
+        let done = done.clone();
+        let handed = Instant::now();
+        assert!(ender.end(t.tree.clone(), move |e| {
+            let _ = done.send((n, handed.elapsed(), e));
+        }));
+        turns.push((k, t));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for _ in 0..turns.len() {
+        let (n, took, e) = ended.recv_timeout(WAIT).expect("each tree ends");
+        assert!(e.forced && e.is_clean(), "tree {n}: {e:?}");
+        assert!(took >= grace && took < grace * 3, "tree {n}: {took:?}");
+    }
+    for (k, t) in &turns {
+        assert_nothing_left(&sup, k, &[t.tree.pid()]);
+    }
+}
+
+#[test]
+fn the_ender_ends_trees_side_by_side_each_on_its_own_grace() {
+    both(
+        "the_ender_ends_trees_side_by_side_each_on_its_own_grace",
+        ender_side_by_side,
+    );
+}
+
 // -------------------------------------------------------- kill_survivor ----
 
 /// Runs this test binary's `helper_*` test `name` with `HELPER_ENV=mode`
