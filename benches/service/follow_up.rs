@@ -154,13 +154,15 @@ pub(crate) fn warm_floor(
         stdin.write_all(out.line.as_bytes()).unwrap();
     }
     until(r#""type":"result""#);
-    let mut took = Vec::new();
+    let (mut took, mut to_assistant) = (Vec::new(), Vec::new());
     for n in 0..FOLLOW_UPS {
         let line = room_core::harness::claude::protocol::user_message(&format!("follow-up {n}"));
         let began = Instant::now();
         stdin.write_all(line.as_bytes()).unwrap();
         until(r#""subtype":"init""#);
         took.push(began.elapsed().as_secs_f64() * 1000.0);
+        until(ASSISTANT);
+        to_assistant.push(began.elapsed().as_secs_f64() * 1000.0);
         until(r#""type":"result""#);
     }
     drop(stdin);
@@ -172,6 +174,14 @@ pub(crate) fn warm_floor(
         ms(p50),
         ms(p99),
         format!("{FOLLOW_UPS} messages; write to its stdin -> system/init on its stdout: claude's own time"),
+    );
+    let (p50, p99) = stats(&to_assistant);
+    table.row(
+        "follow-up message to its first assistant message",
+        "real claude, warm, straight from the bench (the floor)",
+        ms(p50),
+        ms(p99),
+        format!("the same {FOLLOW_UPS} messages, to the first assistant message on its stdout: claude run with the service's own turn spec, no service"),
     );
 }
 
