@@ -106,6 +106,7 @@ pub mod record;
 pub mod retry;
 mod spending;
 mod talk;
+mod timers;
 mod turns;
 pub mod usage;
 mod values;
@@ -136,6 +137,7 @@ pub use io::{
 pub use launch_io::LaunchInput;
 pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Text, Turn, TurnSeq};
 pub use retry::{retry_difference, StartFields};
+pub use timers::{Deadline, TimerTable};
 pub use usage::{Usage, UsageReport, Usd};
 pub use values::{Exit, JournalCap, RelaunchMode};
 
