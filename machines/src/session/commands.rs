@@ -4,6 +4,7 @@
 use super::event::Event;
 use super::io::{Outcome, Refusal};
 use super::record::{EndWhy, Stage};
+use super::timers::Deadline;
 use super::values::RelaunchMode;
 use super::Session;
 use crate::launch;
@@ -100,7 +101,7 @@ impl Session {
             self.feed_launch(now, launch::Input::Close);
         }
         self.rec().stage = Stage::Closed;
-        self.state.startup_deadline = None;
+        self.state.timers.stop(Deadline::StartupTimeout);
         self.end_turn(now, EndWhy::Close);
         self.emit(Event::Closed);
         Outcome::Applied
@@ -148,7 +149,7 @@ impl Session {
             // waits again next run.
             self.feed_launch(now, launch::Input::ServiceStop);
         }
-        self.state.startup_deadline = None;
+        self.state.timers.stop(Deadline::StartupTimeout);
         self.end_turn(now, EndWhy::ServiceStop);
         if changes {
             self.emit(Event::ServiceStopped);

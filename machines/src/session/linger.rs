@@ -7,6 +7,7 @@
 
 use super::event::Event;
 use super::record::{Turn, TurnSeq};
+use super::timers::Deadline;
 use super::Session;
 use crate::time::Millis;
 
@@ -51,7 +52,8 @@ impl Session {
             by: None,
             usage,
         });
-        self.state.linger_until = Some(now.saturating_add(self.config.linger));
+        let at = now.saturating_add(self.config.linger);
+        self.state.timers.set(Deadline::Linger, at);
         self.pump(now);
     }
 
@@ -80,7 +82,7 @@ impl Session {
             failed: None,
         });
         let resume = r.native_id.clone();
-        self.state.linger_until = None;
+        self.state.timers.stop(Deadline::Linger);
         self.state.steered = false;
         self.state.last_steer = None;
         self.emit(Event::TurnStarted {
@@ -99,14 +101,15 @@ impl Session {
     /// itself), and SIGTERM follows after the kill grace if it does not.
     /// Whether it was due.
     pub(super) fn linger_over(&mut self, now: Millis) -> bool {
-        if !self.state.linger_until.is_some_and(|at| now >= at) {
+        if !self.state.timers.is_due(Deadline::Linger, now) {
             return false;
         }
-        self.state.linger_until = None;
+        self.state.timers.stop(Deadline::Linger);
         if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
             if self.lingering() {
                 self.close_input(seq);
-                self.state.term_at = Some(now.saturating_add(self.config.kill_grace));
+                let at = now.saturating_add(self.config.kill_grace);
+                self.state.timers.set(Deadline::InterruptGrace, at);
             }
         }
         true

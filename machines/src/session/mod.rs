@@ -151,22 +151,12 @@ pub struct State {
     pub halted: bool,
     /// The current turn was restored and `KillSurvivor` is outstanding.
     pub survivor: bool,
-    /// When the current turn must have shown its first sign of life (named
-    /// its session): a launch's first turn from its spawn, any other turn
-    /// from the moment its prompt was handed over.
-    pub startup_deadline: Option<Millis>,
-    /// When the ending turn, which got SIGTERM, gets SIGKILL.
-    pub kill_at: Option<Millis>,
-    /// When the turn asked in its protocol to stop gets SIGTERM.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub term_at: Option<Millis>,
+    /// The session's own deadlines.
+    pub timers: TimerTable,
     /// The current turn's stdin is closed (`CloseInput`): nothing more
     /// can be said to its harness.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub input_closed: bool,
-    /// When the finished turn's lingering process stops waiting.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub linger_until: Option<Millis>,
     /// A prompt was steered into the current turn: claude may run it as a
     /// part of its own after the turn's `result`, so the turn does not
     /// linger; its process ends with all of its parts.
@@ -176,9 +166,6 @@ pub struct State {
     /// back (`SteerUndelivered`): what the app's answer to it reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_steer: Option<PromptId>,
-    /// The last `Persist` failed: the record is written again then.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub persist_retry_at: Option<Millis>,
     /// Why the launch's first turn could not get its prompt (the delivery's
     /// error): the launch fails once the turn has ended, with its exit
     /// status and stderr if it exited on its own (that says more than a
@@ -263,14 +250,10 @@ impl Session {
                 record,
                 halted: false,
                 survivor: false,
-                startup_deadline: None,
-                kill_at: None,
-                term_at: None,
+                timers: TimerTable::default(),
                 input_closed: false,
-                linger_until: None,
                 steered: false,
                 last_steer: None,
-                persist_retry_at: None,
                 undelivered: None,
             },
             launch: None,
@@ -392,27 +375,18 @@ impl Session {
         effect
     }
 
-    /// The earliest deadline and which timer it is: the launch's (poll,
-    /// copy limit), the startup timeout, or the kill grace.
+    /// The earliest deadline and which timer it is: the session's own
+    /// (its [`TimerTable`]), an approval request's, or the launch's (poll,
+    /// copy limit); of two at once, in that order.
     pub fn poll_timeout(&self) -> Option<(Millis, Timer)> {
+        let own = self.state.timers.next();
+        let approval = self.approval_deadline().map(|at| (at, Timer::Approval));
         let launch = self
             .launch
             .as_ref()
             .and_then(Launch::poll_timeout)
             .map(|(at, t)| (at, Timer::Launch(t)));
-        let startup = self
-            .state
-            .startup_deadline
-            .map(|at| (at, Timer::StartupTimeout));
-        let kill = self.state.kill_at.map(|at| (at, Timer::KillGrace));
-        let term = self.state.term_at.map(|at| (at, Timer::InterruptGrace));
-        let linger = self.state.linger_until.map(|at| (at, Timer::Linger));
-        let retry = self
-            .state
-            .persist_retry_at
-            .map(|at| (at, Timer::PersistRetry));
-        let approval = self.approval_deadline().map(|at| (at, Timer::Approval));
-        [kill, term, linger, startup, retry, approval, launch]
+        [own, approval, launch]
             .into_iter()
             .flatten()
             .min_by_key(|(at, _)| *at)
@@ -557,7 +531,7 @@ impl Session {
             }
         }
         if dirty {
-            self.state.persist_retry_at = None;
+            self.state.timers.stop(Deadline::PersistRetry);
             self.effects.push_back(Effect::Persist);
         } else if let Some(at) = self
             .staged

@@ -9,6 +9,7 @@ use super::excerpt::{excerpt, PROMPT_TEXT_MAX};
 use super::failure::FAILURE_TEXT_MAX;
 use super::io::{Effect, Outcome};
 use super::record::{Prompt, PromptId, Stage, TurnSeq};
+use super::timers::Deadline;
 use super::usage::UsageReport;
 use super::Session;
 use crate::time::Millis;
@@ -132,6 +133,7 @@ impl Session {
     /// after the kill grace if the turn is still there.
     pub(super) fn ask_to_stop(&mut self, now: Millis, seq: TurnSeq) {
         self.staged.push(Effect::InterruptTurn { seq });
-        self.state.term_at = Some(now.saturating_add(self.config.kill_grace));
+        let at = now.saturating_add(self.config.kill_grace);
+        self.state.timers.set(Deadline::InterruptGrace, at);
     }
 }

@@ -1248,10 +1248,10 @@ fn a_write_that_another_input_makes_ends_the_retry() {
     t.go(Input::Message("two".into()));
     t.s.handle(0, Input::TurnSpawned { seq: 2, process: P });
     carry_out_on_a_full_disk(&mut t);
-    assert!(t.s.state().persist_retry_at.is_some());
+    assert!(t.s.state().timers.is_set(Deadline::PersistRetry));
     let e = t.go(Input::Resume);
     assert_eq!(e[0], Effect::Persist);
-    assert_eq!(t.s.state().persist_retry_at, None);
+    assert_eq!(t.s.state().timers.get(Deadline::PersistRetry), None);
 }
 
 /// A started session with `approvals: app` whose turn 2 runs (and named

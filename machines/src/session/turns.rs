@@ -6,6 +6,7 @@ use super::event::Event;
 use super::failure::{CutBy, Failure};
 use super::io::{Effect, Outcome, Signal};
 use super::record::{EndWhy, Process, Turn, TurnSeq};
+use super::timers::Deadline;
 use super::usage::Usage;
 use super::values::{Exit, JournalCap};
 use super::Session;
@@ -33,6 +34,14 @@ enum Fate {
     Fail(Failure),
 }
 
+/// The deadlines that are the current turn's: they go with it.
+const TURN_DEADLINES: [Deadline; 4] = [
+    Deadline::KillGrace,
+    Deadline::InterruptGrace,
+    Deadline::StartupTimeout,
+    Deadline::Linger,
+];
+
 impl Session {
     /// The current turn if it is `seq` and not a restored one.
     pub(super) fn live_turn(&self, seq: TurnSeq) -> Option<&Turn> {
@@ -44,15 +53,14 @@ impl Session {
     }
 
     /// Takes turn `seq` out of the record if it is the live one and has a
-    /// process (`spawned`) or not; its kill deadline goes with it.
+    /// process (`spawned`) or not; its deadlines go with it.
     fn take_turn(&mut self, seq: TurnSeq, spawned: bool) -> Option<Turn> {
         self.live_turn(seq)
             .filter(|t| t.process.is_some() == spawned)?;
-        self.state.kill_at = None;
-        self.state.term_at = None;
-        self.state.startup_deadline = None;
+        for deadline in TURN_DEADLINES {
+            self.state.timers.stop(deadline);
+        }
         self.state.input_closed = false;
-        self.state.linger_until = None;
         self.state.steered = false;
         self.state.last_steer = None;
         self.void_pending(seq);
@@ -100,7 +108,8 @@ impl Session {
     /// startup timeout (a launch's first turn has its own deadline, from
     /// its spawn).
     pub(super) fn await_sign_of_life(&mut self, now: Millis) {
-        self.state.startup_deadline = Some(now.saturating_add(self.config.startup_timeout));
+        let at = now.saturating_add(self.config.startup_timeout);
+        self.state.timers.set(Deadline::StartupTimeout, at);
     }
 
     pub(super) fn handle_spawn_failed(
@@ -176,7 +185,7 @@ impl Session {
             return Outcome::Ignored;
         }
         let launch_turn = t.launch && self.launch_live();
-        self.state.startup_deadline = None;
+        self.state.timers.stop(Deadline::StartupTimeout);
         let r = self.rec();
         r.turn.as_mut().expect("checked above").reported = true;
         r.retrying = None;
@@ -282,8 +291,8 @@ impl Session {
 
     pub(super) fn handle_timeout(&mut self, now: Millis) -> Outcome {
         let mut applied = false;
-        if self.state.kill_at.is_some_and(|at| now >= at) {
-            self.state.kill_at = None;
+        if self.state.timers.is_due(Deadline::KillGrace, now) {
+            self.state.timers.stop(Deadline::KillGrace);
             if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
                 self.staged.push(Effect::Signal {
                     seq,
@@ -292,14 +301,14 @@ impl Session {
             }
             applied = true;
         }
-        if self.state.term_at.is_some_and(|at| now >= at) {
-            self.state.term_at = None;
+        if self.state.timers.is_due(Deadline::InterruptGrace, now) {
+            self.state.timers.stop(Deadline::InterruptGrace);
             if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
                 self.signal_term(now, seq);
             }
             applied = true;
         }
-        if self.state.startup_deadline.is_some_and(|at| now >= at) {
+        if self.state.timers.is_due(Deadline::StartupTimeout, now) {
             self.startup_timeout(now);
             applied = true;
         }
@@ -327,7 +336,7 @@ impl Session {
     /// has its prompt is ended, and its prompt runs once more in a new
     /// process, or fails if it already did.
     fn startup_timeout(&mut self, now: Millis) {
-        self.state.startup_deadline = None;
+        self.state.timers.stop(Deadline::StartupTimeout);
         let Some(t) = self.state.record.turn.as_ref().filter(|t| !t.reported) else {
             return;
         };
@@ -369,7 +378,8 @@ impl Session {
         let (seq, spawned, delivered) = (t.seq, t.process.is_some(), t.delivered);
         if t.ending.is_some() {
             let asks = matches!(why, EndWhy::Interrupt | EndWhy::Budget);
-            if !asks && self.state.term_at.take().is_some() {
+            if !asks && self.state.timers.is_set(Deadline::InterruptGrace) {
+                self.state.timers.stop(Deadline::InterruptGrace);
                 self.signal_term(now, seq);
             }
             return false;
@@ -391,7 +401,7 @@ impl Session {
     /// its output dropped past the journal's cap, so its end of turn is
     /// never heard) can still end by itself.
     fn signal_term(&mut self, now: Millis, seq: TurnSeq) {
-        if self.state.kill_at.is_some() {
+        if self.state.timers.is_set(Deadline::KillGrace) {
             // SIGTERM went already and its grace runs: a second reason to
             // end the turn (its output capped while a linger ends it) moves
             // the SIGKILL no later.
@@ -404,7 +414,8 @@ impl Session {
             seq,
             signal: Signal::Term,
         });
-        self.state.kill_at = Some(now.saturating_add(self.config.kill_grace));
+        let at = now.saturating_add(self.config.kill_grace);
+        self.state.timers.set(Deadline::KillGrace, at);
     }
 
     /// A turn is gone: settle its launch (if it was a launch's first turn
