@@ -639,7 +639,7 @@ impl World {
         if let Some(t) = before.record.turn.as_ref() {
             if ends_turn && t.process.is_some() && t.ending.is_none() && !before.survivor {
                 // Asked only while its stdin is open; else signalled.
-                let asks = t.delivered && !before.input_closed && input == Input::Interrupt;
+                let asks = t.delivered && !before.stdin.closed && input == Input::Interrupt;
                 let want = if asks {
                     Effect::InterruptTurn { seq: t.seq }
                 } else {

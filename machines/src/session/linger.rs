@@ -24,7 +24,7 @@ impl Session {
     /// Whether the record's turn is finished and its process waits for the
     /// next prompt (its stdin still open).
     pub(super) fn lingering(&self) -> bool {
-        !self.state.input_closed
+        !self.state.stdin.closed
             && !self.state.survivor
             && self
                 .state
@@ -83,8 +83,10 @@ impl Session {
         });
         let resume = r.native_id.clone();
         self.state.timers.stop(Deadline::Linger);
-        self.state.steered = false;
-        self.state.last_steer = None;
+        // Its stdin is open (it lingered): only what was steered into the
+        // turn before goes.
+        self.state.stdin.steered = false;
+        self.state.stdin.last_steer = None;
         self.emit(Event::TurnStarted {
             turn: seq,
             prompt: prompt.id,

@@ -153,17 +153,24 @@ pub struct State {
     pub survivor: bool,
     /// The session's own deadlines.
     pub timers: TimerTable,
-    /// The current turn's stdin is closed (`CloseInput`): nothing more
-    /// can be said to its harness.
+    /// What this run said on the current turn's stdin.
+    pub stdin: Stdin,
+}
+
+/// What this run said on the current turn's stdin. Not in the record: a
+/// restart kills the turn, whose stdin goes with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stdin {
+    /// It is closed (`CloseInput`): nothing more can be said to the harness.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub input_closed: bool,
-    /// A prompt was steered into the current turn: claude may run it as a
-    /// part of its own after the turn's `result`, so the turn does not
-    /// linger; its process ends with all of its parts.
+    pub closed: bool,
+    /// A prompt was steered into the turn: claude may run it as a part of
+    /// its own after the turn's `result`, so the turn does not linger; its
+    /// process ends with all of its parts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub steered: bool,
-    /// The last prompt steered into the current turn, unless it was handed
-    /// back (`SteerUndelivered`): what the app's answer to it reports.
+    /// The last prompt steered into the turn, unless it was handed back
+    /// (`SteerUndelivered`): what the app's answer to it reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_steer: Option<PromptId>,
     /// Why the launch's first turn could not get its prompt (the delivery's
@@ -251,10 +258,7 @@ impl Session {
                 halted: false,
                 survivor: false,
                 timers: TimerTable::default(),
-                input_closed: false,
-                steered: false,
-                last_steer: None,
-                undelivered: None,
+                stdin: Stdin::default(),
             },
             launch: None,
             staged: Vec::new(),

@@ -23,7 +23,7 @@ impl Session {
         r.queue.is_empty()
             && !self.state.halted
             && !self.state.survivor
-            && !self.state.input_closed
+            && !self.state.stdin.closed
             && r.stage == Stage::Started
             && r.turn.as_ref().is_some_and(|t| {
                 t.process.is_some()
@@ -51,8 +51,8 @@ impl Session {
             text_truncated,
         });
         self.staged.push(Effect::Steer { seq, prompt, text });
-        self.state.steered = true;
-        self.state.last_steer = Some(prompt);
+        self.state.stdin.steered = true;
+        self.state.stdin.last_steer = Some(prompt);
         Outcome::Applied
     }
 
@@ -60,7 +60,7 @@ impl Session {
     /// and was not handed back: what `deliver: steer`'s answer reports
     /// once the steer's effects are carried out.
     pub fn steered(&self, prompt: PromptId) -> bool {
-        self.state.last_steer == Some(prompt)
+        self.state.stdin.last_steer == Some(prompt)
     }
 
     pub(super) fn handle_steer_undelivered(
@@ -78,8 +78,8 @@ impl Session {
         if r.stage == Stage::Closed || !known {
             return Outcome::Ignored;
         }
-        if self.state.last_steer == Some(prompt) {
-            self.state.last_steer = None;
+        if self.state.stdin.last_steer == Some(prompt) {
+            self.state.stdin.last_steer = None;
         }
         self.enqueue(Prompt {
             id: prompt,
@@ -106,7 +106,7 @@ impl Session {
             return metered.unwrap_or(Outcome::Ignored);
         };
         let talking = t.process.is_some() && t.delivered;
-        if !talking || self.state.input_closed || t.finished {
+        if !talking || self.state.stdin.closed || t.finished {
             return metered.unwrap_or(Outcome::Ignored);
         }
         let lingers =
@@ -115,7 +115,7 @@ impl Session {
             let (why, _) = excerpt(&why, FAILURE_TEXT_MAX);
             self.rec().turn.as_mut().expect("the live turn").failed = Some(why);
         }
-        if lingers && !self.state.steered {
+        if lingers && !self.state.stdin.steered {
             self.linger(now, seq);
         } else {
             self.close_input(seq);
@@ -125,7 +125,7 @@ impl Session {
 
     /// Closes turn `seq`'s stdin; nothing more is said to its harness.
     pub(super) fn close_input(&mut self, seq: TurnSeq) {
-        self.state.input_closed = true;
+        self.state.stdin.closed = true;
         self.staged.push(Effect::CloseInput { seq });
     }
 

@@ -9,7 +9,7 @@ use super::record::{EndWhy, Process, Turn, TurnSeq};
 use super::timers::Deadline;
 use super::usage::Usage;
 use super::values::{Exit, JournalCap};
-use super::Session;
+use super::{Session, Stdin};
 use crate::id::plausible_native_id;
 use crate::launch;
 use crate::time::Millis;
@@ -53,18 +53,18 @@ impl Session {
     }
 
     /// Takes turn `seq` out of the record if it is the live one and has a
-    /// process (`spawned`) or not; its deadlines go with it.
-    fn take_turn(&mut self, seq: TurnSeq, spawned: bool) -> Option<Turn> {
+    /// process (`spawned`) or not, with what this run said on its stdin;
+    /// its deadlines go with it.
+    fn take_turn(&mut self, seq: TurnSeq, spawned: bool) -> Option<(Turn, Stdin)> {
         self.live_turn(seq)
             .filter(|t| t.process.is_some() == spawned)?;
         for deadline in TURN_DEADLINES {
             self.state.timers.stop(deadline);
         }
-        self.state.input_closed = false;
-        self.state.steered = false;
-        self.state.last_steer = None;
+        let stdin = std::mem::take(&mut self.state.stdin);
         self.void_pending(seq);
-        self.rec().turn.take()
+        let turn = self.rec().turn.take()?;
+        Some((turn, stdin))
     }
 
     pub(super) fn handle_spawned(
@@ -118,10 +118,10 @@ impl Session {
         seq: TurnSeq,
         reason: String,
     ) -> Outcome {
-        let Some(turn) = self.take_turn(seq, false) else {
+        let Some((turn, stdin)) = self.take_turn(seq, false) else {
             return Outcome::Ignored;
         };
-        self.settle(now, turn, End::SpawnFailed(reason));
+        self.settle(now, turn, stdin, End::SpawnFailed(reason));
         self.carry_on(now);
         Outcome::Applied
     }
@@ -150,7 +150,7 @@ impl Session {
             // The launch fails when the turn has ended (`settle`): a harness
             // that exited at once closed its stdin, and its exit and stderr
             // say why.
-            self.state.undelivered = Some(error);
+            self.state.stdin.undelivered = Some(error);
         } else {
             // The cause is the disk or the harness, not the prompt: keep it
             // first and wait for the user rather than spawn in a loop.
@@ -211,7 +211,7 @@ impl Session {
         exit: Exit,
         detail: String,
     ) -> Outcome {
-        let Some(turn) = self.take_turn(seq, true) else {
+        let Some((turn, stdin)) = self.take_turn(seq, true) else {
             return Outcome::Ignored;
         };
         if turn.finished {
@@ -227,7 +227,7 @@ impl Session {
             by: turn.ending,
             usage,
         });
-        self.settle(now, turn, End::Exited(exit, detail));
+        self.settle(now, turn, stdin, End::Exited(exit, detail));
         self.carry_on(now);
         Outcome::Applied
     }
@@ -253,7 +253,9 @@ impl Session {
             by: Some(turn.ending.unwrap_or(EndWhy::Restore)),
             usage,
         });
-        self.settle(now, turn, End::Gone);
+        // A restored turn: this run said nothing on its stdin.
+        let stdin = std::mem::take(&mut self.state.stdin);
+        self.settle(now, turn, stdin, End::Gone);
         self.carry_on(now);
         Outcome::Applied
     }
@@ -386,7 +388,7 @@ impl Session {
         }
         self.deny_pending(seq, why);
         self.rec().turn.as_mut().expect("checked above").ending = Some(why);
-        let can_ask = !self.state.input_closed;
+        let can_ask = !self.state.stdin.closed;
         let asked_for = matches!(why, EndWhy::Interrupt | EndWhy::Budget);
         if spawned && delivered && asked_for && can_ask {
             self.ask_to_stop(now, seq);
@@ -407,7 +409,7 @@ impl Session {
             // the SIGKILL no later.
             return;
         }
-        if !self.state.input_closed {
+        if !self.state.stdin.closed {
             self.close_input(seq);
         }
         self.staged.push(Effect::Signal {
@@ -420,14 +422,14 @@ impl Session {
 
     /// A turn is gone: settle its launch (if it was a launch's first turn
     /// that never reported in) and its prompt.
-    fn settle(&mut self, now: Millis, turn: Turn, end: End) {
+    fn settle(&mut self, now: Millis, turn: Turn, stdin: Stdin, end: End) {
         let why = turn
             .ending
             .or(matches!(end, End::Gone).then_some(EndWhy::Restore));
         let id = turn.prompt.id;
         let launch_pending = turn.launch && !turn.reported && self.launch_live();
         let failed_exit = matches!(&end, End::Exited(exit, _) if !exit.success());
-        let undelivered = self.state.undelivered.take();
+        let undelivered = stdin.undelivered;
         if launch_pending {
             match (&end, why) {
                 // Exited with a failure of its own (a signal is likely the
