@@ -62,7 +62,7 @@ impl Session {
             return Outcome::Refused(r);
         }
         // A finished turn's lingering process runs no turn to interrupt.
-        let running = self.state.record.turn.as_ref().filter(|t| !t.finished);
+        let running = self.state.record.turn.as_ref().filter(|t| !t.finished());
         let Some(seq) = running.map(|t| t.seq) else {
             return Outcome::Ignored;
         };
@@ -141,9 +141,10 @@ impl Session {
         // work it leaves queued. A session with none of these (idle, or
         // closed and over) is left as it is: its journal gets nothing, so a
         // service with many quiet sessions stops in one pass of locks.
+        let r = &self.state.record;
         let changes = self.launch_live()
-            || self.state.record.turn.as_ref().is_some_and(|t| !t.finished)
-            || !self.state.record.queue.is_empty();
+            || r.turn.as_ref().is_some_and(|t| !t.finished())
+            || !r.queue.is_empty();
         if self.launch_live() {
             // The record keeps its stage: a start that had not started
             // waits again next run.

@@ -6,7 +6,7 @@
 //! and a restore after a crash kills it, and nothing else counts it.
 
 use super::event::Event;
-use super::record::{Turn, TurnSeq};
+use super::record::{Phase, Run, Turn, TurnSeq};
 use super::timers::Deadline;
 use super::Session;
 use crate::time::Millis;
@@ -18,11 +18,11 @@ impl Session {
     /// runs there).
     pub fn turn_to_await(&self) -> Option<TurnSeq> {
         let t = self.state.record.turn.as_ref()?;
-        (!t.finished || t.ending.is_some()).then_some(t.seq)
+        (!t.finished() || t.ending.is_some()).then_some(t.seq)
     }
 
     /// Whether the record's turn is finished and its process waits for the
-    /// next prompt (its stdin still open).
+    /// next prompt (its stdin still open, nothing ending it).
     pub(super) fn lingering(&self) -> bool {
         !self.state.stdin.closed
             && !self.state.survivor
@@ -31,29 +31,31 @@ impl Session {
                 .record
                 .turn
                 .as_ref()
-                .is_some_and(|t| t.finished && t.ending.is_none())
+                .is_some_and(|t| matches!(t.phase, Phase::Lingering { .. }) && t.ending.is_none())
     }
 
-    /// Turn `seq` is done and lingers: its usage joins the totals, its
-    /// end is journalled, what it had pending is void, and a queued prompt
-    /// goes to its process.
+    /// Turn `seq`, prompted, is done and lingers: its usage joins the
+    /// totals, its end is journalled, what it had pending is void, and a
+    /// queued prompt goes to its process.
     pub(super) fn linger(&mut self, now: Millis, seq: TurnSeq) {
         self.void_pending(seq);
-        let r = self.rec();
-        let t = r.turn.as_mut().expect("the live turn");
-        t.finished = true;
-        let turn = t.clone();
-        let usage = self.meter(&turn);
-        self.rec().turn.as_mut().expect("the live turn").usage = None;
+        let t = self.rec().turn.as_mut().expect("the live turn");
+        // Only a prompted turn is done (`handle_finished`).
+        let Phase::Prompted(Run { process, usage, .. }) = t.phase else {
+            return;
+        };
+        t.phase = Phase::Lingering { process };
+        let prompt = t.prompt.id;
+        let usage = self.meter(usage);
         self.emit(Event::TurnEnded {
             turn: seq,
-            prompt: turn.prompt.id,
+            prompt,
             exit: None,
             by: None,
             usage,
         });
-        let at = now.saturating_add(self.config.linger);
-        self.state.timers.set(Deadline::Linger, at);
+        let until = now.saturating_add(self.config.linger);
+        self.state.timers.set(Deadline::Linger, until);
         self.pump(now);
     }
 
@@ -68,18 +70,11 @@ impl Session {
         let seq = r.next_turn;
         r.next_turn += 1;
         let before = r.turn.take().expect("a lingering turn");
+        let process = before.process().expect("a lingering turn's process");
         r.error = None;
         r.turn = Some(Turn {
-            seq,
-            prompt: prompt.clone(),
-            launch: false,
-            process: before.process,
-            delivered: true,
-            reported: false,
-            ending: None,
-            usage: None,
-            finished: false,
-            failed: None,
+            phase: Phase::Prompted(Run::new(process)),
+            ..Turn::asked(seq, prompt.clone(), false)
         });
         let resume = r.native_id.clone();
         self.state.timers.stop(Deadline::Linger);

@@ -102,6 +102,7 @@ mod launch_io;
 mod launching;
 mod linger;
 mod metering;
+mod phase;
 pub mod record;
 pub mod retry;
 mod spending;
@@ -135,7 +136,9 @@ pub use io::{
     MAX_QUEUED_PROMPTS, PERSIST_RETRY, STARTUP_TIMEOUT,
 };
 pub use launch_io::LaunchInput;
-pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Text, Turn, TurnSeq};
+pub use record::{
+    EndWhy, Phase, Process, Prompt, PromptId, Record, Run, Shown, Stage, Text, Turn, TurnSeq,
+};
 pub use retry::{retry_difference, StartFields};
 pub use timers::{Deadline, TimerTable};
 pub use usage::{Usage, UsageReport, Usd};
@@ -227,7 +230,7 @@ impl Session {
         let mut s = Session::around(config, options, record);
         s.shown = Some(s.shown());
         if let Some(turn) = s.state.record.turn.clone() {
-            match turn.process {
+            match turn.process() {
                 Some(process) => {
                     s.state.survivor = true;
                     s.staged.push(Effect::KillSurvivor {
@@ -294,7 +297,7 @@ impl Session {
             Stage::Failed => Shown::Failed,
             Stage::Starting => Shown::Pending,
             Stage::Started if self.launch_live() => Shown::Pending,
-            Stage::Started if r.turn.as_ref().is_some_and(|t| !t.finished) => Shown::Running,
+            Stage::Started if r.turn.as_ref().is_some_and(|t| !t.finished()) => Shown::Running,
             Stage::Started => Shown::Idle,
         }
     }
@@ -502,18 +505,7 @@ impl Session {
             resume: r.native_id.clone(),
             plan_only,
         });
-        r.turn = Some(Turn {
-            seq,
-            prompt,
-            launch,
-            process: None,
-            delivered: false,
-            reported: false,
-            ending: None,
-            usage: None,
-            finished: false,
-            failed: None,
-        });
+        r.turn = Some(Turn::asked(seq, prompt, launch));
     }
 
     /// Puts the durable writes in front of what the input produced (each

@@ -8,30 +8,28 @@ use super::event::Event;
 use super::excerpt::{excerpt, PROMPT_TEXT_MAX};
 use super::failure::FAILURE_TEXT_MAX;
 use super::io::{Effect, Outcome};
-use super::record::{Prompt, PromptId, Stage, TurnSeq};
+use super::record::{Phase, Prompt, PromptId, Run, Stage, Turn, TurnSeq};
 use super::timers::Deadline;
 use super::usage::UsageReport;
 use super::Session;
 use crate::time::Millis;
 
 impl Session {
-    /// Whether a `Steer` now reaches the running turn: the turn has its prompt, has begun it (named its session) and is
-    /// not being ended, and no prompt waits in the queue (a steer never
+    /// Whether a `Steer` now reaches the running turn: the turn has its
+    /// prompt, has begun it (named its session), is not being ended and
+    /// its stdin is open, and no prompt waits in the queue (a steer never
     /// runs before a prompt accepted ahead of it).
     pub fn steerable(&self) -> bool {
         let r = &self.state.record;
-        r.queue.is_empty()
+        let begun = r.turn.as_ref().is_some_and(|t| {
+            matches!(t.phase, Phase::Prompted(Run { named: true, .. })) && t.ending.is_none()
+        });
+        begun
+            && r.queue.is_empty()
             && !self.state.halted
             && !self.state.survivor
             && !self.state.stdin.closed
             && r.stage == Stage::Started
-            && r.turn.as_ref().is_some_and(|t| {
-                t.process.is_some()
-                    && t.delivered
-                    && t.reported
-                    && t.ending.is_none()
-                    && !t.finished
-            })
     }
 
     pub(super) fn handle_steer(&mut self, now: Millis, text: String) -> Outcome {
@@ -105,15 +103,18 @@ impl Session {
         let Some(t) = self.live_turn(seq) else {
             return metered.unwrap_or(Outcome::Ignored);
         };
-        let talking = t.process.is_some() && t.delivered;
-        if !talking || self.state.stdin.closed || t.finished {
+        // Only a turn that has its prompt is done with it, once.
+        let Phase::Prompted(run) = &t.phase else {
+            return metered.unwrap_or(Outcome::Ignored);
+        };
+        if self.state.stdin.closed {
             return metered.unwrap_or(Outcome::Ignored);
         }
-        let lingers =
-            self.config.linger > 0 && t.ending.is_none() && t.reported && failed.is_none();
+        let lingers = self.config.linger > 0 && t.ending.is_none() && run.named && failed.is_none();
         if let Some(why) = failed {
             let (why, _) = excerpt(&why, FAILURE_TEXT_MAX);
-            self.rec().turn.as_mut().expect("the live turn").failed = Some(why);
+            let turn = self.rec().turn.as_mut().and_then(Turn::run_mut);
+            turn.expect("the live turn").failed = Some(why);
         }
         if lingers && !self.state.stdin.steered {
             self.linger(now, seq);

@@ -241,7 +241,7 @@ fn a_prompt_is_delivered_only_after_its_turn_is_persisted() {
     assert_eq!(e[0], Effect::Persist);
     assert_eq!(e.last(), Some(&Effect::DeliverPrompt { seq: 1 }));
     assert_eq!(
-        t.s.record().turn.as_ref().and_then(|t| t.process),
+        t.s.record().turn.as_ref().and_then(|t| t.process()),
         Some(P),
         "the persisted record holds the process"
     );
@@ -739,7 +739,7 @@ fn a_turn_asked_for_but_never_spawned_is_queued_again_on_restore() {
     let mut t = T::idle();
     t.go(Input::Message("two".into()));
     let record = t.s.record().clone();
-    assert!(record.turn.as_ref().unwrap().process.is_none());
+    assert!(record.turn.as_ref().unwrap().process().is_none());
     let mut s = Session::restore(Config::default(), options(false), record, 5);
     let e = drain(&mut s);
     assert_eq!(e[0], Effect::Persist);

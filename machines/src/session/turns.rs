@@ -5,7 +5,7 @@
 use super::event::Event;
 use super::failure::{CutBy, Failure};
 use super::io::{Effect, Outcome, Signal};
-use super::record::{EndWhy, Process, Turn, TurnSeq};
+use super::record::{EndWhy, Phase, Process, Run, Turn, TurnSeq};
 use super::timers::Deadline;
 use super::usage::Usage;
 use super::values::{Exit, JournalCap};
@@ -57,7 +57,7 @@ impl Session {
     /// its deadlines go with it.
     fn take_turn(&mut self, seq: TurnSeq, spawned: bool) -> Option<(Turn, Stdin)> {
         self.live_turn(seq)
-            .filter(|t| t.process.is_some() == spawned)?;
+            .filter(|t| t.process().is_some() == spawned)?;
         for deadline in TURN_DEADLINES {
             self.state.timers.stop(deadline);
         }
@@ -73,28 +73,27 @@ impl Session {
         seq: TurnSeq,
         process: Process,
     ) -> Outcome {
-        let Some(t) = self.live_turn(seq).filter(|t| t.process.is_none()) else {
+        let Some(t) = self.live_turn(seq).filter(|t| t.phase == Phase::Asked) else {
             return Outcome::Ignored;
         };
-        let (prompt, ending) = (t.prompt.id, t.ending);
+        let (prompt, ending, launch) = (t.prompt.id, t.ending, t.launch);
         let resume = self.state.record.native_id.clone();
         let r = self.rec();
         let t = r.turn.as_mut().expect("checked above");
-        t.process = Some(process);
+        // Ended before it was spawned: it never gets its prompt.
+        t.phase = match ending {
+            Some(_) => Phase::Spawned(Run::new(process)),
+            None => Phase::Prompted(Run::new(process)),
+        };
         self.emit(Event::TurnStarted {
             turn: seq,
             prompt,
             resume,
         });
         if ending.is_some() {
-            // Ended before it was spawned: it never gets its prompt.
             self.signal_term(now, seq);
         } else {
-            let r = self.rec();
-            let t = r.turn.as_mut().expect("checked above");
-            t.delivered = true;
-            let launch = t.launch;
-            r.error = None;
+            self.rec().error = None;
             // After the `Persist` that `finish` puts first.
             self.staged.push(Effect::DeliverPrompt { seq });
             if !launch {
@@ -132,13 +131,25 @@ impl Session {
         seq: TurnSeq,
         error: String,
     ) -> Outcome {
-        let Some(t) = self.live_turn(seq).filter(|t| t.delivered) else {
+        let Some(t) = self.live_turn(seq) else {
             return Outcome::Ignored;
         };
-        let launch_turn = t.launch && !t.reported && self.launch_live();
+        match t.phase {
+            Phase::Prompted(_) => {}
+            // Its harness finished the prompt, so the report says only that
+            // its stdin broke: that ends the process, unless something
+            // ends it already.
+            Phase::Lingering { .. } if t.ending.is_none() => {}
+            _ => return Outcome::Ignored,
+        }
+        let launch_turn = t.launch && !t.reported() && self.launch_live();
         let already_ending = t.ending.is_some();
         let prompt = t.prompt.id;
-        self.rec().turn.as_mut().expect("checked above").delivered = false;
+        let t = self.rec().turn.as_mut().expect("checked above");
+        if let Phase::Prompted(run) = &t.phase {
+            // The process runs on without it.
+            t.phase = Phase::Spawned(run.clone());
+        }
         if already_ending {
             // Stopped, closed, cut or timed out already: that says what
             // happened; not having the prompt only decides its fate (it
@@ -181,13 +192,16 @@ impl Session {
             t.ending,
             Some(EndWhy::StartupTimeout | EndWhy::NoSignOfLife)
         );
-        if t.reported || t.process.is_none() || late {
+        // Only a spawned turn names its session, once.
+        let unnamed = t.run().is_some_and(|run| !run.named);
+        if !unnamed || late {
             return Outcome::Ignored;
         }
         let launch_turn = t.launch && self.launch_live();
         self.state.timers.stop(Deadline::StartupTimeout);
         let r = self.rec();
-        r.turn.as_mut().expect("checked above").reported = true;
+        let run = r.turn.as_mut().and_then(Turn::run_mut);
+        run.expect("checked above").named = true;
         r.retrying = None;
         if r.native_id.as_deref() != Some(native_id.as_str()) {
             r.native_id = Some(native_id.clone());
@@ -214,12 +228,12 @@ impl Session {
         let Some((turn, stdin)) = self.take_turn(seq, true) else {
             return Outcome::Ignored;
         };
-        if turn.finished {
+        if turn.finished() {
             // Its end is journalled; its lingering process is gone.
             self.carry_on(now);
             return Outcome::Applied;
         }
-        let usage = self.meter(&turn);
+        let usage = self.meter(turn.usage());
         self.emit(Event::TurnEnded {
             turn: seq,
             prompt: turn.prompt.id,
@@ -240,12 +254,12 @@ impl Session {
         self.state.survivor = false;
         self.void_pending(seq);
         let turn = self.rec().turn.take().expect("checked above");
-        if turn.finished {
+        if turn.finished() {
             // Killed while it lingered: its turn was over.
             self.carry_on(now);
             return Outcome::Applied;
         }
-        let usage = self.meter(&turn);
+        let usage = self.meter(turn.usage());
         self.emit(Event::TurnEnded {
             turn: seq,
             prompt: turn.prompt.id,
@@ -270,10 +284,10 @@ impl Session {
         seq: TurnSeq,
         cap: JournalCap,
     ) -> Outcome {
-        let Some(t) = self.live_turn(seq).filter(|t| t.process.is_some()) else {
+        let Some(t) = self.live_turn(seq).filter(|t| t.process().is_some()) else {
             return Outcome::Ignored;
         };
-        let launch_turn = t.launch && !t.reported && self.launch_live();
+        let launch_turn = t.launch && !t.reported() && self.launch_live();
         let full = Failure::JournalFull {
             cap,
             turn: seq,
@@ -339,7 +353,7 @@ impl Session {
     /// process, or fails if it already did.
     fn startup_timeout(&mut self, now: Millis) {
         self.state.timers.stop(Deadline::StartupTimeout);
-        let Some(t) = self.state.record.turn.as_ref().filter(|t| !t.reported) else {
+        let Some(t) = self.state.record.turn.as_ref().filter(|t| !t.reported()) else {
             return;
         };
         let within_ms = self.config.startup_timeout;
@@ -350,7 +364,9 @@ impl Session {
             }
             return;
         }
-        if !t.delivered || t.finished || t.ending.is_some() || self.state.survivor {
+        // Only a turn with its prompt shows, or fails to show, a sign of life.
+        let prompted = matches!(t.phase, Phase::Prompted(_));
+        if !prompted || t.ending.is_some() || self.state.survivor {
             return;
         }
         let (turn, prompt) = (t.seq, t.prompt.id);
@@ -377,7 +393,7 @@ impl Session {
         if self.state.survivor {
             return false;
         }
-        let (seq, spawned, delivered) = (t.seq, t.process.is_some(), t.delivered);
+        let (seq, spawned, delivered) = (t.seq, t.process().is_some(), t.delivered());
         if t.ending.is_some() {
             let asks = matches!(why, EndWhy::Interrupt | EndWhy::Budget);
             if !asks && self.state.timers.is_set(Deadline::InterruptGrace) {
@@ -427,7 +443,8 @@ impl Session {
             .ending
             .or(matches!(end, End::Gone).then_some(EndWhy::Restore));
         let id = turn.prompt.id;
-        let launch_pending = turn.launch && !turn.reported && self.launch_live();
+        let (delivered, reported) = (turn.delivered(), turn.reported());
+        let launch_pending = turn.launch && !reported && self.launch_live();
         let failed_exit = matches!(&end, End::Exited(exit, _) if !exit.success());
         let undelivered = stdin.undelivered;
         if launch_pending {
@@ -474,7 +491,7 @@ impl Session {
             // Its output could not be kept: a prompt the harness had is not
             // run again (a turn of a full session only ever ends this way),
             // and `error` says so; one it never got goes back to the queue.
-            (_, Some(EndWhy::OutputCapped)) if turn.delivered => Fate::Done,
+            (_, Some(EndWhy::OutputCapped)) if delivered => Fate::Done,
             // Its launch failed around it: the prompt was promised to a relaunch.
             (_, Some(EndWhy::StartupTimeout | EndWhy::Undelivered)) => Fate::Requeue,
             // Its harness never began it: once more in a new process, then no more.
@@ -496,11 +513,11 @@ impl Session {
                 reason: reason.clone(),
             }),
             // Held back by the budget: it waits for a raise, queued.
-            (_, Some(EndWhy::Budget)) if !turn.delivered => Fate::Requeue,
-            (_, Some(EndWhy::Interrupt)) if !turn.delivered => {
+            (_, Some(EndWhy::Budget)) if !delivered => Fate::Requeue,
+            (_, Some(EndWhy::Interrupt)) if !delivered => {
                 Fate::Fail(Failure::InterruptedBeforeDelivery { prompt: id })
             }
-            _ if !turn.delivered => Fate::Requeue,
+            _ if !delivered => Fate::Requeue,
             (
                 _,
                 Some(
@@ -520,9 +537,9 @@ impl Session {
                     } else {
                         CutBy::ServiceEnd
                     },
-                    reported: turn.reported,
+                    reported,
                 });
-                if turn.reported {
+                if reported {
                     Fate::Done
                 } else {
                     Fate::Requeue
@@ -530,8 +547,8 @@ impl Session {
             }
             (End::Exited(..), None) if launch_pending && failed_exit => Fate::Requeue,
             // Its harness said why it failed: that, before how it exited.
-            (End::Exited(..), None) if turn.failed.is_some() => {
-                let why = turn.failed.clone().unwrap_or_default();
+            (End::Exited(..), None) if turn.failed().is_some() => {
+                let why = turn.failed().unwrap_or_default().to_string();
                 self.set_error(Failure::HarnessSaidFailed { why });
                 Fate::Done
             }

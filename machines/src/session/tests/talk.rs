@@ -297,7 +297,10 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
     assert_eq!(spawns(&e), 0, "no new process");
     assert_eq!(t.s.shown(), Shown::Running);
     let turn = t.s.record().turn.clone().unwrap();
-    assert_eq!((turn.seq, turn.process, turn.delivered), (3, Some(P), true));
+    assert_eq!(
+        (turn.seq, turn.process(), turn.delivered()),
+        (3, Some(P), true)
+    );
     // It names itself (claude's init per turn), ends, and lingers again.
     t.named(3);
     t.go(Input::TurnFinished {
