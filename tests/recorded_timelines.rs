@@ -192,7 +192,7 @@ fn a_recorded_session_across_a_kill_9_mid_turn_replays_through_the_machine() {
     let Begin::Restore { record, .. } = &runs[1].begin else {
         panic!("{:?}", runs[1].begin)
     };
-    assert!(record.turn.as_ref().is_some_and(|t| t.process.is_some()));
+    assert!(record.turn.as_ref().is_some_and(|t| t.process().is_some()));
     assert!(
         matches!(
             runs[1].effects.as_slice(),

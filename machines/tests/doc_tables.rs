@@ -800,10 +800,10 @@ fn session_state(s: &Session) -> String {
     let mut parts = vec![format!("`{:?}`", s.shown()), format!("{:?}", r.stage)];
     if let Some(t) = &r.turn {
         let mut turn = format!("turn {}", t.seq);
-        if t.process.is_none() {
+        if t.process().is_none() {
             turn.push_str(" asked for");
         }
-        if t.finished {
+        if t.finished() {
             turn.push_str(" done, lingering");
         }
         if let Some(why) = t.ending {
@@ -880,13 +880,14 @@ fn session_restore_table() -> String {
             text: "p".into(),
         },
         launch: false,
-        process: spawned.then_some(PROCESS),
-        delivered: spawned,
-        reported,
+        phase: match spawned {
+            false => session::Phase::Asked,
+            true => session::Phase::Prompted(session::Run {
+                named: reported,
+                ..session::Run::new(PROCESS)
+            }),
+        },
         ending,
-        usage: None,
-        finished: false,
-        failed: None,
     };
     let record = |stage, t: Option<Turn>| Record {
         stage,

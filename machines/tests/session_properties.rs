@@ -325,7 +325,7 @@ struct World {
 /// never spawned is its prompt at the head of the queue.
 fn durable(r: &Record) -> Record {
     let mut r = r.clone();
-    if r.turn.as_ref().is_some_and(|t| t.process.is_none()) {
+    if r.turn.as_ref().is_some_and(|t| t.process().is_none()) {
         let t = r.turn.take().unwrap();
         r.queue.push_front(t.prompt);
     }
@@ -475,7 +475,7 @@ impl World {
                 let Some(seq) = self.current_proc().map(|p| p.seq) else {
                     return Ok(());
                 };
-                let named = self.s.record().turn.as_ref().is_some_and(|t| t.reported);
+                let named = self.s.record().turn.as_ref().is_some_and(|t| t.reported());
                 // A harness that reports a running total names its
                 // session first (codex's thread.started), and counts no cost.
                 let used = if total {
@@ -563,7 +563,7 @@ impl World {
             .persisted
             .turn
             .as_ref()
-            .filter(|t| t.process.is_some())
+            .filter(|t| t.process().is_some())
             .map(|t| t.seq);
         // A process that had its prompt is always on record.
         for p in &self.procs {
@@ -637,9 +637,9 @@ impl World {
                 | Input::Relaunch(RelaunchMode::Restart)
         );
         if let Some(t) = before.record.turn.as_ref() {
-            if ends_turn && t.process.is_some() && t.ending.is_none() && !before.survivor {
+            if ends_turn && t.process().is_some() && t.ending.is_none() && !before.survivor {
                 // Asked only while its stdin is open; else signalled.
-                let asks = t.delivered && !before.input_closed && input == Input::Interrupt;
+                let asks = t.delivered() && !before.stdin.closed && input == Input::Interrupt;
                 let want = if asks {
                     Effect::InterruptTurn { seq: t.seq }
                 } else {
@@ -794,7 +794,7 @@ impl World {
                     prop_assert!(written, "continued before the record was written");
                     let t = self.persisted.turn.as_ref().filter(|t| t.seq == *seq);
                     prop_assert!(
-                        t.is_some_and(|t| t.process.is_some()),
+                        t.is_some_and(|t| t.process().is_some()),
                         "continued an unrecorded turn"
                     );
                     let prompt = t.unwrap().prompt.id;
@@ -933,7 +933,7 @@ impl World {
                     prop_assert!(written, "delivered before the record was written");
                     let recorded = self.persisted.turn.as_ref().filter(|t| t.seq == *seq);
                     prop_assert!(
-                        recorded.is_some_and(|t| t.process.is_some()),
+                        recorded.is_some_and(|t| t.process().is_some()),
                         "delivered to an unrecorded turn"
                     );
                     let run = self.run;
@@ -1086,7 +1086,7 @@ impl World {
             *whereabouts.entry(p.id).or_default() += 1;
         }
         // A finished turn's prompt has run (its process only lingers).
-        if let Some(t) = r.turn.as_ref().filter(|t| !t.finished) {
+        if let Some(t) = r.turn.as_ref().filter(|t| !t.finished()) {
             *whereabouts.entry(t.prompt.id).or_default() += 1;
         }
         for (id, l) in &self.ledger {
@@ -1174,7 +1174,7 @@ impl World {
                 .record()
                 .turn
                 .as_ref()
-                .is_some_and(|t| t.launch && !t.reported);
+                .is_some_and(|t| t.launch && !t.reported());
         let held = self.granted - self.released;
         prop_assert!(
             held == 0 || (held == 1 && starting),

@@ -231,7 +231,7 @@ impl Hosted {
         let core = self.machine.record().clone();
         let turn_process = match (&core.turn, &self.supervised) {
             (Some(t), Some((seq, r))) if *seq == t.seq => Some(r.clone()),
-            (Some(t), _) if t.process.is_none() => TurnKey::new(turn_key(&self.id, t.seq))
+            (Some(t), _) if t.process().is_none() => TurnKey::new(turn_key(&self.id, t.seq))
                 .ok()
                 .map(|k| TurnRecord::planned(&k)),
             _ => None,

@@ -35,7 +35,8 @@ impl Session {
         let Some(turn) = self.state.record.turn.as_ref() else {
             return Outcome::Ignored;
         };
-        if turn.seq != seq || turn.process.is_none() || turn.finished || self.state.survivor {
+        // Only a spawned turn's harness asks, until the turn is over.
+        if turn.seq != seq || turn.run().is_none() || self.state.survivor {
             return Outcome::Ignored;
         }
         let decided = match turn.ending {

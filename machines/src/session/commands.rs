@@ -4,6 +4,7 @@
 use super::event::Event;
 use super::io::{Outcome, Refusal};
 use super::record::{EndWhy, Stage};
+use super::timers::Deadline;
 use super::values::RelaunchMode;
 use super::Session;
 use crate::launch;
@@ -61,7 +62,7 @@ impl Session {
             return Outcome::Refused(r);
         }
         // A finished turn's lingering process runs no turn to interrupt.
-        let running = self.state.record.turn.as_ref().filter(|t| !t.finished);
+        let running = self.state.record.turn.as_ref().filter(|t| !t.finished());
         let Some(seq) = running.map(|t| t.seq) else {
             return Outcome::Ignored;
         };
@@ -100,7 +101,7 @@ impl Session {
             self.feed_launch(now, launch::Input::Close);
         }
         self.rec().stage = Stage::Closed;
-        self.state.startup_deadline = None;
+        self.state.timers.stop(Deadline::StartupTimeout);
         self.end_turn(now, EndWhy::Close);
         self.emit(Event::Closed);
         Outcome::Applied
@@ -140,15 +141,16 @@ impl Session {
         // work it leaves queued. A session with none of these (idle, or
         // closed and over) is left as it is: its journal gets nothing, so a
         // service with many quiet sessions stops in one pass of locks.
+        let r = &self.state.record;
         let changes = self.launch_live()
-            || self.state.record.turn.as_ref().is_some_and(|t| !t.finished)
-            || !self.state.record.queue.is_empty();
+            || r.turn.as_ref().is_some_and(|t| !t.finished())
+            || !r.queue.is_empty();
         if self.launch_live() {
             // The record keeps its stage: a start that had not started
             // waits again next run.
             self.feed_launch(now, launch::Input::ServiceStop);
         }
-        self.state.startup_deadline = None;
+        self.state.timers.stop(Deadline::StartupTimeout);
         self.end_turn(now, EndWhy::ServiceStop);
         if changes {
             self.emit(Event::ServiceStopped);

@@ -2,6 +2,7 @@
 //! and when it is written again.
 
 use super::io::{Effect, Outcome, PERSIST_RETRY};
+use super::timers::Deadline;
 use super::Session;
 use crate::time::Millis;
 
@@ -12,7 +13,8 @@ impl Session {
     /// gets its note, and the write is tried again after
     /// [`PERSIST_RETRY`] unless another input writes it first.
     pub(super) fn handle_persist_failed(&mut self, now: Millis, error: String) -> Outcome {
-        self.state.persist_retry_at = Some(now.saturating_add(PERSIST_RETRY));
+        let at = now.saturating_add(PERSIST_RETRY);
+        self.state.timers.set(Deadline::PersistRetry, at);
         let mut held = Vec::new();
         let mut i = 0;
         while i < self.effects.len() {
@@ -45,10 +47,10 @@ impl Session {
 
     /// The retry's deadline came: write the record again.
     pub(super) fn retry_persist(&mut self, now: Millis) -> bool {
-        if !self.state.persist_retry_at.is_some_and(|at| now >= at) {
+        if !self.state.timers.is_due(Deadline::PersistRetry, now) {
             return false;
         }
-        self.state.persist_retry_at = None;
+        self.state.timers.stop(Deadline::PersistRetry);
         self.dirty = true;
         true
     }

@@ -7,6 +7,7 @@ use super::failure::Failure;
 use super::io::{Effect, Outcome};
 use super::launch_io::LaunchInput;
 use super::record::Stage;
+use super::timers::Deadline;
 use super::Session;
 use crate::launch::{self, Launch, LaunchEffect};
 use crate::time::Millis;
@@ -97,7 +98,8 @@ impl Session {
             return;
         }
         self.spawn_turn(true);
-        self.state.startup_deadline = Some(now.saturating_add(self.config.startup_timeout));
+        let at = now.saturating_add(self.config.startup_timeout);
+        self.state.timers.set(Deadline::StartupTimeout, at);
     }
 
     /// The launch is done: the harness named its session (or the launch had
@@ -105,7 +107,7 @@ impl Session {
     pub(super) fn complete_launch(&mut self, now: Millis, native_id: Option<String>) {
         let native_id = native_id.or_else(|| self.state.record.native_id.clone());
         self.feed_launch(now, launch::Input::HarnessStarted { native_id });
-        self.state.startup_deadline = None;
+        self.state.timers.stop(Deadline::StartupTimeout);
         if self.state.record.stage == Stage::Starting {
             self.rec().stage = Stage::Started;
         }
@@ -119,7 +121,7 @@ impl Session {
         if let Some(t) = self.rec().turn.as_mut() {
             t.launch = false;
         }
-        self.state.startup_deadline = None;
+        self.state.timers.stop(Deadline::StartupTimeout);
         self.rec().stage = Stage::Failed;
         self.set_error(failure);
     }

@@ -6,7 +6,8 @@
 //! and a restore after a crash kills it, and nothing else counts it.
 
 use super::event::Event;
-use super::record::{Turn, TurnSeq};
+use super::record::{Phase, Run, Turn, TurnSeq};
+use super::timers::Deadline;
 use super::Session;
 use crate::time::Millis;
 
@@ -17,41 +18,44 @@ impl Session {
     /// runs there).
     pub fn turn_to_await(&self) -> Option<TurnSeq> {
         let t = self.state.record.turn.as_ref()?;
-        (!t.finished || t.ending.is_some()).then_some(t.seq)
+        (!t.finished() || t.ending.is_some()).then_some(t.seq)
     }
 
     /// Whether the record's turn is finished and its process waits for the
-    /// next prompt (its stdin still open).
+    /// next prompt (its stdin still open, nothing ending it).
     pub(super) fn lingering(&self) -> bool {
-        !self.state.input_closed
+        !self.state.stdin.closed
             && !self.state.survivor
             && self
                 .state
                 .record
                 .turn
                 .as_ref()
-                .is_some_and(|t| t.finished && t.ending.is_none())
+                .is_some_and(|t| matches!(t.phase, Phase::Lingering { .. }) && t.ending.is_none())
     }
 
-    /// Turn `seq` is done and lingers: its usage joins the totals, its
-    /// end is journalled, what it had pending is void, and a queued prompt
-    /// goes to its process.
+    /// Turn `seq`, prompted, is done and lingers: its usage joins the
+    /// totals, its end is journalled, what it had pending is void, and a
+    /// queued prompt goes to its process.
     pub(super) fn linger(&mut self, now: Millis, seq: TurnSeq) {
         self.void_pending(seq);
-        let r = self.rec();
-        let t = r.turn.as_mut().expect("the live turn");
-        t.finished = true;
-        let turn = t.clone();
-        let usage = self.meter(&turn);
-        self.rec().turn.as_mut().expect("the live turn").usage = None;
+        let t = self.rec().turn.as_mut().expect("the live turn");
+        // Only a prompted turn is done (`handle_finished`).
+        let Phase::Prompted(Run { process, usage, .. }) = t.phase else {
+            return;
+        };
+        t.phase = Phase::Lingering { process };
+        let prompt = t.prompt.id;
+        let usage = self.meter(usage);
         self.emit(Event::TurnEnded {
             turn: seq,
-            prompt: turn.prompt.id,
+            prompt,
             exit: None,
             by: None,
             usage,
         });
-        self.state.linger_until = Some(now.saturating_add(self.config.linger));
+        let until = now.saturating_add(self.config.linger);
+        self.state.timers.set(Deadline::Linger, until);
         self.pump(now);
     }
 
@@ -66,23 +70,18 @@ impl Session {
         let seq = r.next_turn;
         r.next_turn += 1;
         let before = r.turn.take().expect("a lingering turn");
+        let process = before.process().expect("a lingering turn's process");
         r.error = None;
         r.turn = Some(Turn {
-            seq,
-            prompt: prompt.clone(),
-            launch: false,
-            process: before.process,
-            delivered: true,
-            reported: false,
-            ending: None,
-            usage: None,
-            finished: false,
-            failed: None,
+            phase: Phase::Prompted(Run::new(process)),
+            ..Turn::asked(seq, prompt.clone(), false)
         });
         let resume = r.native_id.clone();
-        self.state.linger_until = None;
-        self.state.steered = false;
-        self.state.last_steer = None;
+        self.state.timers.stop(Deadline::Linger);
+        // Its stdin is open (it lingered): only what was steered into the
+        // turn before goes.
+        self.state.stdin.steered = false;
+        self.state.stdin.last_steer = None;
         self.emit(Event::TurnStarted {
             turn: seq,
             prompt: prompt.id,
@@ -99,14 +98,15 @@ impl Session {
     /// itself), and SIGTERM follows after the kill grace if it does not.
     /// Whether it was due.
     pub(super) fn linger_over(&mut self, now: Millis) -> bool {
-        if !self.state.linger_until.is_some_and(|at| now >= at) {
+        if !self.state.timers.is_due(Deadline::Linger, now) {
             return false;
         }
-        self.state.linger_until = None;
+        self.state.timers.stop(Deadline::Linger);
         if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
             if self.lingering() {
                 self.close_input(seq);
-                self.state.term_at = Some(now.saturating_add(self.config.kill_grace));
+                let at = now.saturating_add(self.config.kill_grace);
+                self.state.timers.set(Deadline::InterruptGrace, at);
             }
         }
         true

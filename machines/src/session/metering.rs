@@ -18,13 +18,11 @@ impl Session {
         seq: TurnSeq,
         report: UsageReport,
     ) -> Outcome {
-        let Some(t) = self
-            .live_turn(seq)
-            .filter(|t| t.process.is_some() && !t.finished)
-        else {
+        // A spawned turn's harness reports, until the turn is over.
+        let Some(run) = self.live_turn(seq).and_then(Turn::run) else {
             return Outcome::Ignored;
         };
-        let (named, before) = (t.reported, t.usage);
+        let (named, before) = (run.named, run.usage);
         let used = match report {
             UsageReport::Turn(figures) => Some(figures.believed()),
             UsageReport::Total(_) if !named => return Outcome::Ignored,
@@ -36,20 +34,21 @@ impl Session {
         };
         if let Some(used) = used {
             let spent_before = self.used();
-            let turn = self.rec().turn.as_mut().expect("checked above");
-            turn.usage = Some(before.map_or(used, |b| b.plus(used)));
+            let turn = self.rec().turn.as_mut().and_then(Turn::run_mut);
+            let run = turn.expect("checked above");
+            run.usage = Some(before.map_or(used, |b| b.plus(used)));
             self.check_budget(now, spent_before);
         }
         Outcome::Applied
     }
 
-    /// Adds an ended turn's figures to the session's totals; what its
-    /// `turn_ended` carries.
-    pub(super) fn meter(&mut self, turn: &Turn) -> Option<Usage> {
-        if let Some(used) = turn.usage {
+    /// Adds what an ended turn used (`usage`, as its harness reported it)
+    /// to the session's totals; what its `turn_ended` carries.
+    pub(super) fn meter(&mut self, usage: Option<Usage>) -> Option<Usage> {
+        if let Some(used) = usage {
             let r = self.rec();
             r.usage = r.usage.plus(used);
         }
-        turn.usage
+        usage
     }
 }

@@ -102,10 +102,12 @@ mod launch_io;
 mod launching;
 mod linger;
 mod metering;
+mod phase;
 pub mod record;
 pub mod retry;
 mod spending;
 mod talk;
+mod timers;
 mod turns;
 pub mod usage;
 mod values;
@@ -134,8 +136,11 @@ pub use io::{
     MAX_QUEUED_PROMPTS, PERSIST_RETRY, STARTUP_TIMEOUT,
 };
 pub use launch_io::LaunchInput;
-pub use record::{EndWhy, Process, Prompt, PromptId, Record, Shown, Stage, Text, Turn, TurnSeq};
+pub use record::{
+    EndWhy, Phase, Process, Prompt, PromptId, Record, Run, Shown, Stage, Text, Turn, TurnSeq,
+};
 pub use retry::{retry_difference, StartFields};
+pub use timers::{Deadline, TimerTable};
 pub use usage::{Usage, UsageReport, Usd};
 pub use values::{Exit, JournalCap, RelaunchMode};
 
@@ -149,34 +154,28 @@ pub struct State {
     pub halted: bool,
     /// The current turn was restored and `KillSurvivor` is outstanding.
     pub survivor: bool,
-    /// When the current turn must have shown its first sign of life (named
-    /// its session): a launch's first turn from its spawn, any other turn
-    /// from the moment its prompt was handed over.
-    pub startup_deadline: Option<Millis>,
-    /// When the ending turn, which got SIGTERM, gets SIGKILL.
-    pub kill_at: Option<Millis>,
-    /// When the turn asked in its protocol to stop gets SIGTERM.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub term_at: Option<Millis>,
-    /// The current turn's stdin is closed (`CloseInput`): nothing more
-    /// can be said to its harness.
+    /// The session's own deadlines.
+    pub timers: TimerTable,
+    /// What this run said on the current turn's stdin.
+    pub stdin: Stdin,
+}
+
+/// What this run said on the current turn's stdin. Not in the record: a
+/// restart kills the turn, whose stdin goes with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stdin {
+    /// It is closed (`CloseInput`): nothing more can be said to the harness.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub input_closed: bool,
-    /// When the finished turn's lingering process stops waiting.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub linger_until: Option<Millis>,
-    /// A prompt was steered into the current turn: claude may run it as a
-    /// part of its own after the turn's `result`, so the turn does not
-    /// linger; its process ends with all of its parts.
+    pub closed: bool,
+    /// A prompt was steered into the turn: claude may run it as a part of
+    /// its own after the turn's `result`, so the turn does not linger; its
+    /// process ends with all of its parts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub steered: bool,
-    /// The last prompt steered into the current turn, unless it was handed
-    /// back (`SteerUndelivered`): what the app's answer to it reports.
+    /// The last prompt steered into the turn, unless it was handed back
+    /// (`SteerUndelivered`): what the app's answer to it reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_steer: Option<PromptId>,
-    /// The last `Persist` failed: the record is written again then.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub persist_retry_at: Option<Millis>,
     /// Why the launch's first turn could not get its prompt (the delivery's
     /// error): the launch fails once the turn has ended, with its exit
     /// status and stderr if it exited on its own (that says more than a
@@ -231,7 +230,7 @@ impl Session {
         let mut s = Session::around(config, options, record);
         s.shown = Some(s.shown());
         if let Some(turn) = s.state.record.turn.clone() {
-            match turn.process {
+            match turn.process() {
                 Some(process) => {
                     s.state.survivor = true;
                     s.staged.push(Effect::KillSurvivor {
@@ -261,15 +260,8 @@ impl Session {
                 record,
                 halted: false,
                 survivor: false,
-                startup_deadline: None,
-                kill_at: None,
-                term_at: None,
-                input_closed: false,
-                linger_until: None,
-                steered: false,
-                last_steer: None,
-                persist_retry_at: None,
-                undelivered: None,
+                timers: TimerTable::default(),
+                stdin: Stdin::default(),
             },
             launch: None,
             staged: Vec::new(),
@@ -305,7 +297,7 @@ impl Session {
             Stage::Failed => Shown::Failed,
             Stage::Starting => Shown::Pending,
             Stage::Started if self.launch_live() => Shown::Pending,
-            Stage::Started if r.turn.as_ref().is_some_and(|t| !t.finished) => Shown::Running,
+            Stage::Started if r.turn.as_ref().is_some_and(|t| !t.finished()) => Shown::Running,
             Stage::Started => Shown::Idle,
         }
     }
@@ -390,27 +382,18 @@ impl Session {
         effect
     }
 
-    /// The earliest deadline and which timer it is: the launch's (poll,
-    /// copy limit), the startup timeout, or the kill grace.
+    /// The earliest deadline and which timer it is: the session's own
+    /// (its [`TimerTable`]), an approval request's, or the launch's (poll,
+    /// copy limit); of two at once, in that order.
     pub fn poll_timeout(&self) -> Option<(Millis, Timer)> {
+        let own = self.state.timers.next();
+        let approval = self.approval_deadline().map(|at| (at, Timer::Approval));
         let launch = self
             .launch
             .as_ref()
             .and_then(Launch::poll_timeout)
             .map(|(at, t)| (at, Timer::Launch(t)));
-        let startup = self
-            .state
-            .startup_deadline
-            .map(|at| (at, Timer::StartupTimeout));
-        let kill = self.state.kill_at.map(|at| (at, Timer::KillGrace));
-        let term = self.state.term_at.map(|at| (at, Timer::InterruptGrace));
-        let linger = self.state.linger_until.map(|at| (at, Timer::Linger));
-        let retry = self
-            .state
-            .persist_retry_at
-            .map(|at| (at, Timer::PersistRetry));
-        let approval = self.approval_deadline().map(|at| (at, Timer::Approval));
-        [kill, term, linger, startup, retry, approval, launch]
+        [own, approval, launch]
             .into_iter()
             .flatten()
             .min_by_key(|(at, _)| *at)
@@ -522,18 +505,7 @@ impl Session {
             resume: r.native_id.clone(),
             plan_only,
         });
-        r.turn = Some(Turn {
-            seq,
-            prompt,
-            launch,
-            process: None,
-            delivered: false,
-            reported: false,
-            ending: None,
-            usage: None,
-            finished: false,
-            failed: None,
-        });
+        r.turn = Some(Turn::asked(seq, prompt, launch));
     }
 
     /// Puts the durable writes in front of what the input produced (each
@@ -555,7 +527,7 @@ impl Session {
             }
         }
         if dirty {
-            self.state.persist_retry_at = None;
+            self.state.timers.stop(Deadline::PersistRetry);
             self.effects.push_back(Effect::Persist);
         } else if let Some(at) = self
             .staged

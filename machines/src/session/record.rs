@@ -13,6 +13,7 @@ use super::budget::Budget;
 use super::failure::{read_error, Failure};
 use super::usage::Usage;
 
+pub use super::phase::{Phase, Run, Turn};
 pub use super::values::{EndWhy, PromptId, TurnSeq};
 
 /// One accepted prompt.
@@ -147,46 +148,6 @@ pub struct Process {
     /// Field 22 of `/proc/PID/stat` (clock ticks since boot), so a restart
     /// never mistakes a recycled pid for the turn.
     pub start_time: u64,
-}
-
-/// The current turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Turn {
-    /// Its number.
-    pub seq: TurnSeq,
-    /// The prompt it runs; it left the queue when the turn was asked for.
-    pub prompt: Prompt,
-    /// A launch's first turn: naming its session completes the launch.
-    #[serde(default)]
-    pub launch: bool,
-    /// Its process, once spawned. A turn without one was asked for
-    /// (`SpawnTurn`) but not spawned yet: it never had its prompt, and a
-    /// restart puts the prompt back in the queue.
-    #[serde(default)]
-    pub process: Option<Process>,
-    /// The prompt was handed over (`DeliverPrompt`), which happens only
-    /// after the process was persisted.
-    #[serde(default)]
-    pub delivered: bool,
-    /// The harness named its session during this turn (`NativeId`): it has
-    /// begun the prompt, which is therefore never run again.
-    #[serde(default)]
-    pub reported: bool,
-    /// The machine is ending it, and why (persisted, so a restart reports
-    /// the turn as what it was: stopped, closed, cut).
-    #[serde(default)]
-    pub ending: Option<EndWhy>,
-    /// What its harness reported it used so far; none until it reports.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// Its harness said the turn is done (its `turn_ended` is journalled)
-    /// and its process lingers for the next prompt.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub finished: bool,
-    /// Its harness said the turn failed, and why: the session's error once
-    /// the turn has ended by itself.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed: Option<String>,
 }
 
 /// The persisted part of a session: the core of its record.

@@ -6,7 +6,7 @@
 use super::budget::Budget;
 use super::event::Event;
 use super::io::{Outcome, Refusal};
-use super::record::{EndWhy, Stage};
+use super::record::{EndWhy, Stage, Turn};
 use super::usage::Usage;
 use super::Session;
 use crate::time::Millis;
@@ -16,8 +16,8 @@ impl Session {
     /// running turn has reported so far.
     pub fn used(&self) -> Usage {
         let r = &self.state.record;
-        let running = r.turn.as_ref().filter(|t| !t.finished);
-        match running.and_then(|t| t.usage) {
+        // A finished turn's usage is in the totals already.
+        match r.turn.as_ref().and_then(Turn::usage) {
             Some(u) => r.usage.plus(u),
             None => r.usage,
         }
@@ -59,7 +59,7 @@ impl Session {
             .record
             .turn
             .as_ref()
-            .is_some_and(|t| !t.finished && t.ending.is_none());
+            .is_some_and(|t| !t.finished() && t.ending.is_none());
         if running {
             self.end_turn(now, EndWhy::Budget);
         }

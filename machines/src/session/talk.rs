@@ -8,29 +8,28 @@ use super::event::Event;
 use super::excerpt::{excerpt, PROMPT_TEXT_MAX};
 use super::failure::FAILURE_TEXT_MAX;
 use super::io::{Effect, Outcome};
-use super::record::{Prompt, PromptId, Stage, TurnSeq};
+use super::record::{Phase, Prompt, PromptId, Run, Stage, Turn, TurnSeq};
+use super::timers::Deadline;
 use super::usage::UsageReport;
 use super::Session;
 use crate::time::Millis;
 
 impl Session {
-    /// Whether a `Steer` now reaches the running turn: the turn has its prompt, has begun it (named its session) and is
-    /// not being ended, and no prompt waits in the queue (a steer never
+    /// Whether a `Steer` now reaches the running turn: the turn has its
+    /// prompt, has begun it (named its session), is not being ended and
+    /// its stdin is open, and no prompt waits in the queue (a steer never
     /// runs before a prompt accepted ahead of it).
     pub fn steerable(&self) -> bool {
         let r = &self.state.record;
-        r.queue.is_empty()
+        let begun = r.turn.as_ref().is_some_and(|t| {
+            matches!(t.phase, Phase::Prompted(Run { named: true, .. })) && t.ending.is_none()
+        });
+        begun
+            && r.queue.is_empty()
             && !self.state.halted
             && !self.state.survivor
-            && !self.state.input_closed
+            && !self.state.stdin.closed
             && r.stage == Stage::Started
-            && r.turn.as_ref().is_some_and(|t| {
-                t.process.is_some()
-                    && t.delivered
-                    && t.reported
-                    && t.ending.is_none()
-                    && !t.finished
-            })
     }
 
     pub(super) fn handle_steer(&mut self, now: Millis, text: String) -> Outcome {
@@ -50,8 +49,8 @@ impl Session {
             text_truncated,
         });
         self.staged.push(Effect::Steer { seq, prompt, text });
-        self.state.steered = true;
-        self.state.last_steer = Some(prompt);
+        self.state.stdin.steered = true;
+        self.state.stdin.last_steer = Some(prompt);
         Outcome::Applied
     }
 
@@ -59,7 +58,7 @@ impl Session {
     /// and was not handed back: what `deliver: steer`'s answer reports
     /// once the steer's effects are carried out.
     pub fn steered(&self, prompt: PromptId) -> bool {
-        self.state.last_steer == Some(prompt)
+        self.state.stdin.last_steer == Some(prompt)
     }
 
     pub(super) fn handle_steer_undelivered(
@@ -77,8 +76,8 @@ impl Session {
         if r.stage == Stage::Closed || !known {
             return Outcome::Ignored;
         }
-        if self.state.last_steer == Some(prompt) {
-            self.state.last_steer = None;
+        if self.state.stdin.last_steer == Some(prompt) {
+            self.state.stdin.last_steer = None;
         }
         self.enqueue(Prompt {
             id: prompt,
@@ -104,17 +103,20 @@ impl Session {
         let Some(t) = self.live_turn(seq) else {
             return metered.unwrap_or(Outcome::Ignored);
         };
-        let talking = t.process.is_some() && t.delivered;
-        if !talking || self.state.input_closed || t.finished {
+        // Only a turn that has its prompt is done with it, once.
+        let Phase::Prompted(run) = &t.phase else {
+            return metered.unwrap_or(Outcome::Ignored);
+        };
+        if self.state.stdin.closed {
             return metered.unwrap_or(Outcome::Ignored);
         }
-        let lingers =
-            self.config.linger > 0 && t.ending.is_none() && t.reported && failed.is_none();
+        let lingers = self.config.linger > 0 && t.ending.is_none() && run.named && failed.is_none();
         if let Some(why) = failed {
             let (why, _) = excerpt(&why, FAILURE_TEXT_MAX);
-            self.rec().turn.as_mut().expect("the live turn").failed = Some(why);
+            let turn = self.rec().turn.as_mut().and_then(Turn::run_mut);
+            turn.expect("the live turn").failed = Some(why);
         }
-        if lingers && !self.state.steered {
+        if lingers && !self.state.stdin.steered {
             self.linger(now, seq);
         } else {
             self.close_input(seq);
@@ -124,7 +126,7 @@ impl Session {
 
     /// Closes turn `seq`'s stdin; nothing more is said to its harness.
     pub(super) fn close_input(&mut self, seq: TurnSeq) {
-        self.state.input_closed = true;
+        self.state.stdin.closed = true;
         self.staged.push(Effect::CloseInput { seq });
     }
 
@@ -132,6 +134,7 @@ impl Session {
     /// after the kill grace if the turn is still there.
     pub(super) fn ask_to_stop(&mut self, now: Millis, seq: TurnSeq) {
         self.staged.push(Effect::InterruptTurn { seq });
-        self.state.term_at = Some(now.saturating_add(self.config.kill_grace));
+        let at = now.saturating_add(self.config.kill_grace);
+        self.state.timers.set(Deadline::InterruptGrace, at);
     }
 }

@@ -241,7 +241,7 @@ fn a_prompt_is_delivered_only_after_its_turn_is_persisted() {
     assert_eq!(e[0], Effect::Persist);
     assert_eq!(e.last(), Some(&Effect::DeliverPrompt { seq: 1 }));
     assert_eq!(
-        t.s.record().turn.as_ref().and_then(|t| t.process),
+        t.s.record().turn.as_ref().and_then(|t| t.process()),
         Some(P),
         "the persisted record holds the process"
     );
@@ -739,7 +739,7 @@ fn a_turn_asked_for_but_never_spawned_is_queued_again_on_restore() {
     let mut t = T::idle();
     t.go(Input::Message("two".into()));
     let record = t.s.record().clone();
-    assert!(record.turn.as_ref().unwrap().process.is_none());
+    assert!(record.turn.as_ref().unwrap().process().is_none());
     let mut s = Session::restore(Config::default(), options(false), record, 5);
     let e = drain(&mut s);
     assert_eq!(e[0], Effect::Persist);
@@ -1248,10 +1248,10 @@ fn a_write_that_another_input_makes_ends_the_retry() {
     t.go(Input::Message("two".into()));
     t.s.handle(0, Input::TurnSpawned { seq: 2, process: P });
     carry_out_on_a_full_disk(&mut t);
-    assert!(t.s.state().persist_retry_at.is_some());
+    assert!(t.s.state().timers.is_set(Deadline::PersistRetry));
     let e = t.go(Input::Resume);
     assert_eq!(e[0], Effect::Persist);
-    assert_eq!(t.s.state().persist_retry_at, None);
+    assert_eq!(t.s.state().timers.get(Deadline::PersistRetry), None);
 }
 
 /// A started session with `approvals: app` whose turn 2 runs (and named

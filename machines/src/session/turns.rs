@@ -5,10 +5,11 @@
 use super::event::Event;
 use super::failure::{CutBy, Failure};
 use super::io::{Effect, Outcome, Signal};
-use super::record::{EndWhy, Process, Turn, TurnSeq};
+use super::record::{EndWhy, Phase, Process, Run, Turn, TurnSeq};
+use super::timers::Deadline;
 use super::usage::Usage;
 use super::values::{Exit, JournalCap};
-use super::Session;
+use super::{Session, Stdin};
 use crate::id::plausible_native_id;
 use crate::launch;
 use crate::time::Millis;
@@ -33,6 +34,14 @@ enum Fate {
     Fail(Failure),
 }
 
+/// The deadlines that are the current turn's: they go with it.
+const TURN_DEADLINES: [Deadline; 4] = [
+    Deadline::KillGrace,
+    Deadline::InterruptGrace,
+    Deadline::StartupTimeout,
+    Deadline::Linger,
+];
+
 impl Session {
     /// The current turn if it is `seq` and not a restored one.
     pub(super) fn live_turn(&self, seq: TurnSeq) -> Option<&Turn> {
@@ -44,19 +53,18 @@ impl Session {
     }
 
     /// Takes turn `seq` out of the record if it is the live one and has a
-    /// process (`spawned`) or not; its kill deadline goes with it.
-    fn take_turn(&mut self, seq: TurnSeq, spawned: bool) -> Option<Turn> {
+    /// process (`spawned`) or not, with what this run said on its stdin;
+    /// its deadlines go with it.
+    fn take_turn(&mut self, seq: TurnSeq, spawned: bool) -> Option<(Turn, Stdin)> {
         self.live_turn(seq)
-            .filter(|t| t.process.is_some() == spawned)?;
-        self.state.kill_at = None;
-        self.state.term_at = None;
-        self.state.startup_deadline = None;
-        self.state.input_closed = false;
-        self.state.linger_until = None;
-        self.state.steered = false;
-        self.state.last_steer = None;
+            .filter(|t| t.process().is_some() == spawned)?;
+        for deadline in TURN_DEADLINES {
+            self.state.timers.stop(deadline);
+        }
+        let stdin = std::mem::take(&mut self.state.stdin);
         self.void_pending(seq);
-        self.rec().turn.take()
+        let turn = self.rec().turn.take()?;
+        Some((turn, stdin))
     }
 
     pub(super) fn handle_spawned(
@@ -65,28 +73,27 @@ impl Session {
         seq: TurnSeq,
         process: Process,
     ) -> Outcome {
-        let Some(t) = self.live_turn(seq).filter(|t| t.process.is_none()) else {
+        let Some(t) = self.live_turn(seq).filter(|t| t.phase == Phase::Asked) else {
             return Outcome::Ignored;
         };
-        let (prompt, ending) = (t.prompt.id, t.ending);
+        let (prompt, ending, launch) = (t.prompt.id, t.ending, t.launch);
         let resume = self.state.record.native_id.clone();
         let r = self.rec();
         let t = r.turn.as_mut().expect("checked above");
-        t.process = Some(process);
+        // Ended before it was spawned: it never gets its prompt.
+        t.phase = match ending {
+            Some(_) => Phase::Spawned(Run::new(process)),
+            None => Phase::Prompted(Run::new(process)),
+        };
         self.emit(Event::TurnStarted {
             turn: seq,
             prompt,
             resume,
         });
         if ending.is_some() {
-            // Ended before it was spawned: it never gets its prompt.
             self.signal_term(now, seq);
         } else {
-            let r = self.rec();
-            let t = r.turn.as_mut().expect("checked above");
-            t.delivered = true;
-            let launch = t.launch;
-            r.error = None;
+            self.rec().error = None;
             // After the `Persist` that `finish` puts first.
             self.staged.push(Effect::DeliverPrompt { seq });
             if !launch {
@@ -100,7 +107,8 @@ impl Session {
     /// startup timeout (a launch's first turn has its own deadline, from
     /// its spawn).
     pub(super) fn await_sign_of_life(&mut self, now: Millis) {
-        self.state.startup_deadline = Some(now.saturating_add(self.config.startup_timeout));
+        let at = now.saturating_add(self.config.startup_timeout);
+        self.state.timers.set(Deadline::StartupTimeout, at);
     }
 
     pub(super) fn handle_spawn_failed(
@@ -109,10 +117,10 @@ impl Session {
         seq: TurnSeq,
         reason: String,
     ) -> Outcome {
-        let Some(turn) = self.take_turn(seq, false) else {
+        let Some((turn, stdin)) = self.take_turn(seq, false) else {
             return Outcome::Ignored;
         };
-        self.settle(now, turn, End::SpawnFailed(reason));
+        self.settle(now, turn, stdin, End::SpawnFailed(reason));
         self.carry_on(now);
         Outcome::Applied
     }
@@ -123,13 +131,25 @@ impl Session {
         seq: TurnSeq,
         error: String,
     ) -> Outcome {
-        let Some(t) = self.live_turn(seq).filter(|t| t.delivered) else {
+        let Some(t) = self.live_turn(seq) else {
             return Outcome::Ignored;
         };
-        let launch_turn = t.launch && !t.reported && self.launch_live();
+        match t.phase {
+            Phase::Prompted(_) => {}
+            // Its harness finished the prompt, so the report says only that
+            // its stdin broke: that ends the process, unless something
+            // ends it already.
+            Phase::Lingering { .. } if t.ending.is_none() => {}
+            _ => return Outcome::Ignored,
+        }
+        let launch_turn = t.launch && !t.reported() && self.launch_live();
         let already_ending = t.ending.is_some();
         let prompt = t.prompt.id;
-        self.rec().turn.as_mut().expect("checked above").delivered = false;
+        let t = self.rec().turn.as_mut().expect("checked above");
+        if let Phase::Prompted(run) = &t.phase {
+            // The process runs on without it.
+            t.phase = Phase::Spawned(run.clone());
+        }
         if already_ending {
             // Stopped, closed, cut or timed out already: that says what
             // happened; not having the prompt only decides its fate (it
@@ -141,7 +161,7 @@ impl Session {
             // The launch fails when the turn has ended (`settle`): a harness
             // that exited at once closed its stdin, and its exit and stderr
             // say why.
-            self.state.undelivered = Some(error);
+            self.state.stdin.undelivered = Some(error);
         } else {
             // The cause is the disk or the harness, not the prompt: keep it
             // first and wait for the user rather than spawn in a loop.
@@ -172,13 +192,16 @@ impl Session {
             t.ending,
             Some(EndWhy::StartupTimeout | EndWhy::NoSignOfLife)
         );
-        if t.reported || t.process.is_none() || late {
+        // Only a spawned turn names its session, once.
+        let unnamed = t.run().is_some_and(|run| !run.named);
+        if !unnamed || late {
             return Outcome::Ignored;
         }
         let launch_turn = t.launch && self.launch_live();
-        self.state.startup_deadline = None;
+        self.state.timers.stop(Deadline::StartupTimeout);
         let r = self.rec();
-        r.turn.as_mut().expect("checked above").reported = true;
+        let run = r.turn.as_mut().and_then(Turn::run_mut);
+        run.expect("checked above").named = true;
         r.retrying = None;
         if r.native_id.as_deref() != Some(native_id.as_str()) {
             r.native_id = Some(native_id.clone());
@@ -202,15 +225,15 @@ impl Session {
         exit: Exit,
         detail: String,
     ) -> Outcome {
-        let Some(turn) = self.take_turn(seq, true) else {
+        let Some((turn, stdin)) = self.take_turn(seq, true) else {
             return Outcome::Ignored;
         };
-        if turn.finished {
+        if turn.finished() {
             // Its end is journalled; its lingering process is gone.
             self.carry_on(now);
             return Outcome::Applied;
         }
-        let usage = self.meter(&turn);
+        let usage = self.meter(turn.usage());
         self.emit(Event::TurnEnded {
             turn: seq,
             prompt: turn.prompt.id,
@@ -218,7 +241,7 @@ impl Session {
             by: turn.ending,
             usage,
         });
-        self.settle(now, turn, End::Exited(exit, detail));
+        self.settle(now, turn, stdin, End::Exited(exit, detail));
         self.carry_on(now);
         Outcome::Applied
     }
@@ -231,12 +254,12 @@ impl Session {
         self.state.survivor = false;
         self.void_pending(seq);
         let turn = self.rec().turn.take().expect("checked above");
-        if turn.finished {
+        if turn.finished() {
             // Killed while it lingered: its turn was over.
             self.carry_on(now);
             return Outcome::Applied;
         }
-        let usage = self.meter(&turn);
+        let usage = self.meter(turn.usage());
         self.emit(Event::TurnEnded {
             turn: seq,
             prompt: turn.prompt.id,
@@ -244,7 +267,9 @@ impl Session {
             by: Some(turn.ending.unwrap_or(EndWhy::Restore)),
             usage,
         });
-        self.settle(now, turn, End::Gone);
+        // A restored turn: this run said nothing on its stdin.
+        let stdin = std::mem::take(&mut self.state.stdin);
+        self.settle(now, turn, stdin, End::Gone);
         self.carry_on(now);
         Outcome::Applied
     }
@@ -259,10 +284,10 @@ impl Session {
         seq: TurnSeq,
         cap: JournalCap,
     ) -> Outcome {
-        let Some(t) = self.live_turn(seq).filter(|t| t.process.is_some()) else {
+        let Some(t) = self.live_turn(seq).filter(|t| t.process().is_some()) else {
             return Outcome::Ignored;
         };
-        let launch_turn = t.launch && !t.reported && self.launch_live();
+        let launch_turn = t.launch && !t.reported() && self.launch_live();
         let full = Failure::JournalFull {
             cap,
             turn: seq,
@@ -282,8 +307,8 @@ impl Session {
 
     pub(super) fn handle_timeout(&mut self, now: Millis) -> Outcome {
         let mut applied = false;
-        if self.state.kill_at.is_some_and(|at| now >= at) {
-            self.state.kill_at = None;
+        if self.state.timers.is_due(Deadline::KillGrace, now) {
+            self.state.timers.stop(Deadline::KillGrace);
             if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
                 self.staged.push(Effect::Signal {
                     seq,
@@ -292,14 +317,14 @@ impl Session {
             }
             applied = true;
         }
-        if self.state.term_at.is_some_and(|at| now >= at) {
-            self.state.term_at = None;
+        if self.state.timers.is_due(Deadline::InterruptGrace, now) {
+            self.state.timers.stop(Deadline::InterruptGrace);
             if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
                 self.signal_term(now, seq);
             }
             applied = true;
         }
-        if self.state.startup_deadline.is_some_and(|at| now >= at) {
+        if self.state.timers.is_due(Deadline::StartupTimeout, now) {
             self.startup_timeout(now);
             applied = true;
         }
@@ -327,8 +352,8 @@ impl Session {
     /// has its prompt is ended, and its prompt runs once more in a new
     /// process, or fails if it already did.
     fn startup_timeout(&mut self, now: Millis) {
-        self.state.startup_deadline = None;
-        let Some(t) = self.state.record.turn.as_ref().filter(|t| !t.reported) else {
+        self.state.timers.stop(Deadline::StartupTimeout);
+        let Some(t) = self.state.record.turn.as_ref().filter(|t| !t.reported()) else {
             return;
         };
         let within_ms = self.config.startup_timeout;
@@ -339,7 +364,9 @@ impl Session {
             }
             return;
         }
-        if !t.delivered || t.finished || t.ending.is_some() || self.state.survivor {
+        // Only a turn with its prompt shows, or fails to show, a sign of life.
+        let prompted = matches!(t.phase, Phase::Prompted(_));
+        if !prompted || t.ending.is_some() || self.state.survivor {
             return;
         }
         let (turn, prompt) = (t.seq, t.prompt.id);
@@ -366,17 +393,18 @@ impl Session {
         if self.state.survivor {
             return false;
         }
-        let (seq, spawned, delivered) = (t.seq, t.process.is_some(), t.delivered);
+        let (seq, spawned, delivered) = (t.seq, t.process().is_some(), t.delivered());
         if t.ending.is_some() {
             let asks = matches!(why, EndWhy::Interrupt | EndWhy::Budget);
-            if !asks && self.state.term_at.take().is_some() {
+            if !asks && self.state.timers.is_set(Deadline::InterruptGrace) {
+                self.state.timers.stop(Deadline::InterruptGrace);
                 self.signal_term(now, seq);
             }
             return false;
         }
         self.deny_pending(seq, why);
         self.rec().turn.as_mut().expect("checked above").ending = Some(why);
-        let can_ask = !self.state.input_closed;
+        let can_ask = !self.state.stdin.closed;
         let asked_for = matches!(why, EndWhy::Interrupt | EndWhy::Budget);
         if spawned && delivered && asked_for && can_ask {
             self.ask_to_stop(now, seq);
@@ -391,32 +419,34 @@ impl Session {
     /// its output dropped past the journal's cap, so its end of turn is
     /// never heard) can still end by itself.
     fn signal_term(&mut self, now: Millis, seq: TurnSeq) {
-        if self.state.kill_at.is_some() {
+        if self.state.timers.is_set(Deadline::KillGrace) {
             // SIGTERM went already and its grace runs: a second reason to
             // end the turn (its output capped while a linger ends it) moves
             // the SIGKILL no later.
             return;
         }
-        if !self.state.input_closed {
+        if !self.state.stdin.closed {
             self.close_input(seq);
         }
         self.staged.push(Effect::Signal {
             seq,
             signal: Signal::Term,
         });
-        self.state.kill_at = Some(now.saturating_add(self.config.kill_grace));
+        let at = now.saturating_add(self.config.kill_grace);
+        self.state.timers.set(Deadline::KillGrace, at);
     }
 
     /// A turn is gone: settle its launch (if it was a launch's first turn
     /// that never reported in) and its prompt.
-    fn settle(&mut self, now: Millis, turn: Turn, end: End) {
+    fn settle(&mut self, now: Millis, turn: Turn, stdin: Stdin, end: End) {
         let why = turn
             .ending
             .or(matches!(end, End::Gone).then_some(EndWhy::Restore));
         let id = turn.prompt.id;
-        let launch_pending = turn.launch && !turn.reported && self.launch_live();
+        let (delivered, reported) = (turn.delivered(), turn.reported());
+        let launch_pending = turn.launch && !reported && self.launch_live();
         let failed_exit = matches!(&end, End::Exited(exit, _) if !exit.success());
-        let undelivered = self.state.undelivered.take();
+        let undelivered = stdin.undelivered;
         if launch_pending {
             match (&end, why) {
                 // Exited with a failure of its own (a signal is likely the
@@ -461,7 +491,7 @@ impl Session {
             // Its output could not be kept: a prompt the harness had is not
             // run again (a turn of a full session only ever ends this way),
             // and `error` says so; one it never got goes back to the queue.
-            (_, Some(EndWhy::OutputCapped)) if turn.delivered => Fate::Done,
+            (_, Some(EndWhy::OutputCapped)) if delivered => Fate::Done,
             // Its launch failed around it: the prompt was promised to a relaunch.
             (_, Some(EndWhy::StartupTimeout | EndWhy::Undelivered)) => Fate::Requeue,
             // Its harness never began it: once more in a new process, then no more.
@@ -483,11 +513,11 @@ impl Session {
                 reason: reason.clone(),
             }),
             // Held back by the budget: it waits for a raise, queued.
-            (_, Some(EndWhy::Budget)) if !turn.delivered => Fate::Requeue,
-            (_, Some(EndWhy::Interrupt)) if !turn.delivered => {
+            (_, Some(EndWhy::Budget)) if !delivered => Fate::Requeue,
+            (_, Some(EndWhy::Interrupt)) if !delivered => {
                 Fate::Fail(Failure::InterruptedBeforeDelivery { prompt: id })
             }
-            _ if !turn.delivered => Fate::Requeue,
+            _ if !delivered => Fate::Requeue,
             (
                 _,
                 Some(
@@ -507,9 +537,9 @@ impl Session {
                     } else {
                         CutBy::ServiceEnd
                     },
-                    reported: turn.reported,
+                    reported,
                 });
-                if turn.reported {
+                if reported {
                     Fate::Done
                 } else {
                     Fate::Requeue
@@ -517,8 +547,8 @@ impl Session {
             }
             (End::Exited(..), None) if launch_pending && failed_exit => Fate::Requeue,
             // Its harness said why it failed: that, before how it exited.
-            (End::Exited(..), None) if turn.failed.is_some() => {
-                let why = turn.failed.clone().unwrap_or_default();
+            (End::Exited(..), None) if turn.failed().is_some() => {
+                let why = turn.failed().unwrap_or_default().to_string();
                 self.set_error(Failure::HarnessSaidFailed { why });
                 Fate::Done
             }

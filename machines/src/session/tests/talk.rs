@@ -297,7 +297,10 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
     assert_eq!(spawns(&e), 0, "no new process");
     assert_eq!(t.s.shown(), Shown::Running);
     let turn = t.s.record().turn.clone().unwrap();
-    assert_eq!((turn.seq, turn.process, turn.delivered), (3, Some(P), true));
+    assert_eq!(
+        (turn.seq, turn.process(), turn.delivered()),
+        (3, Some(P), true)
+    );
     // It names itself (claude's init per turn), ends, and lingers again.
     t.named(3);
     t.go(Input::TurnFinished {
@@ -498,4 +501,54 @@ fn the_line_that_finishes_a_turn_carries_what_it_used_in_the_same_input() {
         "{e:?}"
     );
     assert_eq!(t.s.record().usage, used);
+}
+
+#[test]
+fn a_lingering_turn_told_its_prompt_was_lost_ends_its_process_once() {
+    let mut t = talking_lingering(LINGER);
+    t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+        usage: None,
+    });
+    assert_eq!(t.s.shown(), Shown::Idle, "it lingers");
+    // Its harness finished the prompt: the report means its stdin broke,
+    // which ends the process and holds the queue, as for a running turn.
+    let e = t.go(Input::PromptUndelivered {
+        seq: 2,
+        error: "EPIPE".into(),
+    });
+    assert!(has(&e, &term(2)), "{e:?}");
+    assert!(t.s.record().paused);
+    assert_eq!(t.s.turn_to_await(), Some(2));
+    // Said again while the process is being ended, it changes nothing.
+    let (o, e) = t.at(
+        t.now,
+        Input::PromptUndelivered {
+            seq: 2,
+            error: "EPIPE".into(),
+        },
+    );
+    assert_eq!((o, e), (Outcome::Ignored, vec![]));
+}
+
+#[test]
+fn a_lingering_turn_being_ended_ignores_that_its_prompt_was_lost() {
+    let mut t = talking_lingering(LINGER);
+    t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+        usage: None,
+    });
+    t.go(Input::Stop);
+    let before = t.s.state().clone();
+    let (o, e) = t.at(
+        t.now,
+        Input::PromptUndelivered {
+            seq: 2,
+            error: "EPIPE".into(),
+        },
+    );
+    assert_eq!((o, e), (Outcome::Ignored, vec![]));
+    assert_eq!(&before, t.s.state());
 }

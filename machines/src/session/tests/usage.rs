@@ -256,7 +256,7 @@ fn records_and_events_written_before_usage_still_read() {
     .unwrap();
     assert_eq!(record.usage, Usage::default());
     assert_eq!(record.native_total, None);
-    assert_eq!(record.turn.unwrap().usage, None);
+    assert_eq!(record.turn.unwrap().usage(), None);
     let e: Event = serde_json::from_str(
         r#"{"kind":"turn_ended","data":{"turn":2,"prompt":3,"exit":{"code":0},"by":null}}"#,
     )

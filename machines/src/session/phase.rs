@@ -1,0 +1,348 @@
+//! The current turn as a typed phase: where its harness is with the turn
+//! ([`Phase`]), and beside it whether the machine is ending it. The record
+//! keeps it in today's flat shape ([`Wire`]), so records written before the
+//! phase existed load, and the phase writes exactly what they held.
+
+use serde::{Deserialize, Serialize};
+
+use super::record::{Process, Prompt};
+use super::usage::Usage;
+use super::values::{EndWhy, TurnSeq};
+
+/// The current turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "Wire", into = "Wire")]
+pub struct Turn {
+    /// Its number.
+    pub seq: TurnSeq,
+    /// The prompt it runs; it left the queue when the turn was asked for.
+    pub prompt: Prompt,
+    /// A launch's first turn: naming its session completes the launch.
+    pub launch: bool,
+    /// Where its harness is with it.
+    pub phase: Phase,
+    /// The machine is ending it, and why (persisted, so a restart reports
+    /// the turn as what it was: stopped, closed, cut). Not a phase of its
+    /// own: any phase can be ended, and an ending turn still moves on
+    /// (its process comes back, names its session, finishes).
+    pub ending: Option<EndWhy>,
+}
+
+/// Where a turn's harness is with it. Each phase carries only what it has:
+/// no process before `TurnSpawned`, no usage or failure before a process,
+/// none of either once the turn is over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// `SpawnTurn` is out and no process came back yet. It exists because
+    /// the prompt is still the turn's alone: a restart puts it back in the
+    /// queue, and a process that comes back to a turn ended meanwhile never
+    /// gets it.
+    Asked,
+    /// The process runs without the prompt: it was ended before it was
+    /// spawned, or its prompt did not reach it (`PromptUndelivered`). It
+    /// exists because such a prompt was never run: however the turn ends,
+    /// the prompt goes back to the queue (or fails, interrupted).
+    Spawned(Run),
+    /// The process has the prompt (`DeliverPrompt`, or `ContinueTurn` in a
+    /// lingering process): the only phase in which the harness runs it, is
+    /// steered, and says the turn is done.
+    Prompted(Run),
+    /// The harness said the turn is done (its `turn_ended` is journalled)
+    /// and its process lingers for the next prompt. It exists because the
+    /// turn is over (the session shows idle, the turn's usage is counted)
+    /// while its process is still the session's to end.
+    Lingering {
+        /// The process that waits.
+        process: Process,
+    },
+}
+
+/// A spawned turn's process and what its harness said of the turn so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// The process, as the supervisor started it.
+    pub process: Process,
+    /// The harness named its session during this turn (`NativeId`): it has
+    /// begun the prompt, which is therefore never run again.
+    pub named: bool,
+    /// What the harness reported the turn used so far; none until it reports.
+    pub usage: Option<Usage>,
+    /// The harness said the turn failed, and why: the session's error once
+    /// the turn has ended by itself.
+    pub failed: Option<String>,
+}
+
+impl Run {
+    /// A process that just came back: its harness said nothing yet.
+    pub fn new(process: Process) -> Run {
+        Run {
+            process,
+            named: false,
+            usage: None,
+            failed: None,
+        }
+    }
+}
+
+impl Turn {
+    /// A turn just asked for (`SpawnTurn`).
+    pub fn asked(seq: TurnSeq, prompt: Prompt, launch: bool) -> Turn {
+        Turn {
+            seq,
+            prompt,
+            launch,
+            phase: Phase::Asked,
+            ending: None,
+        }
+    }
+
+    /// Its process, once spawned.
+    pub fn process(&self) -> Option<Process> {
+        match &self.phase {
+            Phase::Asked => None,
+            Phase::Spawned(run) | Phase::Prompted(run) => Some(run.process),
+            Phase::Lingering { process } => Some(*process),
+        }
+    }
+
+    /// Its spawned process and what its harness said, unless the turn is
+    /// not spawned yet or already over.
+    pub fn run(&self) -> Option<&Run> {
+        match &self.phase {
+            Phase::Spawned(run) | Phase::Prompted(run) => Some(run),
+            Phase::Asked | Phase::Lingering { .. } => None,
+        }
+    }
+
+    /// [`Turn::run`], to change.
+    pub fn run_mut(&mut self) -> Option<&mut Run> {
+        match &mut self.phase {
+            Phase::Spawned(run) | Phase::Prompted(run) => Some(run),
+            Phase::Asked | Phase::Lingering { .. } => None,
+        }
+    }
+
+    /// The process has the prompt (handed over after the process was
+    /// persisted), or had it and finished it.
+    pub fn delivered(&self) -> bool {
+        matches!(self.phase, Phase::Prompted(_) | Phase::Lingering { .. })
+    }
+
+    /// The harness named its session during this turn (`NativeId`).
+    pub fn reported(&self) -> bool {
+        match &self.phase {
+            Phase::Asked => false,
+            Phase::Spawned(run) | Phase::Prompted(run) => run.named,
+            Phase::Lingering { .. } => true,
+        }
+    }
+
+    /// The harness said the turn is done and its process lingers.
+    pub fn finished(&self) -> bool {
+        matches!(self.phase, Phase::Lingering { .. })
+    }
+
+    /// What its harness reported it used so far; none until it reports,
+    /// and none once the turn is over (it joined the session's totals).
+    pub fn usage(&self) -> Option<Usage> {
+        self.run().and_then(|run| run.usage)
+    }
+
+    /// Why its harness said the turn failed, if it did.
+    pub fn failed(&self) -> Option<&str> {
+        self.run().and_then(|run| run.failed.as_deref())
+    }
+}
+
+/// A turn as the record writes it: flat, with today's fields and
+/// defaults, so records written before [`Phase`] existed load unchanged.
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    seq: TurnSeq,
+    prompt: Prompt,
+    #[serde(default)]
+    launch: bool,
+    /// None: asked for, not spawned yet (a restart requeues its prompt).
+    #[serde(default)]
+    process: Option<Process>,
+    /// The prompt was handed over (`DeliverPrompt`).
+    #[serde(default)]
+    delivered: bool,
+    /// The harness named its session during this turn.
+    #[serde(default)]
+    reported: bool,
+    #[serde(default)]
+    ending: Option<EndWhy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
+    /// Its harness said the turn is done and its process lingers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    finished: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    failed: Option<String>,
+}
+
+impl From<Wire> for Turn {
+    /// The phase the flat fields describe. A shape the machine never writes
+    /// reads as the nearest phase: without a process, asked for; finished,
+    /// lingering (what else it says is over with the turn).
+    fn from(w: Wire) -> Turn {
+        let phase = match w.process {
+            None => Phase::Asked,
+            Some(process) if w.finished => Phase::Lingering { process },
+            Some(process) => {
+                let run = Run {
+                    process,
+                    named: w.reported,
+                    usage: w.usage,
+                    failed: w.failed,
+                };
+                if w.delivered {
+                    Phase::Prompted(run)
+                } else {
+                    Phase::Spawned(run)
+                }
+            }
+        };
+        Turn {
+            seq: w.seq,
+            prompt: w.prompt,
+            launch: w.launch,
+            phase,
+            ending: w.ending,
+        }
+    }
+}
+
+impl From<Turn> for Wire {
+    fn from(t: Turn) -> Wire {
+        let delivered = t.delivered();
+        let reported = t.reported();
+        let finished = t.finished();
+        let process = t.process();
+        let (usage, failed) = match t.phase {
+            Phase::Spawned(run) | Phase::Prompted(run) => (run.usage, run.failed),
+            Phase::Asked | Phase::Lingering { .. } => (None, None),
+        };
+        Wire {
+            seq: t.seq,
+            prompt: t.prompt,
+            launch: t.launch,
+            process,
+            delivered,
+            reported,
+            ending: t.ending,
+            usage,
+            finished,
+            failed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Record;
+
+    /// Turns as the record wrote them before the phase existed, one of each
+    /// shape the machine writes, with the phase each reads as.
+    const TODAY: [(&str, &str); 8] = [
+        (
+            "asked",
+            r#"{"seq":2,"prompt":{"id":3,"text":"fix the \"tests\""},"launch":true,"process":null,"delivered":false,"reported":false,"ending":null}"#,
+        ),
+        (
+            "asked",
+            r#"{"seq":2,"prompt":{"id":3,"text":"fix the \"tests\""},"launch":false,"process":null,"delivered":false,"reported":false,"ending":"stop"}"#,
+        ),
+        (
+            "spawned",
+            r#"{"seq":2,"prompt":{"id":3,"text":"fix the \"tests\""},"launch":false,"process":{"pid":41,"pgid":41,"start_time":7},"delivered":false,"reported":false,"ending":"close"}"#,
+        ),
+        (
+            "prompted",
+            r#"{"seq":2,"prompt":{"id":3,"text":"fix the \"tests\""},"launch":false,"process":{"pid":41,"pgid":41,"start_time":7},"delivered":true,"reported":false,"ending":null}"#,
+        ),
+        (
+            "prompted",
+            r#"{"seq":2,"prompt":{"id":3,"text":"fix the \"tests\""},"launch":false,"process":{"pid":41,"pgid":41,"start_time":7},"delivered":true,"reported":true,"ending":null,"usage":{"input_tokens":10,"output_tokens":2,"cache_read_tokens":0,"cache_write_tokens":1,"cost_usd":0.25},"failed":"the model is gone"}"#,
+        ),
+        (
+            "prompted",
+            r#"{"seq":2,"prompt":{"id":3,"text":"fix the \"tests\""},"launch":false,"process":{"pid":41,"pgid":41,"start_time":7},"delivered":true,"reported":true,"ending":"interrupt","usage":{"input_tokens":10,"output_tokens":2,"cache_read_tokens":0,"cache_write_tokens":1,"cost_usd":0.25}}"#,
+        ),
+        (
+            "lingering",
+            r#"{"seq":2,"prompt":{"id":3,"text":"fix the \"tests\""},"launch":false,"process":{"pid":41,"pgid":41,"start_time":7},"delivered":true,"reported":true,"ending":null,"finished":true}"#,
+        ),
+        (
+            "lingering",
+            r#"{"seq":2,"prompt":{"id":3,"text":"fix the \"tests\""},"launch":false,"process":{"pid":41,"pgid":41,"start_time":7},"delivered":true,"reported":true,"ending":"stop","finished":true}"#,
+        ),
+    ];
+
+    fn phase_name(t: &Turn) -> &'static str {
+        match t.phase {
+            Phase::Asked => "asked",
+            Phase::Spawned(_) => "spawned",
+            Phase::Prompted(_) => "prompted",
+            Phase::Lingering { .. } => "lingering",
+        }
+    }
+
+    #[test]
+    fn todays_turns_read_as_their_phase_and_write_back_byte_for_byte() {
+        for (phase, json) in TODAY {
+            let turn: Turn = serde_json::from_str(json).unwrap();
+            assert_eq!(phase_name(&turn), phase, "{json}");
+            assert_eq!(serde_json::to_string(&turn).unwrap(), json);
+        }
+    }
+
+    #[test]
+    fn a_read_turn_says_what_its_flat_fields_said() {
+        let turn: Turn = serde_json::from_str(TODAY[4].1).unwrap();
+        let process = Process {
+            pid: 41,
+            pgid: 41,
+            start_time: 7,
+        };
+        assert_eq!(turn.process(), Some(process));
+        assert!(turn.delivered() && turn.reported() && !turn.finished());
+        assert_eq!(turn.failed(), Some("the model is gone"));
+        assert_eq!(turn.usage().map(|u| u.input_tokens), Some(10));
+        let lingering: Turn = serde_json::from_str(TODAY[7].1).unwrap();
+        assert_eq!(lingering.ending, Some(EndWhy::Stop));
+        assert!(lingering.finished() && lingering.reported() && lingering.usage().is_none());
+    }
+
+    #[test]
+    fn a_record_with_a_turn_writes_back_byte_for_byte() {
+        let json = r#"{"stage":"started","native_id":"n1","queue":[],"paused":false,"turn":{"seq":2,"prompt":{"id":3,"text":"fix the \"tests\""},"launch":false,"process":{"pid":41,"pgid":41,"start_time":7},"delivered":true,"reported":true,"ending":null,"usage":{"input_tokens":10,"output_tokens":2,"cache_read_tokens":0,"cache_write_tokens":1,"cost_usd":0.25}},"error":null,"next_prompt":1,"next_turn":1,"next_approval":1}"#;
+        let record: Record = serde_json::from_str(json).unwrap();
+        assert_eq!(serde_json::to_string(&record).unwrap(), json);
+    }
+
+    #[test]
+    fn an_old_record_without_the_newer_fields_loads() {
+        // As the first machine wrote it: no launch, usage, finished or
+        // failed on its turn, nor the record's later fields.
+        let json = r#"{"stage":"started","native_id":"n1","queue":[{"id":2,"text":"next"}],"paused":false,"turn":{"seq":1,"prompt":{"id":1,"text":"p"},"process":{"pid":4,"pgid":4,"start_time":9},"delivered":true,"reported":true,"ending":null},"error":null,"next_prompt":3,"next_turn":2}"#;
+        let record: Record = serde_json::from_str(json).unwrap();
+        let turn = record.turn.as_ref().unwrap();
+        assert!(!turn.launch);
+        assert_eq!(phase_name(turn), "prompted");
+        assert!(turn.reported() && turn.usage().is_none() && turn.failed().is_none());
+        assert_eq!(record.next_approval, 1);
+        // Only its number and prompt: asked for, nothing more.
+        let bare: Turn = serde_json::from_str(r#"{"seq":1,"prompt":{"id":1,"text":"p"}}"#).unwrap();
+        assert_eq!(bare, Turn::asked(1, bare.prompt.clone(), false));
+        // A process without the flags: spawned, its prompt never handed over.
+        let spawned: Turn = serde_json::from_str(
+            r#"{"seq":1,"prompt":{"id":1,"text":"p"},"process":{"pid":4,"pgid":4,"start_time":9}}"#,
+        )
+        .unwrap();
+        assert_eq!(phase_name(&spawned), "spawned");
+        assert!(!spawned.reported() && spawned.ending.is_none());
+    }
+}
