@@ -577,6 +577,17 @@ fn session_situations() -> Vec<SessionSituation> {
             with(running(), vec![(7, Some(I::Stop))]),
         ),
         (
+            "its harness exited, what it left got SIGKILL",
+            false,
+            with(
+                running(),
+                vec![
+                    (7, Some(I::LeftBehind { seq: 2 })),
+                    (session::KILL_GRACE + 7, Some(I::Timeout)),
+                ],
+            ),
+        ),
+        (
             "turn done, its process lingers",
             false,
             with(
@@ -727,6 +738,9 @@ fn session_probes() -> Vec<SessionProbe> {
             seq: current_turn(s),
             exit: Exit::Code(1),
             detail: "boom".into(),
+        }),
+        ("left behind (its harness exited)", |s| I::LeftBehind {
+            seq: current_turn(s),
         }),
         ("survivor gone", |s| I::SurvivorGone {
             seq: current_turn(s),

@@ -19,7 +19,7 @@ use room_machines::session::{
     retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Budget, Config, DecidedBy,
     Decision, Effect, Event, Exit, Failure, Input, LaunchEffect, LaunchInput, Options, Outcome,
     Process, PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq, Usage,
-    UsageReport, Usd, MAX_PENDING,
+    UsageReport, Usd, KILL_WAIT, MAX_PENDING,
 };
 use room_machines::Millis;
 
@@ -63,6 +63,8 @@ enum Act {
     Name,
     /// The current turn's process exits.
     End(Exit),
+    /// The current turn's process exited and left processes in its tree.
+    LeftBehind,
     /// Handing the prompt over failed.
     Undeliver,
     /// The current turn's harness reports what it used: its own figures,
@@ -167,6 +169,7 @@ fn raw() -> impl Strategy<Value = Input> {
             seq,
             error: "raw".into()
         }),
+        seq.clone().prop_map(|seq| Input::LeftBehind { seq }),
         seq.prop_map(|seq| Input::SurvivorGone { seq }),
     ]
 }
@@ -218,6 +221,7 @@ fn act() -> impl Strategy<Value = Act> {
         4 => prop_oneof![5 => Just(true), 1 => Just(false)].prop_map(Act::Spawn),
         3 => Just(Act::Name),
         3 => exit().prop_map(Act::End),
+        2 => Just(Act::LeftBehind),
         1 => Just(Act::Undeliver),
         2 => Just(Act::SurvivorGone),
         2 => Just(Act::Restart),
@@ -304,6 +308,8 @@ struct World {
     ledger: BTreeMap<PromptId, Ledger>,
     terms: Vec<(TurnSeq, Millis, u32)>,
     kills: Vec<(TurnSeq, Millis, u32)>,
+    /// Trees given up (`AbandonTree`).
+    abandons: Vec<(TurnSeq, Millis, u32)>,
     ends: Vec<(TurnSeq, Millis, u32)>,
     /// The native session's running total as the world's harness counts it.
     thread_total: Usage,
@@ -368,6 +374,7 @@ impl World {
             ledger: BTreeMap::new(),
             terms: Vec::new(),
             kills: Vec::new(),
+            abandons: Vec::new(),
             ends: Vec::new(),
             thread_total: Usage::default(),
             fed: BTreeMap::new(),
@@ -444,6 +451,11 @@ impl World {
                         exit,
                         detail: "tail".into(),
                     })?;
+                }
+            }
+            Act::LeftBehind => {
+                if let Some(seq) = self.current_proc().map(|p| p.seq) {
+                    self.feed(Input::LeftBehind { seq })?;
                 }
             }
             Act::Ask => {
@@ -548,6 +560,7 @@ impl World {
                     self.now = target;
                     self.kill_follows_term()?;
                     self.term_follows_asking()?;
+                    self.abandon_follows_kill()?;
                     return self.permit_within_startup_timeout();
                 }
             }
@@ -637,7 +650,15 @@ impl World {
                 | Input::Relaunch(RelaunchMode::Restart)
         );
         if let Some(t) = before.record.turn.as_ref() {
-            if ends_turn && t.process().is_some() && t.ending.is_none() && !before.survivor {
+            // A tree that had a signal already (what its exited harness
+            // left got SIGTERM) gets no second one.
+            let signalled = before.signalled.is_some();
+            if ends_turn
+                && t.process().is_some()
+                && t.ending.is_none()
+                && !before.survivor
+                && !signalled
+            {
                 // Asked only while its stdin is open; else signalled.
                 let asks = t.delivered() && !before.stdin.closed && input == Input::Interrupt;
                 let want = if asks {
@@ -655,6 +676,15 @@ impl World {
                 );
             }
         }
+        // What an exited harness left gets SIGTERM at once (a tree that
+        // had a signal already leaves the input ignored, above).
+        if let Input::LeftBehind { seq } = input {
+            let want = Effect::Signal {
+                seq,
+                signal: Signal::Term,
+            };
+            prop_assert!(effects.contains(&want), "left behind: {effects:?}");
+        }
         self.seen.insert(format!("applied {}", name(&input)));
         if let Some(Input::Steer(_)) = Some(&input) {
             if self.s.steered(self.s.record().next_prompt - 1) {
@@ -666,6 +696,7 @@ impl World {
         self.invariants()?;
         self.kill_follows_term()?;
         self.term_follows_asking()?;
+        self.abandon_follows_kill()?;
         self.permit_within_startup_timeout()
     }
 
@@ -961,10 +992,24 @@ impl World {
                 }
                 Effect::Signal { seq, signal } => {
                     let at = (*seq, self.now, self.run);
-                    match signal {
-                        Signal::Term => self.terms.push(at),
-                        Signal::Kill => self.kills.push(at),
-                    }
+                    let sent = match signal {
+                        Signal::Term => &mut self.terms,
+                        Signal::Kill => &mut self.kills,
+                    };
+                    // A second SIGTERM means "hurry" to some CLIs.
+                    prop_assert!(
+                        !sent.iter().any(|&(s, _, r)| s == *seq && r == self.run),
+                        "turn {seq} got {signal:?} twice"
+                    );
+                    sent.push(at);
+                }
+                Effect::AbandonTree { seq } => {
+                    let run = self.run;
+                    prop_assert!(
+                        self.kills.iter().any(|&(s, _, r)| s == *seq && r == run),
+                        "turn {seq} given up before SIGKILL"
+                    );
+                    self.abandons.push((*seq, self.now, run));
                 }
                 Effect::KillSurvivor { seq, .. } => self.survivor = Some(*seq),
                 Effect::Emit(Event::ApprovalResolved {
@@ -1109,13 +1154,22 @@ impl World {
 
     /// A turn that got SIGTERM gets SIGKILL within the grace unless it ended.
     fn kill_follows_term(&self) -> Check {
-        self.follows_within_grace(&self.terms, &self.kills, "got SIGTERM", "SIGKILL")
+        let grace = config().kill_grace;
+        self.follows_within(grace, &self.terms, &self.kills, "got SIGTERM", "SIGKILL")
+    }
+
+    /// A turn that got SIGKILL is given up within the kill wait unless it
+    /// ended.
+    fn abandon_follows_kill(&self) -> Check {
+        let (kills, abandons) = (&self.kills, &self.abandons);
+        self.follows_within(KILL_WAIT, kills, abandons, "got SIGKILL", "given up")
     }
 
     /// A turn asked in its protocol to stop gets SIGTERM within the kill
     /// grace unless it ended.
     fn term_follows_asking(&self) -> Check {
-        self.follows_within_grace(
+        self.follows_within(
+            config().kill_grace,
             &self.asked_to_stop,
             &self.terms,
             "was asked to stop",
@@ -1123,16 +1177,16 @@ impl World {
         )
     }
 
-    /// Each of this run's `causes` (turn, when, run) is followed within the
-    /// kill grace by one of `effects` for its turn, or by the turn's end.
-    fn follows_within_grace(
+    /// Each of this run's `causes` (turn, when, run) is followed within
+    /// `grace` by one of `effects` for its turn, or by the turn's end.
+    fn follows_within(
         &self,
+        grace: Millis,
         causes: &[(TurnSeq, Millis, u32)],
         effects: &[(TurnSeq, Millis, u32)],
         cause: &str,
         effect: &str,
     ) -> Check {
-        let grace = config().kill_grace;
         for &(seq, at, run) in causes {
             if run != self.run || self.now < at + grace {
                 continue;
@@ -1273,7 +1327,10 @@ proptest! {
     /// starts nothing; every prompt is run once, failed, or still queued;
     /// a restored waiting start waits again; every granted permit comes
     /// back once; no first turn before the wait ended and the permit came;
-    /// a Kill follows a Term within the grace unless the turn ended; every
+    /// a Kill follows a Term within the grace unless the turn ended, and the
+    /// tree is given up within the kill wait after it; a turn's tree gets
+    /// each signal once, and what an exited harness left gets SIGTERM at
+    /// once unless the tree had a signal already; every
     /// change is persisted, and Persist comes first; a turn's end carries
     /// what its harness reported, and the session's totals are the sum of
     /// its journalled turns' usage; an interrupt asks before it signals and
@@ -1322,6 +1379,7 @@ fn the_random_lives_reach_every_situation() {
         "applied SpawnFailed",
         "applied PromptUndelivered",
         "applied SurvivorGone",
+        "applied LeftBehind",
         "applied TurnUsage",
         "reported Turn",
         "reported Total",
@@ -1355,6 +1413,7 @@ fn the_random_lives_reach_every_situation() {
         "DeliverPrompt",
         "Signal Term",
         "Signal Kill",
+        "AbandonTree",
         "KillSurvivor",
         "applied ApprovalRequested",
         "applied ApprovalDecided",

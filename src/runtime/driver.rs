@@ -252,6 +252,7 @@ impl Runtime {
             } => self.spawn_turn(s, pass, seq, prompt, resume, plan_only),
             Effect::DeliverPrompt { seq } => self.deliver(s, pass, seq),
             Effect::Signal { seq, signal } => self.signal_turn(s, seq, signal),
+            Effect::AbandonTree { seq } => self.abandon_tree(s, seq),
             Effect::KillSurvivor { seq, process } => self.kill_survivor(s, seq, process),
             Effect::CloseInput { seq } => self.close_input(s, seq),
             Effect::InterruptTurn { seq } => self.interrupt_turn(s, pass, seq),

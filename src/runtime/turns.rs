@@ -179,6 +179,13 @@ impl Runtime {
         }
     }
 
+    /// `AbandonTree`: SIGKILL did not end the turn's tree in time. Nothing
+    /// feeds `LeftBehind` yet, and the ender gives a tree up itself, so
+    /// this only says so in the log.
+    pub(super) fn abandon_tree(&self, s: &Hosted, seq: TurnSeq) {
+        log::warn!("{}: turn {seq} is still there after SIGKILL", s.id);
+    }
+
     /// `KillSurvivor`: on the pool, SIGKILL to what the turn's record still
     /// names (its cgroup, or its pid if the start time matches, and its
     /// marked processes), then `SurvivorGone`.

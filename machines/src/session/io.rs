@@ -18,6 +18,11 @@ use crate::time::Millis;
 pub const STARTUP_TIMEOUT: Millis = 120_000;
 /// `kill_grace_ms`: how long a turn has between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Millis = 4_000;
+/// How long what is left of a turn's tree has after SIGKILL before the
+/// runtime is told to give it up (`AbandonTree`): a process in
+/// uninterruptible sleep dies only when it wakes. The supervisor's own
+/// `KILL_WAIT` is the same bound.
+pub const KILL_WAIT: Millis = 5_000;
 /// `linger_ms`: how long a harness's process waits for the next
 /// prompt after its turn is done, before its stdin closes.
 pub const LINGER: Millis = 30_000;
@@ -214,6 +219,14 @@ pub enum Input {
         /// The end of its stderr, for an error message (may be empty).
         detail: String,
     },
+    /// The turn's harness exited, and the first look at its tree found
+    /// processes it left behind (a daemon, a background job): ending them
+    /// is the session's, as ending the turn is. Not said of a tree found
+    /// empty.
+    LeftBehind {
+        /// The turn.
+        seq: TurnSeq,
+    },
     /// `KillSurvivor` is done: nothing of the restored turn runs any more.
     SurvivorGone {
         /// The turn.
@@ -336,6 +349,13 @@ pub enum Effect {
         /// Which signal.
         signal: Signal,
     },
+    /// SIGKILL did not end the turn's tree within [`KILL_WAIT`]: stop
+    /// waiting for what is left of it (logged), and answer `TurnEnded`
+    /// once its harness has exited and its pipes are read.
+    AbandonTree {
+        /// The turn.
+        seq: TurnSeq,
+    },
     /// A restart found this turn recorded: SIGKILL whatever still matches
     /// its pid and start time (or its cgroup), then answer `SurvivorGone`.
     KillSurvivor {
@@ -375,6 +395,8 @@ pub enum Timer {
     StartupTimeout,
     /// A turn that got SIGTERM gets SIGKILL then.
     KillGrace,
+    /// A turn that got SIGKILL and is still there is given up then.
+    KillWait,
     /// A turn asked in its protocol to stop gets SIGTERM then.
     InterruptGrace,
     /// A finished turn's process stops waiting for the next prompt.

@@ -28,11 +28,18 @@
 //!   that has its prompt. `NativeId` marks the turn as reported in (and
 //!   completes a launch's first turn). `TurnEnded` settles its prompt.
 //! - **Stop** pauses the queue and ends the running turn (SIGTERM, then
-//!   SIGKILL after `kill_grace`); during a launch it completes at once.
+//!   SIGKILL after `kill_grace`, and its tree given up (`AbandonTree`)
+//!   `KILL_WAIT` after that if it is still there); during a launch it
+//!   completes at once.
 //!   **Interrupt** ends the turn without pausing. **Close** ends the launch
 //!   (its harness never starts) or the turn, and nothing starts again.
 //!   **Service stop** ends the launch (a start that had not started waits
 //!   again next run) and cuts the turn.
+//! - **Left behind.** What a harness that exited left in its tree
+//!   (`LeftBehind`: a daemon, a background job) is ended as a stopped
+//!   turn is, by the session's own grace; `TurnEnded` comes once the tree
+//!   is gone. A tree gets each signal once: what is left of a turn being
+//!   ended changes nothing (a second SIGTERM means "hurry" to some CLIs).
 //! - **Relaunch** (resume, wake, restart) never waits for a copy, and is
 //!   refused while the first launch or another relaunch is under way.
 //! - **First sign of life.** Any other turn, a warm follow-up included,
@@ -105,6 +112,7 @@ mod metering;
 mod phase;
 pub mod record;
 pub mod retry;
+mod signals;
 mod spending;
 mod talk;
 mod timers;
@@ -132,7 +140,7 @@ pub use event::Event;
 pub use excerpt::{excerpt, PROMPT_TEXT_MAX};
 pub use failure::{CutBy, Failure, FAILURE_TEXT_MAX};
 pub use io::{
-    Config, Effect, Input, Options, Outcome, Refusal, Signal, Timer, KILL_GRACE, LINGER,
+    Config, Effect, Input, Options, Outcome, Refusal, Signal, Timer, KILL_GRACE, KILL_WAIT, LINGER,
     MAX_QUEUED_PROMPTS, PERSIST_RETRY, STARTUP_TIMEOUT,
 };
 pub use launch_io::LaunchInput;
@@ -158,6 +166,12 @@ pub struct State {
     pub timers: TimerTable,
     /// What this run said on the current turn's stdin.
     pub stdin: Stdin,
+    /// The last signal this run sent to the current turn's tree, if any:
+    /// a tree signalled once is never sent SIGTERM again (a second one
+    /// means "hurry" to some CLIs). Not in the record: a restart kills the
+    /// turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signalled: Option<Signal>,
 }
 
 /// What this run said on the current turn's stdin. Not in the record: a
@@ -262,6 +276,7 @@ impl Session {
                 survivor: false,
                 timers: TimerTable::default(),
                 stdin: Stdin::default(),
+                signalled: None,
             },
             launch: None,
             staged: Vec::new(),
@@ -354,6 +369,7 @@ impl Session {
                 self.handle_steer_undelivered(now, seq, prompt, text)
             }
             Input::TurnEnded { seq, exit, detail } => self.handle_ended(now, seq, exit, detail),
+            Input::LeftBehind { seq } => self.handle_left_behind(now, seq),
             Input::SurvivorGone { seq } => self.handle_survivor_gone(now, seq),
             Input::OutputCapped { seq, cap } => self.handle_output_capped(now, seq, cap),
             Input::PersistFailed { error } => self.handle_persist_failed(now, error),

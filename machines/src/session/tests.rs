@@ -1,6 +1,7 @@
 //! Behaviours of the session machine, one test each.
 
 mod budget;
+mod left_behind;
 mod order;
 mod talk;
 mod usage;

@@ -16,6 +16,9 @@ use crate::time::Millis;
 pub enum Deadline {
     /// The ending turn, which got SIGTERM, gets SIGKILL then.
     KillGrace,
+    /// The turn that got SIGKILL and is still there is given up then
+    /// (`AbandonTree`).
+    KillWait,
     /// The turn asked in its protocol to stop (or whose linger is over)
     /// gets SIGTERM then.
     InterruptGrace,
@@ -31,8 +34,9 @@ pub enum Deadline {
 impl Deadline {
     /// Every kind, in the order [`TimerTable::next`] prefers them when two
     /// fall due at once.
-    pub const ALL: [Deadline; 5] = [
+    pub const ALL: [Deadline; 6] = [
         Deadline::KillGrace,
+        Deadline::KillWait,
         Deadline::InterruptGrace,
         Deadline::Linger,
         Deadline::StartupTimeout,
@@ -43,6 +47,7 @@ impl Deadline {
     pub fn timer(self) -> Timer {
         match self {
             Deadline::KillGrace => Timer::KillGrace,
+            Deadline::KillWait => Timer::KillWait,
             Deadline::InterruptGrace => Timer::InterruptGrace,
             Deadline::Linger => Timer::Linger,
             Deadline::StartupTimeout => Timer::StartupTimeout,

@@ -1,10 +1,10 @@
 //! A turn's life: spawned, handed its prompt, named, ended (on its own or
-//! on purpose, with SIGTERM then SIGKILL), or found after a restart; and
-//! what its end does to its prompt.
+//! on purpose, its tree signalled as signals.rs says), or found after a
+//! restart; and what its end does to its prompt.
 
 use super::event::Event;
 use super::failure::{CutBy, Failure};
-use super::io::{Effect, Outcome, Signal};
+use super::io::{Effect, Outcome};
 use super::record::{EndWhy, Phase, Process, Run, Turn, TurnSeq};
 use super::timers::Deadline;
 use super::usage::Usage;
@@ -35,8 +35,9 @@ enum Fate {
 }
 
 /// The deadlines that are the current turn's: they go with it.
-const TURN_DEADLINES: [Deadline; 4] = [
+const TURN_DEADLINES: [Deadline; 5] = [
     Deadline::KillGrace,
+    Deadline::KillWait,
     Deadline::InterruptGrace,
     Deadline::StartupTimeout,
     Deadline::Linger,
@@ -62,6 +63,7 @@ impl Session {
             self.state.timers.stop(deadline);
         }
         let stdin = std::mem::take(&mut self.state.stdin);
+        self.state.signalled = None;
         self.void_pending(seq);
         let turn = self.rec().turn.take()?;
         Some((turn, stdin))
@@ -307,16 +309,8 @@ impl Session {
 
     pub(super) fn handle_timeout(&mut self, now: Millis) -> Outcome {
         let mut applied = false;
-        if self.state.timers.is_due(Deadline::KillGrace, now) {
-            self.state.timers.stop(Deadline::KillGrace);
-            if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
-                self.staged.push(Effect::Signal {
-                    seq,
-                    signal: Signal::Kill,
-                });
-            }
-            applied = true;
-        }
+        applied |= self.kill_grace_over(now);
+        applied |= self.kill_wait_over(now);
         if self.state.timers.is_due(Deadline::InterruptGrace, now) {
             self.state.timers.stop(Deadline::InterruptGrace);
             if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
@@ -412,28 +406,6 @@ impl Session {
             self.signal_term(now, seq);
         }
         true
-    }
-
-    /// SIGTERM to the turn, SIGKILL after the grace. The harness gets the
-    /// end of its stdin first: one that ignores SIGTERM (or has
-    /// its output dropped past the journal's cap, so its end of turn is
-    /// never heard) can still end by itself.
-    fn signal_term(&mut self, now: Millis, seq: TurnSeq) {
-        if self.state.timers.is_set(Deadline::KillGrace) {
-            // SIGTERM went already and its grace runs: a second reason to
-            // end the turn (its output capped while a linger ends it) moves
-            // the SIGKILL no later.
-            return;
-        }
-        if !self.state.stdin.closed {
-            self.close_input(seq);
-        }
-        self.staged.push(Effect::Signal {
-            seq,
-            signal: Signal::Term,
-        });
-        let at = now.saturating_add(self.config.kill_grace);
-        self.state.timers.set(Deadline::KillGrace, at);
     }
 
     /// A turn is gone: settle its launch (if it was a launch's first turn
