@@ -1,6 +1,7 @@
 //! Supervision, called as a library: every turn ends whole (checked in
-//! /proc), survivors of a killed service are found from their record, spawn
-//! errors read clearly, accounts switch, output stays bounded.
+//! /proc), the watcher watches what exited harnesses left without a signal
+//! of its own, survivors of a killed service are found from their record,
+//! spawn errors read clearly, accounts switch, output stays bounded.
 //!
 //! Each behaviour runs in both modes: a cgroup per turn (where this machine
 //! lets the test make one: as root; outside CI it is skipped with its
@@ -19,8 +20,9 @@ use std::time::{Duration, Instant};
 
 use room_core::supervise::output::{self, Line, LineReader};
 use room_core::supervise::process;
+use room_core::supervise::watcher::{Seen, Watcher};
 use room_core::supervise::{
-    Account, Ended, Mode, SpawnSpec, Supervision, Supervisor, Turn, TurnKey, TurnRecord,
+    Account, Ended, Mode, SpawnSpec, Supervision, Supervisor, Tree, Turn, TurnKey, TurnRecord,
     TURN_MARKER,
 };
 use room_kit::{absent, skip};
@@ -309,48 +311,116 @@ fn many_turns_end_within_one_grace() {
     }
 }
 
-/// The ender (one thread) ends trees handed to it at different times side
-/// by side, each on its own grace: eight leaders that left a child ignoring
-/// SIGTERM, handed over 100 ms apart, are each reported forced and clean
-/// after their own grace, and nothing of them is left.
-fn ender_side_by_side(test: &str, kind: Kind) {
-    let grace = Duration::from_millis(500);
-    let Some(sup) = supervisor(test, kind, grace) else {
+// -------------------------------------------------------------- watcher ----
+
+/// A turn whose leader leaves `sleep 600` behind (which SIGTERM would
+/// end) and has exited: its key, the turn and the child's pid.
+fn left_a_child(sup: &Supervisor, tag: &str) -> (TurnKey, Turn, u32) {
+    let (k, mut t, rx) = start(sup, tag, "sleep 600 & echo $!; read x");
+    let child: u32 = next(&rx).parse().unwrap();
+    drop(t.child.stdin.take());
+    t.child.wait().unwrap();
+    assert!(running(child));
+    (k, t, child)
+}
+
+/// What the watcher says of tree `n`, with when it said it.
+type Said = (usize, Instant, Seen);
+
+/// Watches `tree` as tree `n`: what is seen goes to `to`.
+fn watch(watcher: &Watcher, n: usize, tree: &Tree, to: &crossbeam_channel::Sender<Said>) {
+    let to = to.clone();
+    assert!(watcher.watch(tree.clone(), move |seen| {
+        let _ = to.send((n, Instant::now(), seen));
+    }));
+}
+
+/// The watcher (one thread) watches trees handed to it at different times
+/// side by side, and neither signals nor gives up any: four leaders that
+/// left a child each are reported with that child at once, the children
+/// still run well past any grace, and each tree is reported gone as soon
+/// as its child is killed, clean and not forced, nothing of it left.
+fn watcher_side_by_side(test: &str, kind: Kind) {
+    let Some(sup) = supervisor(test, kind, GRACE) else {
         return;
     };
     let sup = std::sync::Arc::new(sup);
-    let ender = room_core::supervise::ender::Ender::start(sup.clone()).unwrap();
-    let (done, ended) = crossbeam_channel::unbounded();
+    let watcher = Watcher::start(sup.clone()).unwrap();
+    let (to, said) = crossbeam_channel::unbounded();
     let mut turns = Vec::new();
-    for n in 0..8 {
-        // The leader exits at once; its child ignores SIGTERM.
-        let (k, mut t, rx) = start(&sup, "ender", "(trap '' TERM; echo up; sleep 600) & read x");
-        assert_eq!(next(&rx), "up");
-        drop(t.child.stdin.take());
-        t.child.wait().unwrap();
-        let done = done.clone();
+    for n in 0..4 {
+        let (k, t, child) = left_a_child(&sup, "watch");
         let handed = Instant::now();
-        assert!(ender.end(t.tree.clone(), move |e| {
-            let _ = done.send((n, handed.elapsed(), e));
-        }));
-        turns.push((k, t));
-        std::thread::sleep(Duration::from_millis(100));
+        watch(&watcher, n, &t.tree, &to);
+        let (m, at, seen) = said.recv_timeout(WAIT).expect("the first look");
+        assert_eq!((m, seen), (n, Seen::First(vec![child])));
+        assert!(at - handed < Duration::from_secs(1), "{:?}", at - handed);
+        turns.push((k, t, child));
+        std::thread::sleep(Duration::from_millis(50));
     }
-    for _ in 0..turns.len() {
-        let (n, took, e) = ended.recv_timeout(WAIT).expect("each tree ends");
-        assert!(e.forced && e.is_clean(), "tree {n}: {e:?}");
-        assert!(took >= grace && took < grace * 3, "tree {n}: {took:?}");
-    }
-    for (k, t) in &turns {
-        assert_nothing_left(&sup, k, &[t.tree.pid()]);
+    std::thread::sleep(GRACE * 2);
+    for (n, (k, t, child)) in turns.iter().enumerate() {
+        assert!(running(*child), "tree {n}: the watcher signals nothing");
+        let killed = Instant::now();
+        sup.signal(&t.tree, nix::sys::signal::Signal::SIGKILL);
+        let (m, at, seen) = said.recv_timeout(WAIT).expect("each tree is gone");
+        assert_eq!((m, seen), (n, Seen::Gone(Ended::default())), "clean");
+        assert!(at - killed < Duration::from_secs(1), "{:?}", at - killed);
+        assert_nothing_left(&sup, k, &[t.tree.pid(), *child]);
     }
 }
 
 #[test]
-fn the_ender_ends_trees_side_by_side_each_on_its_own_grace() {
+fn the_watcher_watches_trees_side_by_side_and_signals_none() {
     both(
-        "the_ender_ends_trees_side_by_side_each_on_its_own_grace",
-        ender_side_by_side,
+        "the_watcher_watches_trees_side_by_side_and_signals_none",
+        watcher_side_by_side,
+    );
+}
+
+/// A tree given up is reported gone at once, with what still runs in it;
+/// one empty at its first look is reported gone right after that look.
+fn given_up_or_empty(test: &str, kind: Kind) {
+    let Some(sup) = supervisor(test, kind, GRACE) else {
+        return;
+    };
+    let sup = std::sync::Arc::new(sup);
+    let watcher = Watcher::start(sup.clone()).unwrap();
+    let (to, said) = crossbeam_channel::unbounded();
+    let (k, t, child) = left_a_child(&sup, "given-up");
+    watch(&watcher, 0, &t.tree, &to);
+    let (_, _, seen) = said.recv_timeout(WAIT).expect("the first look");
+    assert_eq!(seen, Seen::First(vec![child]));
+    assert!(watcher.give_up(&k));
+    let (_, _, seen) = said.recv_timeout(WAIT).expect("given up");
+    let Seen::Gone(ended) = seen else {
+        panic!("{seen:?}")
+    };
+    assert_eq!(ended.left, vec![child], "{ended:?}");
+    assert!(running(child), "given up, not killed");
+    assert!(sup.terminate(&t.tree).is_clean());
+    assert_nothing_left(&sup, &k, &[child]);
+    // A leader that left nothing.
+    let (k, mut t, rx) = start(&sup, "empty", "echo up");
+    assert_eq!(next(&rx), "up");
+    t.child.wait().unwrap();
+    watch(&watcher, 1, &t.tree, &to);
+    let (_, _, seen) = said.recv_timeout(WAIT).expect("the first look");
+    assert_eq!(seen, Seen::First(vec![]));
+    let (_, _, seen) = said.recv_timeout(WAIT).expect("gone");
+    assert_eq!(seen, Seen::Gone(Ended::default()));
+    assert_nothing_left(&sup, &k, &[t.tree.pid()]);
+    assert!(
+        !watcher.give_up(&k) || said.recv_timeout(GRACE).is_err(),
+        "no more"
+    );
+}
+
+#[test]
+fn a_tree_given_up_or_empty_at_its_first_look_is_reported_gone_at_once() {
+    both(
+        "a_tree_given_up_or_empty_at_its_first_look_is_reported_gone_at_once",
+        given_up_or_empty,
     );
 }
 

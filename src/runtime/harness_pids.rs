@@ -4,9 +4,9 @@
 //!
 //! A harness is keyed by its pid and start time ([`ProcKey`]), not its pid
 //! alone: an entry outlives its process (it is removed once the harness has
-//! exited and the supervisor has ended what it left behind, which takes up
-//! to the kill grace when a `setsid` descendant ignores SIGTERM), and a pid
-//! reused in that time must not be taken for the harness. A harness always wins, so that mistake
+//! exited and what it left behind is gone, which takes up to the session's
+//! kill grace when a `setsid` descendant ignores SIGTERM), and a pid reused
+//! in that time must not be taken for the harness. A harness always wins, so that mistake
 //! would hand a session's rights to an unrelated process.
 //!
 //! In cgroup mode each harness is also known by its turn's cgroup

@@ -17,8 +17,10 @@
 //! harness prints, so the harness never blocks on a full pipe and nothing
 //! is held.
 //!
-//! The end: what is left of the reports is journalled, the process leaves
-//! the agent socket's table, and `TurnEnded` is fed.
+//! What the harness left in its tree when it exited is fed as `LeftBehind`
+//! (the session's grace ends it). The end: what is left of the reports is
+//! journalled, the process leaves the agent socket's table, and
+//! `TurnEnded` is fed.
 
 use room_machines::session::{Input, JournalCap, Outcome, TurnSeq};
 
@@ -53,6 +55,11 @@ impl Runtime {
                         for input in inputs {
                             self.feed(&work.handle, input);
                         }
+                    }
+                    Work::LeftBehind => {
+                        self.append(work, &mut reading);
+                        let seq = work.now.get();
+                        self.feed(&work.handle, Input::LeftBehind { seq });
                     }
                     Work::Ended { exit, detail } => {
                         self.finish_output(work, &mut reading);

@@ -113,6 +113,7 @@ impl Runtime {
         s.supervised = Some((seq, started.tree.record()));
         s.live = Some(Box::new(LiveTurn {
             seq,
+            id: work.id,
             now,
             tree: started.tree,
             input,
@@ -179,11 +180,20 @@ impl Runtime {
         }
     }
 
-    /// `AbandonTree`: SIGKILL did not end the turn's tree in time. Nothing
-    /// feeds `LeftBehind` yet, and the ender gives a tree up itself, so
-    /// this only says so in the log.
+    /// `AbandonTree`: SIGKILL did not end the turn's tree in time; the
+    /// watcher stops waiting for what is left (the poller logs it), and
+    /// the turn ends once its harness has exited and its pipes are read.
     pub(super) fn abandon_tree(&self, s: &Hosted, seq: TurnSeq) {
-        log::warn!("{}: turn {seq} is still there after SIGKILL", s.id);
+        match s.live.as_ref().filter(|l| l.seq == seq) {
+            Some(l) => {
+                log::warn!(
+                    "{}: turn {seq} is still there after SIGKILL; giving it up",
+                    s.id
+                );
+                self.io.give_up(l.id);
+            }
+            None => log::debug!("{}: turn {seq}, given up, has no process", s.id),
+        }
     }
 
     /// `KillSurvivor`: on the pool, SIGKILL to what the turn's record still

@@ -11,6 +11,8 @@ use crate::supervise::Tree;
 pub(crate) struct LiveTurn {
     /// The turn.
     pub seq: TurnSeq,
+    /// The process, as the poller names it.
+    pub(crate) id: u64,
     /// The same, for the poller's and the worker's reports.
     pub(crate) now: TurnNow,
     /// Its tree, for signals.

@@ -1,32 +1,30 @@
-//! Ending a tree step by step: SIGTERM to all of it at the first look,
-//! SIGKILL to what is left once the grace is over, done when nothing is
-//! left (or [`KILL_WAIT`] after the SIGKILL). Each look returns when the
-//! next is due, so one thread can end any number of trees side by side
-//! (the ender, and [`Supervisor::terminate_all`]), never sleeping on one.
+//! Ending a tree step by step with a grace of the supervisor's own: SIGTERM
+//! to all of it at the first look, SIGKILL to what is left once the grace
+//! is over, done when nothing is left (or [`KILL_WAIT`] after the SIGKILL).
+//! Each look returns when the next is due, so one thread ends any number of
+//! trees side by side, never sleeping on one. It serves callers that keep
+//! no clock of their own ([`Supervisor::terminate`],
+//! [`Supervisor::terminate_all`]); the service's turns are ended by the
+//! session machine's signals and grace ([`Supervisor::signal`]), their
+//! trees watched by the watcher.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
 use super::cgroup;
-use super::group::{self, Ids, Numbers, Orphans};
+use super::members::{Member, TreeLook};
 use super::process::{self, Stat, KILL_WAIT};
-use super::{reap, Ended, Mode, Supervisor, Tree};
-
-/// The longest pause between two looks at a tree that is ending.
-const MAX_POLL: Duration = Duration::from_millis(20);
+use super::{reap, Ended, Mode, Supervisor, Tree, MAX_POLL};
 
 /// One tree being ended.
 #[derive(Debug)]
-pub struct TreeEnding {
-    pub(super) tree: Tree,
-    pub(super) marker: Vec<u8>,
-    /// Members seen so far (pid to start time).
-    pub(super) known: HashMap<u32, u64>,
+struct TreeEnding {
+    look: TreeLook,
     /// (pid, start time or 0, signal) already sent.
-    pub(super) signalled: HashSet<(u32, u64, i32)>,
-    pub(super) ended: Ended,
+    signalled: HashSet<(u32, u64, i32)>,
+    ended: Ended,
     signal: Signal,
     kill_at: Instant,
     give_up: Instant,
@@ -38,11 +36,9 @@ pub struct TreeEnding {
 impl TreeEnding {
     /// A tree to end, its grace running from `now`; its first look is due
     /// at once.
-    pub(super) fn new(tree: Tree, now: Instant, grace: Duration) -> TreeEnding {
+    fn new(tree: Tree, now: Instant, grace: Duration) -> TreeEnding {
         TreeEnding {
-            marker: tree.key.marker(),
-            tree,
-            known: HashMap::new(),
+            look: TreeLook::new(tree),
             signalled: HashSet::new(),
             ended: Ended::default(),
             signal: Signal::SIGTERM,
@@ -54,39 +50,14 @@ impl TreeEnding {
         }
     }
 
-    /// The tree.
-    pub fn tree(&self) -> &Tree {
-        &self.tree
-    }
-
     /// When its next look is due; `None` once it is done.
-    pub fn next(&self) -> Option<Instant> {
+    fn next(&self) -> Option<Instant> {
         (!self.done).then_some(self.next)
     }
 
-    /// How it ended, once it is done.
-    pub fn ended(&self) -> Option<&Ended> {
-        self.done.then_some(&self.ended)
-    }
-
-    /// Nothing runs (or the bound is reached): removes the cgroup.
     fn finish(&mut self) {
         self.done = true;
-        if let Some(dir) = &self.tree.cgroup {
-            if self.ended.left.is_empty() {
-                let until = Instant::now() + Duration::from_secs(1);
-                if let Err(e) = cgroup::remove(dir, until) {
-                    self.ended.problem = Some(format!("cannot remove {}: {e}", dir.display()));
-                }
-            }
-        }
-        if !self.ended.is_clean() {
-            log::warn!(
-                "turn {}: not all of it ended: {:?}",
-                self.tree.key,
-                self.ended
-            );
-        }
+        self.look.finish(&mut self.ended);
     }
 }
 
@@ -101,7 +72,7 @@ impl Supervisor {
     }
 
     /// [`terminate`](Self::terminate) for many trees at once: one grace for
-    /// all (service stop). The results are in the order of `trees`.
+    /// all. The results are in the order of `trees`.
     pub fn terminate_all(&self, trees: &[Tree]) -> Vec<Ended> {
         let started = Instant::now();
         let mut endings: Vec<TreeEnding> = trees
@@ -120,10 +91,7 @@ impl Supervisor {
     /// caller keeps the grace itself (the session machine's kill grace) and
     /// sends SIGKILL when it is over. Returns the pids signalled.
     pub fn signal(&self, tree: &Tree, signal: Signal) -> Vec<u32> {
-        let table = match self.mode {
-            Mode::ProcessGroups { .. } => process::snapshot(),
-            Mode::Cgroup(_) => Vec::new(),
-        };
+        let table = self.table();
         let mut once = self.begin_end(tree.clone(), Instant::now());
         let pids = self.signal_tree(&mut once, &table, signal);
         if !pids.contains(&tree.pid) {
@@ -136,75 +104,50 @@ impl Supervisor {
     /// Sends `signal` to what of `e`'s tree has not had it; returns the pids
     /// still running.
     fn signal_tree(&self, e: &mut TreeEnding, table: &[Stat], signal: Signal) -> Vec<u32> {
-        match (&self.mode, &e.tree.cgroup) {
-            (Mode::Cgroup(root), Some(dir)) => {
-                if !cgroup::populated(dir).unwrap_or(true) {
-                    return Vec::new();
+        let running = self.running(&mut e.look, table);
+        let cgroup = match (&self.mode, &e.look.tree.cgroup) {
+            (Mode::Cgroup(root), Some(dir)) => Some((root.path_of(dir).unwrap_or_default(), dir)),
+            _ => None,
+        };
+        if let Some((_, dir)) = &cgroup {
+            if signal == Signal::SIGKILL && !running.is_empty() {
+                if let Err(err) = cgroup::kill(dir) {
+                    e.ended.problem = Some(format!("cannot kill {}: {err}", dir.display()));
                 }
-                let path = root.path_of(dir).unwrap_or_default();
-                if signal == Signal::SIGKILL {
-                    if let Err(err) = cgroup::kill(dir) {
-                        e.ended.problem = Some(format!("cannot kill {}: {err}", dir.display()));
-                    }
-                }
-                let procs = cgroup::procs(dir);
-                for &pid in &procs {
-                    if e.signalled.insert((pid, 0, signal as i32)) {
-                        process::signal_checked(pid, signal, || cgroup::holds(&path, pid));
-                    }
-                }
-                procs
-            }
-            _ => {
-                // The group number is the turn's while its leader exists
-                // (running or a zombie); once reaped, the number may have
-                // been freed and reused, so a member must carry the marker
-                // (or have been seen before).
-                let leader = e.tree.pid;
-                let numbers = if table
-                    .iter()
-                    .any(|p| p.pid == leader && p.start_time == e.tree.start_time)
-                {
-                    Numbers::Trusted
-                } else {
-                    Numbers::WithMarker
-                };
-                let ids = Ids {
-                    leader,
-                    leader_start: e.tree.start_time,
-                    numbers,
-                    orphans: Orphans::ChildrenOf(std::process::id()),
-                };
-                let marker = e.marker.clone();
-                // A claimed pid is a turn's own process (another turn's,
-                // at service stop), never an orphan: its environment is not
-                // read.
-                let mut has_marker = |pid| {
-                    !reap::is_claimed(pid) && process::environ_has(pid, &marker) == Some(true)
-                };
-                let alive: Vec<Stat> = group::members(table, &ids, &mut e.known, &mut has_marker)
-                    .into_iter()
-                    .filter(|p| !p.is_gone())
-                    .collect();
-                for p in &alive {
-                    if e.signalled.insert((p.pid, p.start_time, signal as i32)) {
-                        process::signal_exact(p.pid, p.start_time, signal);
-                    }
-                }
-                // The group as a whole too, for what forked since the scan
-                // (its number is the turn's while a member is in it).
-                if alive.iter().any(|p| p.pgid == e.tree.pid) {
-                    let pgid = nix::unistd::Pid::from_raw(e.tree.pid as i32);
-                    let _ = nix::sys::signal::killpg(pgid, signal);
-                }
-                alive.iter().map(|p| p.pid).collect()
             }
         }
+        for &Member {
+            pid, start_time, ..
+        } in &running
+        {
+            if !e
+                .signalled
+                .insert((pid, start_time.unwrap_or(0), signal as i32))
+            {
+                continue;
+            }
+            match (&cgroup, start_time) {
+                (Some((path, _)), _) => {
+                    process::signal_checked(pid, signal, || cgroup::holds(path, pid));
+                }
+                (None, Some(start)) => {
+                    process::signal_exact(pid, start, signal);
+                }
+                (None, None) => {}
+            }
+        }
+        // The group as a whole too, for what forked since the scan (its
+        // number is the turn's while a member is in it).
+        if running.iter().any(|m| m.in_group) {
+            let pgid = nix::unistd::Pid::from_raw(e.look.tree.pid as i32);
+            let _ = nix::sys::signal::killpg(pgid, signal);
+        }
+        running.iter().map(|m| m.pid).collect()
     }
 
     /// Starts ending `tree` (its grace from `now`): feed it to
     /// [`look`](Self::look) until it is done.
-    pub fn begin_end(&self, tree: Tree, now: Instant) -> TreeEnding {
+    fn begin_end(&self, tree: Tree, now: Instant) -> TreeEnding {
         TreeEnding::new(tree, now, self.grace)
     }
 
@@ -213,22 +156,19 @@ impl Supervisor {
     /// "hurry" to some CLIs), the first look past its grace SIGKILL; a tree
     /// with nothing left is done. Returns when the next look is due (`None`
     /// when all are done). One process table serves every tree looked at.
-    pub fn look(&self, endings: &mut [TreeEnding], now: Instant) -> Option<Instant> {
+    fn look(&self, endings: &mut [TreeEnding], now: Instant) -> Option<Instant> {
         let due = |e: &TreeEnding| !e.done && e.next <= now;
         if endings.iter().any(due) {
             for e in endings.iter_mut().filter(|e| due(e)) {
                 if e.signal == Signal::SIGTERM && now >= e.kill_at {
                     e.signal = Signal::SIGKILL;
                     e.ended.forced = true;
-                    e.tree.signal_leader(Signal::SIGKILL);
+                    e.look.tree.signal_leader(Signal::SIGKILL);
                 }
             }
             // Orphans of these trees that have exited are our zombies.
             reap::sweep();
-            let table = match &self.mode {
-                Mode::ProcessGroups { .. } => process::snapshot(),
-                Mode::Cgroup(_) => Vec::new(),
-            };
+            let table = self.table();
             let mut finished = false;
             for e in endings.iter_mut().filter(|e| due(e)) {
                 let left = self.signal_tree(e, &table, e.signal);

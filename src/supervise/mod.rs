@@ -5,11 +5,18 @@
 //!   posix_spawn, see [`spawn`]) leading a session of its own (no
 //!   controlling terminal), marked with `ROOM_CORE_TURN=<key>`, and in
 //!   cgroup mode in a cgroup of its own.
-//! - [`Supervisor::terminate`] (and [`Supervisor::terminate_all`] at
-//!   service stop, one grace for all) sends SIGTERM to the whole tree,
-//!   SIGKILL to what is left after `kill_grace_ms`, and returns when nothing
-//!   of it is left. Call it too when a turn's process has exited on its
-//!   own: it ends what the harness left behind and removes its cgroup.
+//! - [`Supervisor::signal`] sends a signal to the whole tree at once and
+//!   returns: the service's turns are ended by the session machine's
+//!   signals, its grace between them.
+//! - The [`watcher`] watches the trees of harnesses that have exited,
+//!   without a signal or a clock: it tells what its first look found left
+//!   behind and when nothing is left (removing the cgroup), or gives a tree
+//!   up when told.
+//! - [`Supervisor::terminate`] (and [`Supervisor::terminate_all`], one
+//!   grace for all) is the same with a grace of the supervisor's own, for
+//!   callers that keep no clock: SIGTERM to the whole tree, SIGKILL to what
+//!   is left after `kill_grace_ms`, and it returns when nothing of it is
+//!   left.
 //! - [`Supervisor::kill_survivor`] kills, after a restart, what a persisted
 //!   [`TurnRecord`] still names (a pid only if its start time matches).
 //!
@@ -18,13 +25,15 @@
 //! PR_SET_CHILD_SUBREAPER ([`group`]). Reaping: [`reap`]. Output: [`output`].
 
 pub mod cgroup;
-pub mod ender;
 pub mod ending;
 pub(crate) mod group;
+mod members;
 pub mod output;
 pub mod process;
 pub(crate) mod reap;
 pub mod spawn;
+pub mod watcher;
+mod watching;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -47,7 +56,8 @@ use process::Stat;
 /// The environment variable that marks every process of a turn.
 pub const TURN_MARKER: &str = "ROOM_CORE_TURN";
 
-/// The longest pause between two looks at a tree that is being killed.
+/// The longest pause between two looks at a tree being ended, killed or
+/// watched.
 const MAX_POLL: Duration = Duration::from_millis(20);
 
 /// A turn's name: it names its cgroup (`room-core/<key>`) and marks its

@@ -13,7 +13,12 @@ pub(crate) enum Command {
     Write(u64),
     /// Process `id`'s worker caught up: read its stdout again.
     Resume(u64),
-    /// Nothing of process `id`'s tree is left.
+    /// The watcher's first look at process `id`'s tree, once it exited,
+    /// found these pids running.
+    LeftBehind(u64, Vec<u32>),
+    /// The session gave process `id`'s tree up (`AbandonTree`).
+    GiveUp(u64),
+    /// Nothing of process `id`'s tree is left, or it was given up.
     TreeGone(u64, Ended),
     /// The runtime is gone.
     Stop,

@@ -5,8 +5,10 @@
 //! what is there, one chunk a descriptor a wake so no harness starves
 //! another, splits stdout into lines and hands them to the turn's worker
 //! on the event pool ([`TurnWork`]), keeps stderr's end, writes what waits
-//! for stdin, and, when a harness exits, has the ender end what it left
-//! and hands its end to the worker after everything it printed. It never
+//! for stdin, and, when a harness exits, has the watcher watch its tree
+//! (what the harness left there is reported to the session, whose grace
+//! ends it) and hands its end to the worker after everything it printed,
+//! once nothing of the tree is left or the session gave it up. It never
 //! takes a session's lock nor touches the disk, so no harness, however it
 //! behaves, holds up another. The thread count does not grow with running
 //! or lingering harnesses: a harness costs its descriptors and a few
@@ -37,8 +39,8 @@ use crate::journal::Journal;
 use crate::procfs::ProcKey;
 use crate::sessions::turn_now::TurnNow;
 use crate::sessions::SessionHandle;
-use crate::supervise::ender::Ender;
 use crate::supervise::output::CHUNK;
+use crate::supervise::watcher::{Seen, Watcher};
 use crate::supervise::{Child, Supervisor, Tree};
 
 use handle::{Command, IoHandle};
@@ -54,7 +56,7 @@ const EVENTS: usize = 256;
 pub(crate) struct Turn {
     /// The process.
     pub(crate) child: Child,
-    /// Its tree, for the ender.
+    /// Its tree, for the watcher.
     pub(crate) tree: Tree,
     /// Its stdin, stdout and stderr.
     pub(crate) pipes: (ChildStdin, ChildStdout, ChildStderr),
@@ -81,7 +83,7 @@ pub(crate) struct HarnessIo {
 }
 
 impl HarnessIo {
-    /// Starts the poller's thread and the ender's.
+    /// Starts the poller's thread and the watcher's.
     pub(crate) fn start(supervisor: Arc<Supervisor>) -> std::io::Result<HarnessIo> {
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
         let wake = Arc::new(EventFd::from_flags(
@@ -97,7 +99,7 @@ impl HarnessIo {
             commands: rx,
             added,
             me: handle.clone(),
-            ender: Ender::start(supervisor)?,
+            watcher: Watcher::start(supervisor)?,
             watched: FxHashMap::default(),
             deadlines: BTreeSet::new(),
             no_pidfd: Vec::new(),
@@ -160,6 +162,14 @@ impl HarnessIo {
         }
         Ok((input, work))
     }
+
+    /// The session gave process `id`'s tree up (`AbandonTree`): the
+    /// watcher stops waiting for it, now or as soon as the harness exits.
+    pub(crate) fn give_up(&self, id: u64) {
+        if !self.handle.send(Command::GiveUp(id)) {
+            log::error!("the harness poller is gone: process {id}'s tree is not given up");
+        }
+    }
 }
 
 impl Drop for HarnessIo {
@@ -175,7 +185,7 @@ struct Poller {
     commands: Receiver<Command>,
     added: Receiver<Watched>,
     me: IoHandle,
-    ender: Ender,
+    watcher: Watcher,
     watched: FxHashMap<u64, Watched>,
     /// When each process whose tree is gone stops waiting for its pipes.
     deadlines: BTreeSet<(Instant, u64)>,
@@ -279,6 +289,21 @@ impl Poller {
                     self.settle(id, state);
                 }
             }
+            Command::LeftBehind(id, pids) => {
+                if let Some(w) = self.watched.get(&id) {
+                    w.left_behind(pids);
+                }
+            }
+            Command::GiveUp(id) => {
+                if let Some(w) = self.watched.get_mut(&id) {
+                    if w.give_up() && !self.watcher.give_up(w.tree().key()) {
+                        log::error!(
+                            "the watcher is gone: turn {} is not given up",
+                            w.tree().key()
+                        );
+                    }
+                }
+            }
             Command::TreeGone(id, ended) => {
                 if let Some(w) = self.watched.get_mut(&id) {
                     let state = w.tree_gone(ended, &self.epoll);
@@ -305,10 +330,23 @@ impl Poller {
                 };
                 let me = self.me.clone();
                 let tree = w.tree().clone();
-                if !self.ender.end(tree, move |ended| {
-                    me.send(Command::TreeGone(id, ended));
-                }) {
-                    log::error!("the ender is gone: turn {} is not ended", w.tree().key());
+                // A tree empty at the first look (the usual end) costs the
+                // session nothing: its end follows.
+                let watching = self.watcher.watch(tree, move |seen| match seen {
+                    Seen::First(left) if !left.is_empty() => {
+                        me.send(Command::LeftBehind(id, left));
+                    }
+                    Seen::First(_) => {}
+                    Seen::Gone(ended) => {
+                        me.send(Command::TreeGone(id, ended));
+                    }
+                });
+                let key = w.tree().key();
+                if !watching {
+                    log::error!("the watcher is gone: turn {key} is not watched");
+                } else if w.given_up() {
+                    // Given up before it exited: one look, and its end.
+                    self.watcher.give_up(key);
                 }
             }
             watched::State::Done => {

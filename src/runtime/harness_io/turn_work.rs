@@ -38,6 +38,8 @@ pub(crate) enum Work {
     Lines(Vec<Line>),
     /// Inputs for what stdin could not take.
     Undelivered(Vec<Input>),
+    /// The harness exited and left processes in its tree.
+    LeftBehind,
     /// The harness exited and nothing of its tree is left: its exit status
     /// and its stderr's end.
     Ended {
@@ -145,11 +147,16 @@ impl TurnWork {
 
     /// Adds `work`; whether the poller should stop reading stdout. The end
     /// is never held: a turn that ends before its prompt was handed over
-    /// never had its output read, so its held lines go.
+    /// never had its output read, so its held lines go. A report of what
+    /// the harness left that waits still when the end comes goes too: the
+    /// tree is gone (or given up) by then.
     pub(super) fn push(&self, work: Work) -> Flow {
         let mut q = self.lock();
         if let Work::Lines(lines) = &work {
             q.bytes += lines.iter().map(line_bytes).sum::<usize>();
+        }
+        if matches!(work, Work::Ended { .. }) {
+            q.items.retain(|w| !matches!(w, Work::LeftBehind));
         }
         if matches!(work, Work::Ended { .. }) && q.held {
             q.held = false;
@@ -346,6 +353,31 @@ mod tests {
             .collect();
         assert_eq!(resumed, vec![7]);
         assert_eq!(work.push(lines(1, 10)), Flow::Go);
+    }
+
+    #[test]
+    fn what_was_left_is_reported_in_order_unless_the_end_comes_first() {
+        let (work, _, _) = queue();
+        work.release();
+        work.push(lines(1, 10));
+        work.push(Work::LeftBehind);
+        let (round, _) = work.take();
+        assert!(matches!(
+            round.as_slice(),
+            [Work::Lines(_), Work::LeftBehind]
+        ));
+        // The tree is gone before the worker got to the report: moot.
+        work.push(Work::LeftBehind);
+        work.push(lines(1, 10));
+        work.push(Work::Ended {
+            exit: Exit::Code(0),
+            detail: String::new(),
+        });
+        let (round, _) = work.take();
+        assert!(matches!(
+            round.as_slice(),
+            [Work::Lines(_), Work::Ended { .. }]
+        ));
     }
 
     #[test]

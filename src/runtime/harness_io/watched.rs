@@ -1,9 +1,11 @@
 //! One harness process as the poller watches it: its stdout split into
 //! lines for its worker, its stderr's end kept, its stdin's waiting lines
-//! written, its exit noticed through its pidfd; then its tree ended by the
-//! ender, its pipes read to their end (at most [`OUTPUT_WAIT`] once the tree
-//! is gone: something that escaped it could hold them open), and its end
-//! handed to the worker after everything it printed.
+//! written, its exit noticed through its pidfd; then its tree watched by
+//! the watcher (what the harness left there goes to its worker, for the
+//! session to end), its pipes read to their end (at most [`OUTPUT_WAIT`]
+//! once the tree is gone or given up: something that escaped it could hold
+//! them open), and its end handed to the worker after everything it
+//! printed.
 
 use std::io::{ErrorKind, Read};
 use std::os::fd::AsFd;
@@ -45,6 +47,8 @@ pub(crate) struct Watched {
     exit: Option<Exit>,
     /// Its tree is gone: how it ended, and until when its pipes are waited for.
     gone: Option<(Ended, Instant)>,
+    /// The session gave its tree up (`AbandonTree`).
+    given_up: bool,
 }
 
 /// Where a watched process is, for the poller's loop.
@@ -52,7 +56,7 @@ pub(crate) struct Watched {
 pub(super) enum State {
     /// Running, or its pipes are being read to their end.
     Watching,
-    /// It exited: its tree goes to the ender.
+    /// It exited: its tree goes to the watcher.
     Exited,
     /// Its end was handed to the worker: forget it.
     Done,
@@ -81,6 +85,7 @@ impl Watched {
             work,
             exit: None,
             gone: None,
+            given_up: false,
         }
     }
 
@@ -104,7 +109,7 @@ impl Watched {
         Ok(false)
     }
 
-    /// The tree, for the ender.
+    /// The tree, for the watcher.
     pub(super) fn tree(&self) -> &Tree {
         &self.tree
     }
@@ -218,7 +223,32 @@ impl Watched {
         State::Exited
     }
 
-    /// The ender says nothing of its tree is left.
+    /// The watcher's first look found `pids` the harness left running:
+    /// the session decides what becomes of them, after what the harness
+    /// printed before.
+    pub(super) fn left_behind(&self, pids: Vec<u32>) {
+        log::info!(
+            "turn {}: its harness left {pids:?} running",
+            self.tree.key()
+        );
+        self.work.push(Work::LeftBehind);
+    }
+
+    /// The session gave its tree up: whether the watcher is to give it up
+    /// now (it watches the tree: the harness exited, the tree is not gone
+    /// yet). A harness that has not exited has its tree given up as soon
+    /// as it has ([`given_up`](Self::given_up)).
+    pub(super) fn give_up(&mut self) -> bool {
+        self.given_up = true;
+        self.exit.is_some() && self.gone.is_none()
+    }
+
+    /// Whether the session gave its tree up.
+    pub(super) fn given_up(&self) -> bool {
+        self.given_up
+    }
+
+    /// The watcher says nothing of its tree is left, or gave it up.
     pub(super) fn tree_gone(&mut self, ended: Ended, epoll: &Epoll) -> State {
         self.gone = Some((ended, Instant::now() + OUTPUT_WAIT));
         self.check_end(epoll, Instant::now())
