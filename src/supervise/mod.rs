@@ -325,7 +325,8 @@ impl Supervisor {
         &self.mode
     }
 
-    /// The grace between SIGTERM and SIGKILL.
+    /// The grace [`terminate`](Self::terminate) keeps between SIGTERM and
+    /// SIGKILL (the service's turns have the session machine's).
     pub fn grace(&self) -> Duration {
         self.grace
     }

@@ -185,6 +185,12 @@ mod tests {
     }
 
     #[test]
+    fn the_session_machine_gives_a_tree_up_after_this_same_wait() {
+        let machine = room_machines::session::KILL_WAIT;
+        assert_eq!(KILL_WAIT, Duration::from_millis(machine));
+    }
+
+    #[test]
     fn this_process_reads_as_itself() {
         let me = stat(std::process::id()).unwrap();
         assert_eq!(me.pid, std::process::id());
