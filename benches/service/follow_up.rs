@@ -12,7 +12,13 @@ use serde_json::json;
 use crate::stats::{ms, realtime_us, stats, Table};
 
 /// Follow-up messages timed per mode.
-pub(crate) const FOLLOW_UPS: usize = 10;
+pub(crate) const FOLLOW_UPS: usize = 20;
+/// The pause before each follow-up, on every side (room-core, the floor,
+/// the SDK): claude keeps working for a while after its `result` (it writes
+/// its transcript, it may ask the model for a title), and a message sent
+/// into that is slowed by it on whichever side. An app's next message comes
+/// seconds later.
+pub(crate) const PAUSE_MS: u64 = 500;
 /// What claude's assistant messages hold on the stream (its own line,
 /// journalled as it printed it).
 const ASSISTANT: &str = r#""type":"assistant""#;
@@ -69,7 +75,7 @@ pub(crate) fn follow_up_latency(
             let (_, page) = svc.get(&format!("/v1/sessions/{id}/events?limit=1"));
             let after = page["last_seq"].as_u64().unwrap();
             let reader = first_event_reader(&svc.base, &svc.token(), &id, after, first, assistant);
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(PAUSE_MS));
             let began = realtime_us();
             let (status, v) = svc.post(
                 &format!("/v1/sessions/{id}/messages"),
@@ -157,6 +163,7 @@ pub(crate) fn warm_floor(
     let (mut took, mut to_assistant) = (Vec::new(), Vec::new());
     for n in 0..FOLLOW_UPS {
         let line = room_core::harness::claude::protocol::user_message(&format!("follow-up {n}"));
+        std::thread::sleep(Duration::from_millis(PAUSE_MS));
         let began = Instant::now();
         stdin.write_all(line.as_bytes()).unwrap();
         until(r#""subtype":"init""#);

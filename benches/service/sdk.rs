@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::follow_up::FOLLOW_UPS;
+use crate::follow_up::{FOLLOW_UPS, PAUSE_MS};
 use crate::stats::{ms, stats, Table};
 
 /// The SDK version compared against; a new pin makes a new venv.
@@ -183,6 +183,7 @@ fn drive(
         .arg(&folder)
         .args(["--permission-mode", &permission_mode(root, claude)])
         .args(["--follow-ups", &FOLLOW_UPS.to_string()])
+        .args(["--pause-ms", &PAUSE_MS.to_string()])
         .args(["--cold", &FOLLOW_UPS.to_string()])
         .envs(cli_env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())

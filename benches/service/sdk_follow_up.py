@@ -46,6 +46,7 @@ async def main():
     parser.add_argument("--permission-mode", default="default")
     parser.add_argument("--follow-ups", type=int, default=10)
     parser.add_argument("--cold", type=int, default=10)
+    parser.add_argument("--pause-ms", type=int, default=500)
     args = parser.parse_args()
 
     def options(resume=None):
@@ -67,9 +68,9 @@ async def main():
         await client.query("first")
         first, session = await first_assistant(client, began)
         for n in range(args.follow_ups):
-            # The same pause the bench leaves before each room-core follow-up
-            # (its stream reader connects meanwhile): the process is idle.
-            await asyncio.sleep(0.05)
+            # The same pause the bench leaves before each room-core follow-up:
+            # claude is done with the turn before.
+            await asyncio.sleep(args.pause_ms / 1000.0)
             began = time.perf_counter()
             await client.query(f"follow-up {n}")
             took, _ = await first_assistant(client, began)
@@ -77,7 +78,7 @@ async def main():
 
     cold = []
     for n in range(args.cold):
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(args.pause_ms / 1000.0)
         began = time.perf_counter()
         async with ClaudeSDKClient(options(resume=session)) as client:
             await client.query(f"cold follow-up {n}")
