@@ -7,9 +7,10 @@ use super::approval::{ApprovalId, ApprovalMode, DecidedBy, Decision, Request, AP
 use super::budget::Budget;
 use super::event::Event;
 use super::launch_io::LaunchInput;
-use super::record::{Process, Prompt, PromptId, TurnSeq};
+use super::prompt::Prompt;
 use super::usage::UsageReport;
 use super::values::{Exit, JournalCap, RelaunchMode};
+use super::values::{Process, PromptId, TurnSeq};
 use crate::launch;
 use crate::launch::LaunchEffect;
 use crate::time::Millis;

@@ -110,6 +110,9 @@ mod launching;
 mod linger;
 mod metering;
 mod phase;
+#[cfg(test)]
+mod phase_tests;
+mod prompt;
 pub mod record;
 pub mod retry;
 mod signals;

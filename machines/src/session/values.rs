@@ -105,3 +105,15 @@ pub enum EndWhy {
     /// name its session) within the startup timeout of getting its prompt.
     NoSignOfLife,
 }
+
+/// A turn's process as the supervisor started it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Process {
+    /// The harness's pid.
+    pub pid: u32,
+    /// Its process group.
+    pub pgid: u32,
+    /// Field 22 of `/proc/PID/stat` (clock ticks since boot), so a restart
+    /// never mistakes a recycled pid for the turn.
+    pub start_time: u64,
+}
