@@ -45,6 +45,7 @@ pub(crate) fn lingering(table: &mut Table) {
     };
     let harnesses = children(svc.pid());
     let (threads, rss) = threads_and_rss(svc.pid());
+    println!("   its threads: {}", thread_names(svc.pid()));
     println!(
         "   {LINGERING} sessions started and idle in {:.1} s: {states:?}, {harnesses} harness processes",
         began.elapsed().as_secs_f64()
@@ -84,6 +85,30 @@ fn threads_and_rss(pid: u32) -> (usize, u64) {
             .unwrap_or(0)
     };
     (field("Threads:") as usize, field("VmRSS:"))
+}
+
+/// The names of process `pid`'s threads, each with its count.
+fn thread_names(pid: u32) -> String {
+    let mut names = std::collections::BTreeMap::<String, usize>::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        *names.entry(name.trim().to_string()).or_default() += 1;
+    }
+    names
+        .iter()
+        .map(|(name, n)| {
+            if *n > 1 {
+                format!("{name} x{n}")
+            } else {
+                name.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Processes whose parent is `pid` (the harnesses it spawned).
