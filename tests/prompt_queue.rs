@@ -37,7 +37,7 @@ fn await_drained(svc: &Service, id: &str, limit: Duration) {
 }
 
 /// A turn that stops reading its stdin while 300 steers of 2 KiB come: the
-/// pipe and the stdin writer's bound fill, and the steers that do not fit
+/// pipe and the stdin's bound of waiting lines fill, and the steers that do not fit
 /// are handed back. Every answer says where its prompt went (`steered`
 /// only for one the harness then read), and the prompts run in the order
 /// they were accepted: the steers the turn got, then the others as turns

@@ -4,7 +4,7 @@
 //! holds) or does not serve. The talker answers it in the CLI's protocol
 //! so the harness never waits for an answer that cannot come (claude: a
 //! denial, or an error for another kind of request; codex: a decline, or
-//! a JSON-RPC error), and the stdout reader journals a `request_refused`
+//! a JSON-RPC error), and the turn's output worker journals a `request_refused`
 //! event so the app sees it.
 
 use super::bounds::{cut, REF_MAX, TEXT_MAX};
@@ -142,7 +142,7 @@ impl Why {
     }
 }
 
-/// A request refused, as the stdout reader journals it.
+/// A request refused, as the turn's output worker journals it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
     /// Its kind, when known: claude's `subtype` (`can_use_tool`, ...),

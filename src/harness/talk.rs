@@ -4,7 +4,7 @@
 //! session wants said goes in, lines to write come out; a stdout line goes
 //! in, what it means (and any line it must be answered with) comes out.
 //! A line not read whole, or not servable, goes in as its start: a request
-//! it names is refused at once (refusal.rs). A turn's stdin writer holds
+//! it names is refused at once (refusal.rs). A turn's stdin holds
 //! one [`Talker`] per process; the values it takes and gives are in
 //! speech.rs.
 

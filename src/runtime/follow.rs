@@ -1,7 +1,7 @@
 //! Following sessions: what the API's session list, health,
 //! readiness, `/metrics` and event routes ask of the runtime, and each
 //! session's journal. The journal is written by the driver (the machine's
-//! `Emit`s) and by each turn's stdout reader (the harness's lines); this is
+//! `Emit`s) and by each turn's output worker (the harness's lines); this is
 //! its read side. Interrupt is an app command like stop (ops.rs).
 
 use std::sync::atomic::Ordering;

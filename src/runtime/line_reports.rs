@@ -1,4 +1,4 @@
-//! What a turn's stdout reader journals of the lines it cannot journal as
+//! What a turn's output worker journals of the lines it cannot journal as
 //! they are, so that the app sees every one of them and a flood of them
 //! costs nothing: `output_dropped` for a line never read whole (over the
 //! cap, not UTF-8), `harness_line_rejected` for one read and not servable
