@@ -319,7 +319,11 @@ impl Poller {
     fn settle(&mut self, id: u64, state: watched::State) {
         match state {
             watched::State::Watching => {
-                if let Some(at) = self.watched.get(&id).and_then(Watched::deadline) {
+                // A deadline already past means the process waits for its
+                // worker (stdout paused): `Resume` sets the next one. Taken
+                // again, it would be due again at once, for ever.
+                let deadline = self.watched.get(&id).and_then(Watched::deadline);
+                if let Some(at) = deadline.filter(|at| *at > Instant::now()) {
                     self.deadlines.insert((at, id));
                 }
             }

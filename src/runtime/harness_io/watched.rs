@@ -37,8 +37,10 @@ pub(crate) struct Watched {
     child: Child,
     tree: Tree,
     stdout: Option<ChildStdout>,
-    /// Stdout is in the poller's interest list (not paused).
+    /// Stdout is in the poller's interest list.
     reading: bool,
+    /// Stdout's reading is paused until the worker catches up (`Resume`).
+    paused: bool,
     split: LineSplitter,
     stderr: Option<ChildStderr>,
     tail: Tail,
@@ -78,6 +80,7 @@ impl Watched {
             tree,
             stdout: Some(pipes.0),
             reading: false,
+            paused: false,
             split: LineSplitter::new(line_cap),
             stderr: Some(pipes.1),
             tail: Tail::default(),
@@ -162,6 +165,7 @@ impl Watched {
                 let _ = epoll.delete(out.as_fd());
             }
             self.reading = false;
+            self.paused = true;
         }
     }
 
@@ -172,6 +176,9 @@ impl Watched {
 
     /// The worker caught up: stdout is read again.
     pub(super) fn resume(&mut self, epoll: &Epoll) {
+        if !std::mem::take(&mut self.paused) {
+            return;
+        }
         if let (Some(out), false) = (&self.stdout, self.reading) {
             let event = EpollEvent::new(EpollFlags::EPOLLIN, Token::Stdout.of(self.id));
             match epoll.add(out.as_fd(), event) {
@@ -269,7 +276,9 @@ impl Watched {
         let open = self.stdout.is_some() || self.stderr.is_some() || stdin_waits;
         // Paused, the backlog is the worker's, not the pipe's: it resumes
         // the reading, and the wait for the pipe's end starts again then.
-        let paused = self.stdout.is_some() && !self.reading;
+        // (A stdout that could not be watched again is not paused: the
+        // deadline bounds it.)
+        let paused = self.stdout.is_some() && self.paused;
         if open && (now < *until || paused) {
             return State::Watching;
         }
