@@ -36,7 +36,7 @@ use crate::journal::{
     nests_deeper, Journal, Journalled, NewEvent, Unservable, DEPTH_MAX, MAX_PAGE,
 };
 use crate::procfs;
-use crate::supervise::output::{Line, LineReader, HEAD};
+use crate::supervise::output::{Line, LineSplitter, CHUNK, HEAD};
 use crate::supervise::process;
 
 /// One fuzz target: its name (its file in `fuzz/fuzz_targets/` and its
@@ -235,17 +235,23 @@ fn protocol_line(talker: &mut Talker, read: Read, text: &str) {
 /// `LINE_CAP`, 1 MiB; the code is the same).
 const HARNESS_LINE_CAP: usize = 512;
 
-/// Splits `data` into lines as the turn reader does, finds the native ID,
+/// Splits `data` into lines as the poller does (what each read gives, at
+/// most a chunk, pushed through a [`LineSplitter`]), finds the native ID,
 /// makes each servable JSON line its journal event, which must be one line
 /// of the journal that restores to the same data byte for byte and parses
 /// in a page with serde_json's recursion limit, and hands every other line
 /// (over the cap, not UTF-8, not servable) to the talker as a line not read
 /// whole, whose requests are refused.
 fn harness_output(harness: Harness, data: &[u8]) {
-    let mut lines = LineReader::with_cap(data, HARNESS_LINE_CAP);
+    let mut split = LineSplitter::new(HARNESS_LINE_CAP);
     let mut talker = talking(harness);
     let mut count = 0;
-    while let Some(line) = lines.next_line().expect("a slice cannot fail to read") {
+    let mut lines = Vec::new();
+    for read in data.chunks(CHUNK) {
+        split.push(read, &mut |line| lines.push(line));
+    }
+    lines.extend(split.finish());
+    for line in lines {
         count += 1;
         assert!(count <= data.len() + 1, "more lines than bytes");
         let (why, bytes, head) = match &line {
@@ -282,7 +288,7 @@ fn harness_output(harness: Harness, data: &[u8]) {
         protocol_line(&mut talker, Talker::read_unread(harness, unread), "");
     }
     assert!(
-        lines.peak_buffer() <= HARNESS_LINE_CAP + (64 << 10),
+        split.peak_buffer() + CHUNK <= HARNESS_LINE_CAP + (64 << 10),
         "the reader's memory is capped"
     );
 }

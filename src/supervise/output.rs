@@ -10,7 +10,9 @@
 //!   nor gets EPIPE, keeping only its last few KiB for an error message
 //!   ([`Tail::push`], [`drain_tail`]).
 
+#[cfg(any(test, feature = "_internal_test_exports"))]
 use std::collections::VecDeque;
+#[cfg(any(test, feature = "_internal_test_exports"))]
 use std::io::{self, ErrorKind, Read};
 
 /// The longest stdout line kept, newline excluded.
@@ -162,7 +164,9 @@ impl LineSplitter {
 
 /// Reads lines of at most `cap` bytes from a blocking reader, one chunk at a
 /// time through a [`LineSplitter`]; memory stays under `cap` plus one read
-/// (64 KiB) plus the lines of one read, whatever the input.
+/// (64 KiB) plus the lines of one read, whatever the input. For tests (the
+/// service's pipes are read by the poller).
+#[cfg(any(test, feature = "_internal_test_exports"))]
 pub struct LineReader<R> {
     inner: R,
     split: LineSplitter,
@@ -170,6 +174,7 @@ pub struct LineReader<R> {
     eof: bool,
 }
 
+#[cfg(any(test, feature = "_internal_test_exports"))]
 impl<R: Read> LineReader<R> {
     /// A reader with the 1 MiB cap.
     pub fn new(inner: R) -> LineReader<R> {
@@ -275,7 +280,9 @@ impl Tail {
 }
 
 /// Reads `r` to its end, keeping its last `keep` bytes; memory stays under
-/// `keep` plus one read. A read error ends it with what was read.
+/// `keep` plus one read. A read error ends it with what was read. For tests
+/// (the poller keeps a harness's stderr with [`Tail::push`]).
+#[cfg(any(test, feature = "_internal_test_exports"))]
 pub fn drain_tail(mut r: impl Read, keep: usize) -> Tail {
     let mut tail = Tail::default();
     let mut chunk = vec![0u8; CHUNK];
