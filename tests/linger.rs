@@ -168,13 +168,20 @@ fn after_a_kill_9_a_warm_turn_and_its_process_are_killed_and_said_cut() {
         json!({"prompt": "sleep: 60"}),
     );
     assert_eq!(status, 200, "{v}");
-    // On record as begun (its harness named the session for turn 2), so
-    // the restore does not run its prompt again.
-    let path = svc.state.join("sessions").join(format!("{id}.json"));
-    wait_until("turn 2 on record as begun", Duration::from_secs(10), || {
-        let record: Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-        (record["turn"]["seq"] == 2 && record["turn"]["reported"] == true).then_some(())
+    // Its harness printed for turn 2 (served, so durable): the restore
+    // does not run its prompt again, though no record was written since
+    // turn 1 (a warm follow-up writes only its prompt's log line).
+    wait_until("a line of turn 2", Duration::from_secs(10), || {
+        let events = all_events(&svc, &id, 1024);
+        let started = events
+            .iter()
+            .position(|e| e["kind"] == "turn_started" && e["data"]["turn"] == 2)?;
+        events[started..]
+            .iter()
+            .any(|e| e["kind"] == "harness")
+            .then_some(())
     });
+    assert_eq!(on_record(&svc, &id)["turn"]["seq"], 1);
     svc.kill9();
     assert!(alive(pid), "a kill -9 of the service leaves it");
     svc.start_again();
@@ -195,6 +202,71 @@ fn after_a_kill_9_a_warm_turn_and_its_process_are_killed_and_said_cut() {
             .starts_with("turn 2 was cut"),
         "{view}"
     );
+}
+
+/// The session's record as the service last wrote it.
+fn on_record(svc: &Service, id: &str) -> Value {
+    let path = svc.state.join("sessions").join(format!("{id}.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn after_a_kill_9_a_warm_prompt_its_harness_never_began_runs_once_in_a_new_process() {
+    let mut svc = Service::start(ROOM_CORE, json!({"linger_ms": 60_000}));
+    let folder = svc.folder("crash-silent");
+    let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_ended(&svc, &id, 1);
+    let pid = svc.await_record(&folder, 1, Duration::from_secs(10))["pid"]
+        .as_u64()
+        .unwrap() as u32;
+    // Stopped, it reads nothing of the follow-up and prints nothing.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "second"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    // Acknowledged with the record still the one of turn 1: the prompt is
+    // in its log, and the journal says turn 2 started.
+    assert_eq!(on_record(&svc, &id)["turn"]["seq"], 1);
+    let log =
+        std::fs::read_to_string(svc.state.join("sessions").join(format!("{id}.prompts"))).unwrap();
+    assert!(log.contains(r#""text":"second""#), "{log}");
+    svc.kill9();
+    svc.start_again();
+    svc.await_listen();
+    assert!(
+        exited_within(pid, Duration::from_secs(10)).is_some(),
+        "the restore killed it"
+    );
+    let ended = await_ended(&svc, &id, 3);
+    assert_eq!(
+        (&ended[1]["turn"], &ended[1]["by"]),
+        (&json!(2), &json!("restore")),
+        "{ended:?}"
+    );
+    assert_eq!(
+        (&ended[2]["turn"], &ended[2]["by"]),
+        (&json!(3), &Value::Null),
+        "{ended:?}"
+    );
+    let events = all_events(&svc, &id, 1024);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "prompt_requeued" && e["data"] == json!({"prompt": 2, "turn": 2})),
+        "{events:?}"
+    );
+    // Run once, in a new process that resumed the session.
+    let records = svc.records_in(&folder);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[1]["prompts"], json!(["second"]));
+    assert_eq!(records[1]["native_id"], svc.session(&id)["native_id"]);
 }
 
 #[test]

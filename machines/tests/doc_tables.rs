@@ -894,6 +894,7 @@ fn session_restore_table() -> String {
             text: "p".into(),
         },
         launch: false,
+        warm: false,
         phase: match spawned {
             false => session::Phase::Asked,
             true => session::Phase::Prompted(session::Run {

@@ -1,6 +1,7 @@
 //! Property tests of the session machine over random timed input sequences,
-//! restarts included (a restart is a kill -9: the last persisted record goes
-//! through `Session::restore`, and the old run's processes live on until a
+//! restarts included (a restart is a kill -9: the last persisted record,
+//! completed by the prompt log and the journal's tail, goes through
+//! `Session::restore`, and the old run's processes live on until a
 //! `KillSurvivor` ends them).
 //!
 //! A small world answers the machine's effects the way the runtime would:
@@ -18,8 +19,8 @@ use room_machines::launch;
 use room_machines::session::{
     retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Budget, Config, DecidedBy,
     Decision, Effect, Event, Exit, Failure, Input, LaunchEffect, LaunchInput, Options, Outcome,
-    Process, PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq, Usage,
-    UsageReport, Usd, KILL_WAIT, MAX_PENDING,
+    Process, PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq,
+    TurnTail, Usage, UsageReport, Usd, KILL_WAIT, MAX_PENDING,
 };
 use room_machines::Millis;
 
@@ -74,6 +75,10 @@ enum Act {
     SurvivorGone,
     /// kill -9 and a restart.
     Restart,
+    /// kill -9 and a restart, with a line the current turn's harness
+    /// printed journalled but not fed yet (the reader journals a line
+    /// before it waits for the session).
+    Crash,
     /// The current turn's harness asks before it runs a tool.
     Ask,
     /// The app answers approval request `n` (one that exists, or not).
@@ -211,6 +216,24 @@ fn quiet_act() -> impl Strategy<Value = Act> {
     ]
 }
 
+/// Warm follow-ups and crashes among them: messages to a lingering
+/// process, its harness naming the session or not, a kill -9 between the
+/// prompt and its record.
+fn warm_act() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        3 => (0..300u64).prop_map(Act::Wait),
+        4 => "[a-z]{1,3}".prop_map(|t| Act::App(Input::Message(t))),
+        2 => observation().prop_map(Act::Observe),
+        2 => Just(Act::Grant),
+        3 => Just(Act::Spawn(true)),
+        3 => Just(Act::Name),
+        4 => Just(Act::Finish(false)),
+        1 => Just(Act::Crash),
+        1 => Just(Act::Restart),
+        2 => Just(Act::SurvivorGone),
+    ]
+}
+
 fn act() -> impl Strategy<Value = Act> {
     prop_oneof![
         2 => (any::<bool>(), usage()).prop_map(|(total, u)| Act::Report(total, u)),
@@ -225,6 +248,7 @@ fn act() -> impl Strategy<Value = Act> {
         1 => Just(Act::Undeliver),
         2 => Just(Act::SurvivorGone),
         2 => Just(Act::Restart),
+        2 => Just(Act::Crash),
         3 => Just(Act::Ask),
         2 => (0..8u64, decision()).prop_map(|(id, d)| Act::Decide(id, d)),
         2 => Just(Act::Finish(false)),
@@ -282,6 +306,9 @@ struct World {
     /// Which run of the service (a restart begins the next).
     run: u32,
     persisted: Record,
+    /// The journal's last started turn that did not end, and whether
+    /// something its harness printed for it was journalled after it.
+    tail: Option<TurnTail>,
     /// Every prompt appended to the prompt log (`PersistPrompt`), oldest first.
     logged: Vec<room_machines::session::Prompt>,
     /// The prompts handed to harnesses, in the order they were handed
@@ -358,6 +385,7 @@ impl World {
             now: 0,
             run: 0,
             persisted: Record::new(),
+            tail: None,
             logged: Vec::new(),
             ran: Vec::new(),
             asked_refs: 0,
@@ -391,9 +419,12 @@ impl World {
     }
 
     /// The record as a restart reads it back: the last one written, with
-    /// the prompts logged since.
+    /// the prompts logged since, completed by the journal's tail.
     fn on_disk(&self) -> Record {
-        self.persisted.clone().with_logged(self.logged.clone())
+        self.persisted
+            .clone()
+            .with_logged(self.logged.clone())
+            .with_journal_tail(self.tail)
     }
 
     /// Takes back the last time `prompt` was handed over: it never ran there.
@@ -519,6 +550,15 @@ impl World {
                 }
             }
             Act::Restart => self.restart()?,
+            Act::Crash => {
+                let live = self.current_proc().filter(|p| p.delivered).map(|p| p.seq);
+                if let Some(t) = self.tail.as_mut().filter(|t| Some(t.turn) == live) {
+                    self.seen
+                        .insert("crashed with a line journalled, not fed".into());
+                    t.printed = true;
+                }
+                self.restart()?
+            }
             Act::Finish(failed) => {
                 if let Some(seq) = self.current_proc().filter(|p| p.delivered).map(|p| p.seq) {
                     let failed = failed.then(|| "the model is gone".to_string());
@@ -572,8 +612,14 @@ impl World {
 
     /// kill -9, then the service starts again from the persisted record.
     fn restart(&mut self) -> Check {
-        let recorded = self
-            .persisted
+        let disk = self.on_disk();
+        if disk.turn.as_ref().map(|t| t.seq) != self.persisted.turn.as_ref().map(|t| t.seq) {
+            let printed = disk.turn.as_ref().is_some_and(|t| t.reported());
+            self.seen.insert(format!(
+                "a turn restored from the journal, printed: {printed}"
+            ));
+        }
+        let recorded = disk
             .turn
             .as_ref()
             .filter(|t| t.process().is_some())
@@ -582,8 +628,9 @@ impl World {
         for p in &self.procs {
             prop_assert!(
                 !p.delivered || Some(p.seq) == recorded,
-                "an unrecorded turn has its prompt: {p:?}, record {:?}",
-                self.persisted
+                "an unrecorded turn has its prompt: {p:?}, record {:?}, tail {:?}",
+                self.persisted,
+                self.tail
             );
         }
         // One without its prompt and off the record reads EOF and exits.
@@ -618,6 +665,17 @@ impl World {
 
     /// Hands `input` to the machine and checks what came out.
     fn feed(&mut self, input: Input) -> Check {
+        // What a harness printed is journalled before it is fed.
+        let printed = match &input {
+            Input::NativeId { seq, .. }
+            | Input::TurnFinished { seq, .. }
+            | Input::ApprovalRequested { seq, .. }
+            | Input::TurnUsage { seq, .. } => Some(*seq),
+            _ => None,
+        };
+        if let Some(t) = self.tail.as_mut().filter(|t| Some(t.turn) == printed) {
+            t.printed = true;
+        }
         let before = self.s.state().clone();
         let launch_before = self.s.launch().map(|l| l.state().clone());
         let outcome = self.s.handle(self.now, input.clone());
@@ -786,6 +844,21 @@ impl World {
         let mut settled_now = BTreeSet::new();
         let mut noted = None;
         for e in effects {
+            match e {
+                Effect::Emit(Event::TurnStarted { turn, prompt, .. }) => {
+                    self.tail = Some(TurnTail {
+                        turn: *turn,
+                        prompt: *prompt,
+                        printed: false,
+                    });
+                }
+                Effect::Emit(Event::TurnEnded { turn, .. })
+                    if self.tail.is_some_and(|t| t.turn == *turn) =>
+                {
+                    self.tail = None;
+                }
+                _ => {}
+            }
             self.seen.insert(name(e));
             if let Effect::Emit(Event::Error { failure }) = e {
                 self.seen
@@ -822,11 +895,19 @@ impl World {
                 Effect::ContinueTurn { seq, .. } => {
                     prop_assert!(self.linger > 0, "{e:?} with no lingering");
                     prop_assert!(!self.closed, "a closed session continued a turn");
-                    prop_assert!(written, "continued before the record was written");
-                    let t = self.persisted.turn.as_ref().filter(|t| t.seq == *seq);
+                    // On record, or (a warm follow-up) on disk as the
+                    // record before, its prompt logged and the turn's start
+                    // journalled (the `TurnStarted` just before).
+                    let disk = self.on_disk();
+                    if !written {
+                        self.seen
+                            .insert("a warm follow-up with no record write".into());
+                    }
+                    let t = disk.turn.as_ref().filter(|t| t.seq == *seq);
                     prop_assert!(
                         t.is_some_and(|t| t.process().is_some()),
-                        "continued an unrecorded turn"
+                        "continued an unrecorded turn: {:?}",
+                        disk
                     );
                     let prompt = t.unwrap().prompt.id;
                     let run = self.run;
@@ -1096,9 +1177,11 @@ impl World {
             self.closed = true;
         }
         prop_assert!(!self.closed || r.stage == Stage::Closed, "closed, then not");
-        // Every change of the record was persisted.
+        // Every change of the record was persisted, or is in the journal:
+        // a restore reads both, and what the journal says of a warm turn
+        // (its harness printed for it) it would say of the live record.
         prop_assert_eq!(
-            durable(&r),
+            durable(&r.clone().with_journal_tail(self.tail)),
             durable(&self.on_disk()),
             "a change was not persisted"
         );
@@ -1372,7 +1455,24 @@ fn the_random_lives_reach_every_situation() {
         let acts = quiet.new_tree(&mut runner).unwrap().current();
         seen.extend(run(false, 1_000, None, acts).unwrap().seen);
     }
+    let warm = prop::collection::vec(warm_act(), 0..80);
+    for _ in 0..1000 {
+        // Launched, its first turn done and its process lingering.
+        let mut acts = vec![
+            Act::Observe(Observation::marked(CopyMark::Ready, 0)),
+            Act::Grant,
+            Act::Spawn(true),
+            Act::Name,
+            Act::Finish(false),
+        ];
+        acts.extend(warm.new_tree(&mut runner).unwrap().current());
+        seen.extend(run(false, 60_000, Some("a".into()), acts).unwrap().seen);
+    }
     let want = [
+        "a warm follow-up with no record write",
+        "crashed with a line journalled, not fed",
+        "a turn restored from the journal, printed: true",
+        "a turn restored from the journal, printed: false",
         "applied TurnSpawned",
         "applied NativeId",
         "applied TurnEnded",

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use room_machines::session::TurnTail;
 use tokio::sync::watch;
 
 use super::event::NewEvent;
@@ -214,6 +215,14 @@ impl Journal {
     pub fn last_seq(&self) -> Result<u64, JournalError> {
         self.ensure()?;
         Ok(lock(&self.index).as_ref().expect("loaded").last_seq())
+    }
+
+    /// The last started turn that did not end, and whether its harness
+    /// printed anything after its start (scanning the file first): what a
+    /// restore completes a record with.
+    pub fn turn_tail(&self) -> Result<Option<TurnTail>, JournalError> {
+        self.ensure()?;
+        Ok(lock(&self.index).as_ref().expect("loaded").turn)
     }
 
     /// The last event's Unix ms, if the journal has been scanned and has one.

@@ -1,9 +1,11 @@
 //! What a scan learns of a journal and appends keep up to date: where some
-//! served lines start, where the file ends, the recent lines, and a repair
-//! not done yet.
+//! served lines start, where the file ends, the recent lines, the last
+//! started turn, and a repair not done yet.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+use room_machines::session::TurnTail;
 
 use super::event::Line;
 use super::limits::{MARK_BYTES, RECENT_BYTES, RECENT_EVENTS, STRIDE};
@@ -31,6 +33,9 @@ pub(super) struct Index {
     pub(super) recent_bytes: usize,
     /// The last event's time (0: none).
     pub(super) last_at: u64,
+    /// The last started turn that did not end, and whether anything its
+    /// harness printed came after its start.
+    pub(super) turn: Option<TurnTail>,
     /// What the file's end needs and what is to be reported, until done.
     pub(super) pending: Option<Pending>,
     /// Whether the scan passed over a damaged line: if not, every line
@@ -89,6 +94,7 @@ impl Index {
         }
         self.end = end;
         self.last_at = line.at_ms;
+        super::turn_tail::follow(&mut self.turn, &line);
         self.remember(line);
     }
 

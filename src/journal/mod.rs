@@ -48,7 +48,8 @@
 //! (`append.rs`) and reads (`read.rs`); its events are in `event.rs` (a
 //! harness's line only when every page can serve it: `servable.rs`), its
 //! bounds in `limits.rs`, and [`Journals`] (`registry.rs`) holds the open
-//! ones.
+//! ones. The index also follows the last started turn (`turn_tail.rs`),
+//! which a restore reads.
 
 mod append;
 mod event;
@@ -63,6 +64,7 @@ mod report;
 mod rule;
 mod scan;
 mod servable;
+mod turn_tail;
 
 pub use append::Appended;
 pub use event::{Journalled, Line, NewEvent};

@@ -39,6 +39,7 @@ impl Runtime {
                     prompts.adopt(r.core.queue.make_contiguous(), &logged);
                 }
                 r.core = r.core.with_logged(logged);
+                self.complete_from_journal(&mut r);
                 (r, prompts)
             });
             match read {
@@ -106,6 +107,35 @@ impl Runtime {
             self.pass(&mut s, Pass::default());
         }
         Ok(())
+    }
+
+    /// Completes `r` from its journal's tail where the journal can know
+    /// more than the record (a warm follow-up writes no record, and a warm
+    /// turn's first line none either): the turn the crash found, and
+    /// whether its harness began its prompt. An unreadable journal leaves
+    /// the record as it is.
+    fn complete_from_journal(&self, r: &mut RecordFile) {
+        if !r.core.reads_journal_tail() {
+            return;
+        }
+        let tail = match self.journal_for(&r.id).turn_tail() {
+            Ok(tail) => tail,
+            Err(e) => {
+                log::error!("{}: cannot read its journal's last turn: {e}", r.id);
+                return;
+            }
+        };
+        let before = r.core.turn.as_ref().map(|t| (t.seq, t.reported()));
+        r.core = std::mem::take(&mut r.core).with_journal_tail(tail);
+        let after = r.core.turn.as_ref().map(|t| (t.seq, t.reported()));
+        if after != before {
+            log::info!(
+                "{}: its journal completes its record: turn {:?} (its harness began it: {:?})",
+                r.id,
+                after.map(|a| a.0),
+                after.map(|a| a.1)
+            );
+        }
     }
 
     /// A prompt log whose session has no record belongs to a start that

@@ -60,8 +60,9 @@ impl Session {
     }
 
     /// Takes the head of the queue into a new turn in the lingering
-    /// process; the record names the new turn (with the process) before
-    /// the prompt is written.
+    /// process. The record names the new turn (with the process) before
+    /// the prompt is written, unless the prompt was just accepted: then its
+    /// log append and the journal's `turn_started` do (`finish`).
     pub(super) fn continue_turn(&mut self, now: Millis) {
         let r = self.rec();
         let Some(prompt) = r.queue.pop_front() else {
@@ -73,6 +74,7 @@ impl Session {
         let process = before.process().expect("a lingering turn's process");
         r.error = None;
         r.turn = Some(Turn {
+            warm: true,
             phase: Phase::Prompted(Run::new(process)),
             ..Turn::asked(seq, prompt.clone(), false)
         });

@@ -68,7 +68,14 @@
 //!   launch, a new limit) and a started session runs its queue.
 //! - **Durability.** Every input that changes the record emits `Persist`
 //!   before anything else it emits, so the runtime can roll back an app
-//!   command whose record cannot be written (see docs/machines.md). A
+//!   command whose record cannot be written (see docs/machines.md). One
+//!   exception: a message that goes straight to a lingering process (a
+//!   warm follow-up) emits only its prompt's `PersistPrompt`, so no record
+//!   write stands in the harness's way: a restore completes the record
+//!   on disk (the turn before, lingering) from the prompt log and the
+//!   journal's tail (`TurnTail`), where it also learns whether a warm
+//!   turn's harness began (a warm turn that names the session it resumed
+//!   writes no record either). A
 //!   write that failed otherwise (`PersistFailed`) holds back the prompt of
 //!   a turn the record does not name, notes a spawn it does not name
 //!   (`NoteSpawn`, as for a launch's first turn, which no write precedes),
@@ -117,6 +124,7 @@ pub mod record;
 pub mod retry;
 mod signals;
 mod spending;
+mod tail;
 mod talk;
 mod timers;
 mod turns;
@@ -151,6 +159,7 @@ pub use record::{
     EndWhy, Phase, Process, Prompt, PromptId, Record, Run, Shown, Stage, Text, Turn, TurnSeq,
 };
 pub use retry::{retry_difference, StartFields};
+pub use tail::TurnTail;
 pub use timers::{Deadline, TimerTable};
 pub use usage::{Usage, UsageReport, Usd};
 pub use values::{Exit, JournalCap, RelaunchMode};
@@ -536,16 +545,26 @@ impl Session {
     /// start queues and begins), so a journal opens with it.
     fn finish(&mut self) {
         let dirty = std::mem::take(&mut self.dirty);
-        let running = self.state.record.turn.as_ref().map(|t| t.prompt.id);
+        let turn = self.state.record.turn.as_ref();
+        let running = turn.map(|t| t.prompt.id);
+        // A prompt just accepted that went straight to a lingering process
+        // writes no record: its log append is its one durable write, and
+        // the record on disk (the turn before, lingering) with the log and
+        // the journal's `turn_started` is the new turn
+        // (`Record::with_journal_tail`), so no record write stands in front
+        // of the harness or after it. Not while a record write is owed:
+        // the record on disk would be older than the turn before.
+        let ahead = dirty
+            && turn.is_some_and(|t| t.warm && self.appended.iter().any(|p| p.id == t.prompt.id))
+            && !self.state.timers.is_set(Deadline::PersistRetry);
         for prompt in std::mem::take(&mut self.appended) {
-            // A prompt that went straight to a turn is in the record the
-            // `Persist` below writes: a warm follow-up is one durable
-            // write before its prompt reaches the harness, not two.
-            if !(dirty && running == Some(prompt.id)) {
+            // Otherwise a prompt that went straight to a turn is in the
+            // record the `Persist` below writes, its one durable write.
+            if ahead || !(dirty && running == Some(prompt.id)) {
                 self.effects.push_back(Effect::PersistPrompt(prompt));
             }
         }
-        if dirty {
+        if dirty && !ahead {
             self.state.timers.stop(Deadline::PersistRetry);
             self.effects.push_back(Effect::Persist);
         } else if let Some(at) = self

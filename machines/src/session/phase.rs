@@ -19,6 +19,11 @@ pub struct Turn {
     pub prompt: Prompt,
     /// A launch's first turn: naming its session completes the launch.
     pub launch: bool,
+    /// Its prompt went to the process that lingered after the turn before
+    /// (`ContinueTurn`): everything its harness prints comes after the
+    /// prompt, so the journal says whether it began (record.rs,
+    /// [`super::TurnTail`]).
+    pub warm: bool,
     /// Where its harness is with it.
     pub phase: Phase,
     /// The machine is ending it, and why (persisted, so a restart reports
@@ -91,6 +96,7 @@ impl Turn {
             seq,
             prompt,
             launch,
+            warm: false,
             phase: Phase::Asked,
             ending: None,
         }
@@ -162,6 +168,8 @@ struct Wire {
     prompt: Prompt,
     #[serde(default)]
     launch: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    warm: bool,
     /// None: asked for, not spawned yet (a restart requeues its prompt).
     #[serde(default)]
     process: Option<Process>,
@@ -208,6 +216,7 @@ impl From<Wire> for Turn {
             seq: w.seq,
             prompt: w.prompt,
             launch: w.launch,
+            warm: w.warm,
             phase,
             ending: w.ending,
         }
@@ -228,6 +237,7 @@ impl From<Turn> for Wire {
             seq: t.seq,
             prompt: t.prompt,
             launch: t.launch,
+            warm: t.warm,
             process,
             delivered,
             reported,

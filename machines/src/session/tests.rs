@@ -5,6 +5,7 @@ mod left_behind;
 mod order;
 mod talk;
 mod usage;
+mod write_ahead;
 
 use super::*;
 use crate::copy::{CopyMark, Observation};

@@ -200,8 +200,19 @@ impl Session {
             return Outcome::Ignored;
         }
         let launch_turn = t.launch && self.launch_live();
+        // A warm turn that names the session it resumed changes nothing a
+        // restore needs from the record: the journal holds what its
+        // harness printed after its prompt (`TurnTail`), so no record write
+        // stands between its first line and the next.
+        let known = t.warm
+            && self.state.record.retrying.is_none()
+            && self.state.record.native_id.as_deref() == Some(native_id.as_str());
         self.state.timers.stop(Deadline::StartupTimeout);
-        let r = self.rec();
+        let r = if known {
+            &mut self.state.record
+        } else {
+            self.rec()
+        };
         let run = r.turn.as_mut().and_then(Turn::run_mut);
         run.expect("checked above").named = true;
         r.retrying = None;
