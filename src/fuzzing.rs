@@ -177,6 +177,9 @@ fn talking(harness: Harness) -> Talker {
         resume: None,
         approval_policy: ApprovalPolicy::Untrusted,
         sandbox: SandboxMode::WorkspaceWrite,
+        model: None,
+        instructions: None,
+        effort: None,
     };
     let mut talker = Talker::new(harness, opening);
     talker.say(Said::Prompt("p".into()));

@@ -40,7 +40,7 @@ fn bad_start_requests_are_refused_with_a_sentence() {
             start_body(&folder, "claude", json!({"bogus": 1})),
             422,
             "unknown_field",
-            "Unknown field \"bogus\". Known fields: workspace, folder, harness, kind, parent, shared_sandbox, request_id, plan_only, project_copy, prompt, approvals, max_cost_usd, max_tokens.",
+            "Unknown field \"bogus\". Known fields: workspace, folder, harness, kind, parent, shared_sandbox, request_id, plan_only, project_copy, prompt, approvals, max_cost_usd, max_tokens, model, effort, instructions.",
         ),
         (
             start_body(&folder, "claude", json!({"kind": "side_chat", "parent": parent, "project_copy": true})),
@@ -282,7 +282,8 @@ fn prompts_run_in_order_one_turn_at_a_time_resuming_the_native_session() {
     assert_eq!(
         third["thread"],
         json!({"method": "thread/resume", "approvalPolicy": "never",
-               "sandbox": "workspace-write", "cwd": folder.to_str().unwrap()})
+               "sandbox": "workspace-write", "cwd": folder.to_str().unwrap(),
+               "model": null, "developerInstructions": null})
     );
     let v = svc.await_session(id, "idle", |v| v["state"] == "idle");
     assert_eq!(v["native_id"], records[0]["native_id"]);

@@ -611,11 +611,112 @@ fn awkward_prompts_reach_the_fake_harnesses_on_stdin() {
     }
 }
 
+// ------------------------------------------------------------ session options
+
+/// What the app chose reaches the model on every request of a session's
+/// turns, the first and a follow-up: the model by name, the instructions
+/// in what the model is told, the effort as the CLI says it.
+fn options_reach_the_model(test: &str, harness: &str, model: &str, effort: &str) {
+    let Some(real) = Real::start(test, harness, json!({}), vec![]) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let instructions = "INSTRUCTIONS_MARK_3141: answer in one short line.";
+    let s = real.svc.start_session(start_body(
+        &folder,
+        harness,
+        json!({"prompt": "first", "model": model, "effort": effort, "instructions": instructions}),
+    ));
+    let id = id_of(&s);
+    real.model.await_answers(harness, 1);
+    real.await_idle(&id);
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "second"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let requests = real.model.await_answers(harness, 2);
+    real.await_idle(&id);
+    for r in &requests {
+        let body = &r["body"];
+        assert_eq!(body["model"], model, "{harness}: {}", seen(r));
+        assert!(
+            instructions_seen(harness, body).contains("INSTRUCTIONS_MARK_3141"),
+            "{harness}: {}",
+            seen(r)
+        );
+        assert_eq!(
+            effort_seen(harness, body),
+            Some(effort.to_string()),
+            "{}",
+            seen(r)
+        );
+    }
+}
+
+/// Where each CLI puts the instructions: claude in its system prompt's
+/// last block, codex in a developer message of its input.
+fn instructions_seen(harness: &str, body: &Value) -> String {
+    match harness {
+        "claude" => body["system"]
+            .as_array()
+            .and_then(|blocks| blocks.last())
+            .map(|b| b["text"].to_string())
+            .unwrap_or_default(),
+        _ => body["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|i| i["role"] == "developer")
+            .map(|i| i["content"].to_string())
+            .collect(),
+    }
+}
+
+/// The effort a model request carries, as each CLI words it.
+fn effort_seen(harness: &str, body: &Value) -> Option<String> {
+    let e = match harness {
+        "claude" => &body["output_config"]["effort"],
+        _ => &body["reasoning"]["effort"],
+    };
+    e.as_str().map(str::to_string)
+}
+
+fn claude_runs_the_model_effort_and_instructions_the_app_chose() {
+    options_reach_the_model(
+        "claude_runs_the_model_effort_and_instructions_the_app_chose",
+        "claude",
+        "claude-fake-2",
+        "high",
+    );
+}
+
+fn codex_runs_the_model_effort_and_instructions_the_app_chose() {
+    options_reach_the_model(
+        "codex_runs_the_model_effort_and_instructions_the_app_chose",
+        "codex",
+        "gpt-fake-2",
+        "low",
+    );
+}
+
 // ------------------------------------------------------------ the list
 
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();
     let trials = vec![
+        trial(
+            "claude_runs_the_model_effort_and_instructions_the_app_chose",
+            Some("claude"),
+            false,
+            claude_runs_the_model_effort_and_instructions_the_app_chose,
+        ),
+        trial(
+            "codex_runs_the_model_effort_and_instructions_the_app_chose",
+            Some("codex"),
+            false,
+            codex_runs_the_model_effort_and_instructions_the_app_chose,
+        ),
         trial(
             "claude_with_a_promised_copy_sees_claude_md_and_both_skills",
             Some("claude"),

@@ -345,6 +345,7 @@ pub(crate) fn claude_turn_spec(
         plan_only: false,
         approvals: room_machines::session::ApprovalMode::Auto,
         folder,
+        options: Default::default(),
     };
     command::build(&config, &programs, &command::secrets(&config), &turn).map_err(|e| e.to_string())
 }

@@ -89,6 +89,7 @@ pub(crate) fn startup(table: &mut Table) {
                 plan_only: false,
                 approvals: room_machines::session::ApprovalMode::Auto,
                 folder: &folder,
+                options: Default::default(),
             };
             let mut spec =
                 command::build(&config, &programs, &secrets, &turn).expect("a turn's spec");

@@ -1547,7 +1547,16 @@ fn the_random_lives_reach_every_situation() {
 }
 
 /// workspace, folder, harness, kind, parent, shared_sandbox, prompt.
-type Fields = (String, String, u8, u8, Option<String>, bool, Option<String>);
+type Fields = (
+    String,
+    String,
+    u8,
+    u8,
+    Option<String>,
+    bool,
+    Option<String>,
+    (Option<String>, Option<String>, Option<String>),
+);
 
 fn fields() -> impl Strategy<Value = Fields> {
     (
@@ -1558,6 +1567,11 @@ fn fields() -> impl Strategy<Value = Fields> {
         prop::option::of("[ab]"),
         any::<bool>(),
         prop::option::of("[ab]"),
+        (
+            prop::option::of("[ab]"),
+            prop::option::of("[ab]"),
+            prop::option::of("[ab]"),
+        ),
     )
 }
 
@@ -1570,6 +1584,9 @@ fn view(f: &Fields, project_copy: bool, plan_only: bool) -> StartFields<'_, u8, 
         parent: f.4.as_deref(),
         shared_sandbox: f.5,
         prompt: f.6.as_deref(),
+        model: f.7 .0.as_deref(),
+        effort: f.7 .1.as_deref(),
+        instructions: f.7 .2.as_deref(),
         project_copy,
         plan_only,
     }
@@ -1591,6 +1608,7 @@ proptest! {
         let differs = [
             a.0 != b.0, a.1 != b.1, a.2 != b.2, a.3 != b.3,
             a.4 != b.4, a.5 != b.5, a.6 != b.6,
+            a.7.0 != b.7.0, a.7.1 != b.7.1, a.7.2 != b.7.2,
         ];
         let want = room_machines::session::retry::COMPARED
             .iter()

@@ -33,6 +33,9 @@ const CREATE_FIELDS: &[&str] = &[
     "approvals",
     "max_cost_usd",
     "max_tokens",
+    "model",
+    "effort",
+    "instructions",
 ];
 
 /// `POST /v1/sessions/{id}/messages`.
@@ -211,7 +214,24 @@ pub(crate) fn create(body: &[u8]) -> Result<Start, Refusal> {
         prompt(p)?;
     }
     limits(c.max_cost_usd, c.max_tokens)?;
+    harness_options(&c)?;
     Ok(c)
+}
+
+/// The model, effort and instructions a start chose, as its CLI can take
+/// them.
+fn harness_options(c: &Start) -> Result<(), Refusal> {
+    use crate::harness::options::{check_effort, check_instructions, check_model};
+    let o = c.harness_options();
+    let checked = [
+        o.model.map(check_model),
+        o.effort.map(|e| check_effort(c.harness, e)),
+        o.instructions.map(check_instructions),
+    ];
+    match checked.into_iter().flatten().find_map(Result::err) {
+        Some(why) => Err(Refusal::new(422, "invalid_field", why)),
+        None => Ok(()),
+    }
 }
 
 /// `POST /v1/sessions/{id}/budget`: the new budget (a field left out is

@@ -271,7 +271,7 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
     let command = |a: CommandAnswer| Ok(Done::Command(id.to_string(), a));
     match op {
         Op::Capabilities => ok(json!({
-            "capabilities": ["project_copy"],
+            "capabilities": ["project_copy", "session_options"],
             "harnesses": rt.installed.report(),
         })),
         Op::Health => ok(follow::health(ctx)),

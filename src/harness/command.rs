@@ -14,6 +14,7 @@ use room_machines::session::ApprovalMode;
 
 use super::account::{self, Account};
 use super::codex;
+use super::options::Options;
 use super::talk::Talker;
 use super::{program, Harness, Programs};
 use crate::config::Config;
@@ -53,6 +54,8 @@ pub struct Turn<'a> {
     pub approvals: ApprovalMode,
     /// The session's folder.
     pub folder: &'a Path,
+    /// What the app chose for the harness (model, effort, instructions).
+    pub options: Options<'a>,
 }
 
 /// Builds a turn's spec from the config. Fails when the agent account
@@ -90,10 +93,10 @@ pub fn build(
         modes = modes.asking();
     }
     let folder = turn.folder.to_string_lossy();
-    let opening = codex::opening(&folder, turn.native_id, &modes);
+    let opening = codex::opening(&folder, turn.native_id, &modes, turn.options);
     Ok(TurnSpec {
         program,
-        args: turn.harness.argv(turn.native_id, &modes),
+        args: turn.harness.argv(turn.native_id, &modes, turn.options),
         env,
         cwd: turn.folder.to_path_buf(),
         talker: Talker::new(turn.harness, opening),
@@ -384,6 +387,7 @@ mod tests {
                     plan_only: false,
                     approvals: ApprovalMode::Auto,
                     folder: Path::new("/work/s1"),
+                    options: Default::default(),
                 };
                 let mut spec = build(&config, &programs, &secrets(&config), &turn).unwrap();
                 let said = spec.talker.say(Said::Prompt(prompt.into()));
@@ -440,6 +444,7 @@ mod tests {
             plan_only: false,
             approvals: ApprovalMode::Auto,
             folder: Path::new("/w"),
+            options: Default::default(),
         };
         let config = Config::default();
         assert_eq!(
@@ -464,6 +469,7 @@ mod tests {
             plan_only: false,
             approvals: ApprovalMode::Auto,
             folder: Path::new("/w"),
+            options: Default::default(),
         };
         let e = build(&Config::default(), &programs, &[], &turn).unwrap_err();
         assert!(e.contains("cannot be resumed"), "{e}");

@@ -20,6 +20,7 @@ pub(crate) mod figures;
 pub(crate) mod head;
 pub(crate) mod installed;
 pub(crate) mod modes;
+pub mod options;
 pub(crate) mod program;
 pub(crate) mod refusal;
 pub mod speech;
@@ -52,11 +53,16 @@ impl Harness {
     }
 
     /// The arguments of a process (claude's name the native session it
-    /// resumes, codex's thread is resumed on its protocol); the prompt is
-    /// not among them, it goes on stdin.
-    pub fn argv(self, native_id: Option<&str>, modes: &modes::Modes) -> Vec<String> {
+    /// resumes and the app's options, codex's thread and options go on its
+    /// protocol); the prompt is not among them, it goes on stdin.
+    pub fn argv(
+        self,
+        native_id: Option<&str>,
+        modes: &modes::Modes,
+        options: options::Options,
+    ) -> Vec<String> {
         match self {
-            Harness::Claude => claude::argv(native_id, modes),
+            Harness::Claude => claude::argv(native_id, modes, options),
             Harness::Codex => codex::argv(modes),
         }
     }

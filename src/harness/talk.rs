@@ -144,7 +144,7 @@ mod tests {
             (Harness::Claude, "oneshot/claude/resumed.jsonl", 1),
             (Harness::Codex, "protocols/codex/turn.jsonl", 2),
         ] {
-            let opening = super::super::codex::opening("/w", None, &modes);
+            let opening = super::super::codex::opening("/w", None, &modes, Default::default());
             let mut talker = Talker::new(harness, opening);
             let text = std::fs::read_to_string(fixtures.join(file)).unwrap();
             let mut seen = 0;

@@ -30,6 +30,9 @@ fn fields(s: &Start) -> StartFields<'_, Harness, Kind> {
         parent: s.parent.as_deref(),
         shared_sandbox: s.shared_sandbox,
         prompt: s.prompt.as_deref(),
+        model: s.model.as_deref(),
+        effort: s.effort.map(|e| e.name()),
+        instructions: s.instructions.as_deref(),
         project_copy: s.project_copy,
         plan_only: s.plan_only,
     }

@@ -69,6 +69,7 @@ impl Runtime {
             plan_only,
             approvals: sessions::options(&s.start).approvals,
             folder: &folder,
+            options: s.start.harness_options(),
         };
         let spec = command::build(&self.config, &self.programs, &self.secrets, &turn)?;
         let (spec, talker) = spec.into_spawn();

@@ -18,6 +18,7 @@ use room_machines::session::{self as machine, TurnSeq};
 use room_machines::Millis;
 use serde::{Deserialize, Serialize};
 
+use crate::harness::options::{Effort, Options as HarnessOptions};
 use crate::harness::Harness;
 use crate::journal::Journal;
 use crate::supervise::{TurnKey, TurnRecord};
@@ -81,6 +82,26 @@ pub struct Start {
         deserialize_with = "whole_number"
     )]
     pub max_tokens: Option<u64>,
+    /// The model the harness runs, in its CLI's naming.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// How hard the model works.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
+    /// Text added to the harness's system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+impl Start {
+    /// What the app chose for the harness.
+    pub(crate) fn harness_options(&self) -> HarnessOptions<'_> {
+        HarnessOptions {
+            model: self.model.as_deref(),
+            effort: self.effort,
+            instructions: self.instructions.as_deref(),
+        }
+    }
 }
 
 /// A count as JSON may write it: a whole number, `1.0` too (JSON Schema's

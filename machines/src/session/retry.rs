@@ -24,6 +24,12 @@ pub struct StartFields<'a, H, K> {
     pub shared_sandbox: bool,
     /// `prompt`: the first prompt.
     pub prompt: Option<&'a str>,
+    /// `model`.
+    pub model: Option<&'a str>,
+    /// `effort`, by its wire name.
+    pub effort: Option<&'a str>,
+    /// `instructions`.
+    pub instructions: Option<&'a str>,
     /// `project_copy`: a retry may change it.
     pub project_copy: bool,
     /// `plan_only`: a retry may change it.
@@ -31,7 +37,7 @@ pub struct StartFields<'a, H, K> {
 }
 
 /// The fields a conflict can name, in the order they are compared.
-pub const COMPARED: [&str; 7] = [
+pub const COMPARED: [&str; 10] = [
     "workspace",
     "folder",
     "harness",
@@ -39,6 +45,9 @@ pub const COMPARED: [&str; 7] = [
     "parent",
     "shared_sandbox",
     "prompt",
+    "model",
+    "effort",
+    "instructions",
 ];
 
 /// The first field (other than `project_copy` and `plan_only`) in which
@@ -55,6 +64,9 @@ pub fn retry_difference<H: PartialEq, K: PartialEq>(
         was.parent == retry.parent,
         was.shared_sandbox == retry.shared_sandbox,
         was.prompt == retry.prompt,
+        was.model == retry.model,
+        was.effort == retry.effort,
+        was.instructions == retry.instructions,
     ];
     COMPARED
         .iter()

@@ -920,6 +920,9 @@ fn retry_differing_only_in_project_copy_or_plan_only_is_the_same_start() {
         parent: None,
         shared_sandbox: false,
         prompt: Some("hi"),
+        model: Some("haiku"),
+        effort: None,
+        instructions: None,
         project_copy: true,
         plan_only: false,
     };
@@ -935,6 +938,11 @@ fn retry_differing_only_in_project_copy_or_plan_only_is_the_same_start() {
         ..was
     };
     assert_eq!(retry_difference(&was, &other), Some("harness"));
+    let other_model = StartFields {
+        model: Some("opus"),
+        ..was
+    };
+    assert_eq!(retry_difference(&was, &other_model), Some("model"));
 }
 
 #[test]

@@ -13,15 +13,28 @@ pub mod protocol;
 pub mod talk;
 
 use super::modes::Modes;
+use super::options::Options;
 use protocol::PROTOCOL_ARGS;
 
 /// The argv (without the program) of one turn.
-pub fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {
+pub fn argv(native_id: Option<&str>, modes: &Modes, options: Options) -> Vec<String> {
     let mut a: Vec<String> = PROTOCOL_ARGS.iter().map(|s| s.to_string()).collect();
     if let Some(id) = native_id {
         a.extend(["--resume".into(), id.into()]);
     }
     a.extend(["--permission-mode".into(), modes.claude.flag().into()]);
+    // Each value is one argument after its option: checked by the API to
+    // be a model name that cannot be an option, or any text (an option's
+    // value is never parsed as one).
+    if let Some(model) = options.model {
+        a.extend(["--model".into(), model.into()]);
+    }
+    if let Some(effort) = options.effort {
+        a.extend(["--effort".into(), effort.name().into()]);
+    }
+    if let Some(text) = options.instructions {
+        a.extend(["--append-system-prompt".into(), text.into()]);
+    }
     if !modes.claude_allowed_tools.is_empty() {
         // Variadic: it takes every argument up to the next option, so it
         // comes last.
@@ -35,11 +48,34 @@ pub fn argv(native_id: Option<&str>, modes: &Modes) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::harness::options::Effort;
+
+    #[test]
+    fn the_apps_options_are_each_one_value_after_their_flag() {
+        let config = Config::default();
+        let options = Options {
+            model: Some("claude-haiku-4-5"),
+            effort: Some(Effort::Max),
+            instructions: Some("--print this\nand that"),
+        };
+        let a = argv(None, &config.modes(true), options);
+        assert_eq!(
+            a[a.len() - 6..],
+            [
+                "--model",
+                "claude-haiku-4-5",
+                "--effort",
+                "max",
+                "--append-system-prompt",
+                "--print this\nand that"
+            ]
+        );
+    }
 
     #[test]
     fn resumes_by_native_id_and_plans_read_only() {
         let config = Config::default();
-        let a = argv(Some("abc"), &config.modes(false));
+        let a = argv(Some("abc"), &config.modes(false), Options::default());
         assert_eq!(
             a,
             [
@@ -59,7 +95,7 @@ mod tests {
                 "Bash"
             ]
         );
-        let a = argv(None, &config.modes(true));
+        let a = argv(None, &config.modes(true), Options::default());
         assert_eq!(
             a,
             [

@@ -158,6 +158,12 @@ pub(crate) struct ThreadStartParams<'a> {
     pub approval_policy: ApprovalPolicy,
     /// The sandbox.
     pub sandbox: SandboxMode,
+    /// The model, when the app chose one (else codex's configured one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<&'a str>,
+    /// Instructions added for the thread, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub developer_instructions: Option<&'a str>,
 }
 
 /// `thread/resume`'s parameters (the subset used).
@@ -172,6 +178,12 @@ pub(crate) struct ThreadResumeParams<'a> {
     pub approval_policy: ApprovalPolicy,
     /// The sandbox.
     pub sandbox: SandboxMode,
+    /// The model, as for `thread/start`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<&'a str>,
+    /// The instructions, as for `thread/start`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub developer_instructions: Option<&'a str>,
 }
 
 /// One piece of user input (only text is used).
@@ -193,6 +205,9 @@ pub(crate) struct TurnStartParams<'a> {
     pub thread_id: &'a str,
     /// The prompt.
     pub input: Vec<UserInput<'a>>,
+    /// How hard the model reasons, when the app chose it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<&'a str>,
 }
 
 /// `turn/steer`'s parameters.
@@ -288,14 +303,15 @@ pub(crate) fn thread_resume(id: u64, params: &ThreadResumeParams) -> String {
     request(id, "thread/resume", params)
 }
 
-/// `turn/start` with a text prompt.
-pub(crate) fn turn_start(id: u64, thread_id: &str, text: &str) -> String {
+/// `turn/start` with a text prompt (and the app's effort).
+pub(crate) fn turn_start(id: u64, thread_id: &str, text: &str, effort: Option<&str>) -> String {
     request(
         id,
         "turn/start",
         TurnStartParams {
             thread_id,
             input: vec![UserInput::Text { text }],
+            effort,
         },
     )
 }

@@ -213,6 +213,8 @@ fn encoders_write_what_the_real_cli_was_sent() {
             cwd: "<work>",
             approval_policy: ApprovalPolicy::Never,
             sandbox: SandboxMode::WorkspaceWrite,
+            model: None,
+            developer_instructions: None,
         },
     ));
     has(thread_start(
@@ -221,6 +223,8 @@ fn encoders_write_what_the_real_cli_was_sent() {
             cwd: "<work>",
             approval_policy: ApprovalPolicy::OnRequest,
             sandbox: SandboxMode::WorkspaceWrite,
+            model: None,
+            developer_instructions: None,
         },
     ));
     has(thread_start(
@@ -229,6 +233,8 @@ fn encoders_write_what_the_real_cli_was_sent() {
             cwd: "<work>",
             approval_policy: ApprovalPolicy::Untrusted,
             sandbox: SandboxMode::WorkspaceWrite,
+            model: None,
+            developer_instructions: None,
         },
     ));
     // The ids in the transcripts are per process; find the ones used.
@@ -247,6 +253,8 @@ fn encoders_write_what_the_real_cli_was_sent() {
             cwd: "<work>",
             approval_policy: ApprovalPolicy::Never,
             sandbox: SandboxMode::WorkspaceWrite,
+            model: None,
+            developer_instructions: None,
         },
     ));
     let s = find("turn/start");
@@ -254,6 +262,7 @@ fn encoders_write_what_the_real_cli_was_sent() {
         s["id"].as_u64().unwrap(),
         s["params"]["threadId"].as_str().unwrap(),
         s["params"]["input"][0]["text"].as_str().unwrap(),
+        None,
     ));
     let s = find("turn/steer");
     let p = &s["params"];

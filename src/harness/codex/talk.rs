@@ -53,6 +53,12 @@ pub struct Opening {
     pub approval_policy: ApprovalPolicy,
     /// Its sandbox.
     pub sandbox: SandboxMode,
+    /// The model the app chose, if it did.
+    pub model: Option<String>,
+    /// The app's developer instructions, if any.
+    pub instructions: Option<String>,
+    /// The effort of every turn, if the app chose one.
+    pub effort: Option<&'static str>,
 }
 
 /// A request of room-core's that codex has not answered yet.
@@ -255,6 +261,8 @@ impl CodexTalk {
                     cwd: &o.cwd,
                     approval_policy: o.approval_policy,
                     sandbox: o.sandbox,
+                    model: o.model.as_deref(),
+                    developer_instructions: o.instructions.as_deref(),
                 },
             ),
             None => codex::thread_start(
@@ -263,6 +271,8 @@ impl CodexTalk {
                     cwd: &o.cwd,
                     approval_policy: o.approval_policy,
                     sandbox: o.sandbox,
+                    model: o.model.as_deref(),
+                    developer_instructions: o.instructions.as_deref(),
                 },
             ),
         };
@@ -284,7 +294,12 @@ impl CodexTalk {
         self.starting = true;
         let id = self.ask(Waiting::Turn);
         Out {
-            line: codex::turn_start(id, self.thread.as_deref().unwrap_or_default(), &text),
+            line: codex::turn_start(
+                id,
+                self.thread.as_deref().unwrap_or_default(),
+                &text,
+                self.opening.effort,
+            ),
             carries: Carries::Prompt,
         }
     }

@@ -20,6 +20,9 @@ fn opening(resume: Option<&str>) -> Opening {
         resume: resume.map(str::to_string),
         approval_policy: ApprovalPolicy::Untrusted,
         sandbox: SandboxMode::WorkspaceWrite,
+        model: None,
+        instructions: None,
+        effort: None,
     }
 }
 

@@ -1,0 +1,229 @@
+//! What the app chooses for a session's harness: the model, how hard it
+//! works (effort), and instructions added to its system prompt. One
+//! vocabulary in the API; each adapter says it in its CLI's own words
+//! (claude: `--model`, `--effort`, `--append-system-prompt`; codex:
+//! `thread/start`'s `model` and `developerInstructions`, `turn/start`'s
+//! `effort`). The checks here are the API's: what no CLI could be given
+//! is refused before a session exists.
+
+use serde::{Deserialize, Serialize};
+
+use super::Harness;
+
+/// How hard the model works on a turn, in the API's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effort {
+    /// codex's least reasoning.
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// Extra high.
+    Xhigh,
+    /// claude's most.
+    Max,
+}
+
+impl Effort {
+    /// The wire name, the same in both CLIs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Effort::Minimal => "minimal",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Xhigh => "xhigh",
+            Effort::Max => "max",
+        }
+    }
+}
+
+/// Every effort, in the API's order.
+const ALL: [Effort; 6] = [
+    Effort::Minimal,
+    Effort::Low,
+    Effort::Medium,
+    Effort::High,
+    Effort::Xhigh,
+    Effort::Max,
+];
+
+impl<'de> Deserialize<'de> for Effort {
+    /// By its wire name; anything else is refused with the names it may
+    /// have (serde's own message would not name the field).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        ALL.into_iter().find(|e| e.name() == name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "effort must be minimal, low, medium, high, xhigh or max, not {name:?}"
+            ))
+        })
+    }
+}
+
+/// The efforts each CLI takes: claude's `--effort` (low, medium, high,
+/// xhigh, max), codex's reasoning efforts (minimal to xhigh).
+pub fn efforts(harness: Harness) -> &'static [Effort] {
+    use Effort::*;
+    match harness {
+        Harness::Claude => &[Low, Medium, High, Xhigh, Max],
+        Harness::Codex => &[Minimal, Low, Medium, High, Xhigh],
+    }
+}
+
+/// What `GET /v1/capabilities` says a CLI takes: a model, instructions,
+/// and which efforts.
+pub fn offered(harness: Harness) -> serde_json::Value {
+    let efforts: Vec<&str> = efforts(harness).iter().map(|e| e.name()).collect();
+    serde_json::json!({"model": true, "instructions": true, "effort": efforts})
+}
+
+/// The longest model name, in characters.
+pub const MODEL_MAX: usize = 128;
+
+/// The longest instructions, in characters: at most 64 KiB in UTF-8, so
+/// they fit one argument of claude's command line (128 KiB), and a limit
+/// the OpenAPI schema can state exactly.
+pub const INSTRUCTIONS_MAX: usize = 16 << 10;
+
+/// A session's options, as its start holds them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options<'a> {
+    /// The model the CLI runs, in its own naming.
+    pub model: Option<&'a str>,
+    /// How hard it works.
+    pub effort: Option<Effort>,
+    /// Text added to its system prompt.
+    pub instructions: Option<&'a str>,
+}
+
+/// A model name any CLI can be given as one argument: 1 to [`MODEL_MAX`]
+/// characters of letters, digits and `. _ : / @ -`, not starting with `-`
+/// (it would be read as an option).
+pub fn check_model(model: &str) -> Result<(), String> {
+    let shape = (1..=MODEL_MAX).contains(&model.chars().count())
+        && !model.starts_with('-')
+        && model
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:/@-".contains(c));
+    if shape {
+        Ok(())
+    } else {
+        Err(format!(
+            "model must be 1 to {MODEL_MAX} characters of letters, digits and . _ : / @ -, not starting with -."
+        ))
+    }
+}
+
+/// An effort `harness` takes; else what it takes.
+pub fn check_effort(harness: Harness, effort: Effort) -> Result<(), String> {
+    let takes = efforts(harness);
+    if takes.contains(&effort) {
+        return Ok(());
+    }
+    let names: Vec<&str> = takes.iter().map(|e| e.name()).collect();
+    let (last, rest) = names.split_last().expect("every CLI takes some");
+    Err(format!(
+        "{} takes effort {} or {last}, not {}.",
+        harness.name(),
+        rest.join(", "),
+        effort.name()
+    ))
+}
+
+/// Instructions a CLI can take: some text, at most [`INSTRUCTIONS_MAX`]
+/// characters, no NUL byte (a C string ends at one).
+pub fn check_instructions(text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Err("instructions must not be empty or only whitespace.".into());
+    }
+    let chars = text.chars().count();
+    if chars > INSTRUCTIONS_MAX {
+        return Err(format!(
+            "instructions must be at most {INSTRUCTIONS_MAX} characters; these have {chars}."
+        ));
+    }
+    if text.contains('\0') {
+        return Err("instructions must not contain a NUL byte (\\u0000).".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names_are_one_argument_and_never_an_option() {
+        for ok in [
+            "claude-haiku-4-5",
+            "opus",
+            "gpt-5.1-codex",
+            "anthropic/claude:latest@2025",
+            &"m".repeat(MODEL_MAX),
+        ] {
+            assert_eq!(check_model(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "-p",
+            "--model",
+            "has space",
+            "semi;colon",
+            "ünïcode",
+            &"m".repeat(MODEL_MAX + 1),
+        ] {
+            assert_eq!(
+                check_model(bad),
+                Err("model must be 1 to 128 characters of letters, digits and . _ : / @ -, not starting with -.".into()),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_cli_takes_its_own_efforts_and_a_refusal_names_them() {
+        assert_eq!(check_effort(Harness::Claude, Effort::Max), Ok(()));
+        assert_eq!(check_effort(Harness::Codex, Effort::Minimal), Ok(()));
+        assert_eq!(
+            check_effort(Harness::Claude, Effort::Minimal),
+            Err("claude takes effort low, medium, high, xhigh or max, not minimal.".into())
+        );
+        assert_eq!(
+            check_effort(Harness::Codex, Effort::Max),
+            Err("codex takes effort minimal, low, medium, high or xhigh, not max.".into())
+        );
+        // The wire names are serde's both ways and the ones the refusals use.
+        for e in ALL {
+            assert_eq!(serde_json::to_value(e).unwrap(), e.name());
+            assert_eq!(
+                serde_json::from_value::<Effort>(e.name().into()).unwrap(),
+                e
+            );
+        }
+    }
+
+    #[test]
+    fn instructions_are_text_within_the_cap() {
+        assert_eq!(check_instructions("Answer in French."), Ok(()));
+        // Characters, not bytes: the widest fit 64 KiB.
+        assert_eq!(check_instructions(&"😀".repeat(INSTRUCTIONS_MAX)), Ok(()));
+        assert_eq!("😀".repeat(INSTRUCTIONS_MAX).len(), 64 << 10);
+        assert_eq!(
+            check_instructions(&"x".repeat(INSTRUCTIONS_MAX + 1)),
+            Err("instructions must be at most 16384 characters; these have 16385.".into())
+        );
+        assert_eq!(
+            check_instructions(" \n"),
+            Err("instructions must not be empty or only whitespace.".into())
+        );
+        assert_eq!(
+            check_instructions("a\0b"),
+            Err("instructions must not contain a NUL byte (\\u0000).".into())
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! What the app chooses for a session's harness (model, effort,
+//! instructions): refused with the rule named when no CLI could take it,
+//! shown in the view and capabilities, and passed to each CLI its own way
+//! (what the fake harnesses saw) on every turn: the first, a warm and a
+//! cold follow-up, after a restart, and after a relaunch.
+
+use std::time::Duration;
+
+use room_kit::events::{all_events, turn_ended};
+use room_kit::*;
+use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
+
+/// Instructions with what a shell or an option parser would take apart.
+const INSTRUCTIONS: &str = "--answer in French; \"quote\" $HOME\nsecond line";
+
+fn options() -> Value {
+    json!({"model": "claude-fake-2", "effort": "high", "instructions": INSTRUCTIONS})
+}
+
+/// Waits until session `id` has journalled `n` turn ends and is idle.
+fn await_ended(svc: &Service, id: &str, n: usize) {
+    wait_until(
+        &format!("{n} turns of {id} ended"),
+        Duration::from_secs(10),
+        || {
+            let ended = all_events(svc, id, 1024)
+                .into_iter()
+                .filter(turn_ended)
+                .count();
+            (ended >= n && svc.session(id)["state"] == "idle").then_some(())
+        },
+    );
+}
+
+/// claude's options on its command line, in the order it gets them.
+fn claude_options(argv: &Value) -> Vec<String> {
+    let argv: Vec<&str> = argv
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut seen = Vec::new();
+    for w in argv.windows(2) {
+        if ["--model", "--effort", "--append-system-prompt"].contains(&w[0]) {
+            seen.push(format!("{} {}", w[0], w[1]));
+        }
+    }
+    seen
+}
+
+fn claude_wanted() -> Vec<String> {
+    vec![
+        "--model claude-fake-2".into(),
+        "--effort high".into(),
+        format!("--append-system-prompt {INSTRUCTIONS}"),
+    ]
+}
+
+#[test]
+fn claude_gets_the_model_effort_and_instructions_on_every_turn() {
+    let mut svc = Service::start(ROOM_CORE, json!({"linger_ms": 3000}));
+    let folder = svc.folder("claude-options");
+    let s = svc.start_session(start_body(&folder, "claude", options()));
+    let id = s["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        (&s["model"], &s["effort"], &s["instructions"]),
+        (
+            &json!("claude-fake-2"),
+            &json!("high"),
+            &json!(INSTRUCTIONS)
+        )
+    );
+    await_ended(&svc, &id, 1);
+    // A warm follow-up goes to the same process.
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "warm"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    await_ended(&svc, &id, 2);
+    // After a restart the next turn resumes in a new process, as it does
+    // after a relaunch.
+    svc.kill9();
+    svc.start_again();
+    svc.await_listen();
+    let view = svc.session(&id);
+    assert_eq!(view["model"], "claude-fake-2", "{view}");
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "after the restart"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    svc.await_record(&folder, 2, Duration::from_secs(10));
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/relaunch"),
+        json!({"mode": "restart"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "after the relaunch"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let records = wait_until("a third process", Duration::from_secs(10), || {
+        let r = svc.records_in(&folder);
+        (r.len() >= 3 && r[2]["prompts"] == json!(["after the relaunch"])).then_some(r)
+    });
+    assert_eq!(records[0]["prompts"][1], "warm", "{}", records[0]);
+    for r in &records {
+        assert_eq!(claude_options(&r["argv"]), claude_wanted(), "{r}");
+    }
+    let argv = records[1]["argv"].as_array().unwrap();
+    assert!(argv.contains(&json!("--resume")), "{argv:?}");
+}
+
+#[test]
+fn codex_gets_the_model_and_instructions_on_its_thread_and_the_effort_on_each_turn() {
+    let svc = Service::start(ROOM_CORE, json!({"linger_ms": 3000}));
+    let folder = svc.folder("codex-options");
+    let body = json!({"model": "gpt-fake-2", "effort": "minimal", "instructions": INSTRUCTIONS});
+    let s = svc.start_session(start_body(&folder, "codex", body));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_ended(&svc, &id, 1);
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "warm"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    await_ended(&svc, &id, 2);
+    let record = svc.await_record(&folder, 1, Duration::from_secs(10));
+    assert_eq!(record["thread"]["method"], "thread/start");
+    assert_eq!(
+        (
+            &record["thread"]["model"],
+            &record["thread"]["developerInstructions"]
+        ),
+        (&json!("gpt-fake-2"), &json!(INSTRUCTIONS)),
+        "{record}"
+    );
+    assert_eq!(record["efforts"], json!(["minimal", "minimal"]));
+    // A session started without options passes none.
+    let plain = svc.folder("codex-plain");
+    let s = svc.start_session(start_body(&plain, "codex", json!({})));
+    assert_eq!(
+        (&s["model"], &s["effort"], &s["instructions"]),
+        (&Value::Null, &Value::Null, &Value::Null)
+    );
+    let record = svc.await_record(&plain, 1, Duration::from_secs(10));
+    assert_eq!(
+        (
+            &record["thread"]["model"],
+            &record["thread"]["developerInstructions"],
+            &record["efforts"]
+        ),
+        (&Value::Null, &Value::Null, &json!([null]))
+    );
+}
+
+#[test]
+fn options_no_cli_could_take_are_refused_with_the_rule_named() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let folder = svc.folder("refused");
+    let model_rule = "model must be 1 to 128 characters of letters, digits and . _ : / @ -, not starting with -.";
+    let cases = [
+        (
+            "claude",
+            json!({"model": "--dangerously-skip-permissions"}),
+            model_rule.to_string(),
+        ),
+        ("claude", json!({"model": "a b"}), model_rule.to_string()),
+        (
+            "claude",
+            json!({"model": "m".repeat(129)}),
+            model_rule.to_string(),
+        ),
+        (
+            "claude",
+            json!({"effort": "minimal"}),
+            "claude takes effort low, medium, high, xhigh or max, not minimal.".into(),
+        ),
+        (
+            "codex",
+            json!({"effort": "max"}),
+            "codex takes effort minimal, low, medium, high or xhigh, not max.".into(),
+        ),
+        (
+            "codex",
+            json!({"instructions": "x".repeat(16385)}),
+            "instructions must be at most 16384 characters; these have 16385.".into(),
+        ),
+        (
+            "codex",
+            json!({"instructions": "  "}),
+            "instructions must not be empty or only whitespace.".into(),
+        ),
+        (
+            "claude",
+            json!({"instructions": "a\u{0}b"}),
+            "instructions must not contain a NUL byte (\\u0000).".into(),
+        ),
+    ];
+    for (harness, extra, error) in cases {
+        let (status, v) = svc.post("/v1/sessions", start_body(&folder, harness, extra.clone()));
+        assert_eq!(
+            (status, &v["code"], v["error"].as_str().unwrap_or_default()),
+            (422, &json!("invalid_field"), error.as_str()),
+            "{extra}"
+        );
+    }
+    let (status, v) = svc.post(
+        "/v1/sessions",
+        start_body(&folder, "claude", json!({"effort": "extreme"})),
+    );
+    assert_eq!(
+        (status, v["error"].as_str().unwrap()),
+        (
+            422,
+            "Invalid body: effort must be minimal, low, medium, high, xhigh or max, not \"extreme\"."
+        ),
+        "{v}"
+    );
+    let (_, list) = svc.get("/v1/sessions");
+    assert_eq!(list["sessions"], json!([]), "nothing was started");
+}
+
+#[test]
+fn a_retry_with_other_options_is_a_conflict_that_names_the_first() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let folder = svc.folder("retry");
+    let first = start_body(
+        &folder,
+        "claude",
+        json!({"request_id": "r-1", "model": "opus", "effort": "low"}),
+    );
+    let (status, v) = svc.post("/v1/sessions", first.clone());
+    assert_eq!(status, 201, "{v}");
+    let (status, again) = svc.post("/v1/sessions", first);
+    assert_eq!((status, &again["id"]), (200, &v["id"]));
+    let other = start_body(
+        &folder,
+        "claude",
+        json!({"request_id": "r-1", "model": "opus", "effort": "high"}),
+    );
+    let (status, conflict) = svc.post("/v1/sessions", other);
+    assert_eq!(status, 409, "{conflict}");
+    assert!(
+        conflict["error"].as_str().unwrap().contains("effort"),
+        "{conflict}"
+    );
+}
+
+#[test]
+fn capabilities_list_each_clis_options() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let (status, v) = svc.get("/v1/capabilities");
+    assert_eq!(status, 200);
+    assert!(
+        v["capabilities"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("session_options")),
+        "{v}"
+    );
+    assert_eq!(
+        v["harnesses"]["claude"]["options"],
+        json!({"model": true, "instructions": true,
+               "effort": ["low", "medium", "high", "xhigh", "max"]})
+    );
+    assert_eq!(
+        v["harnesses"]["codex"]["options"],
+        json!({"model": true, "instructions": true,
+               "effort": ["minimal", "low", "medium", "high", "xhigh"]})
+    );
+}
