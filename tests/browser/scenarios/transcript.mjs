@@ -8,9 +8,12 @@
 
 import { check, open, shot, start, session, withPage } from "../lib.mjs";
 
-async function read(page, id, said) {
+async function read(page, id, said, last) {
   await page.evaluate((h) => { location.hash = h; }, `#/sessions/${id}`);
   await page.waitForSelector(".conv article[data-kind=turn_ended]");
+  // The replay prints its hostile lines after the turn's result: the
+  // session is idle before they are journalled, so the last is awaited.
+  await page.waitForFunction((l) => document.querySelector(".conv").textContent.includes(l), last);
   check(!(await page.$("#injected")) && !(await page.$(".conv b, .conv i, .conv script")), "harness markup is not parsed");
   const text = await page.textContent(".conv");
   check(text.includes("<b>not bold</b>"), "harness markup shows as text");
@@ -31,7 +34,7 @@ export default async function () {
   await session(codex.id, "idle", (v) => v.state === "idle");
   await withPage(async (page) => {
     await open(page);
-    const { call, text } = await read(page, claude.id, "FAKE_MODEL_DONE");
+    const { call, text } = await read(page, claude.id, "FAKE_MODEL_DONE", "of output not shown");
     check(text.includes("1 line (49 bytes) of output not shown, not JSON") && text.includes("<img src=x id=injected onerror=alert(3)> not json"), "a line that is not JSON is reported, its start as text");
     const folded = await call.textContent();
     check(folded.includes("Bash") && folded.includes("echo hi") && folded.includes("(Bash completed with no output)"), `the call holds its input and result: ${folded}`);
@@ -40,7 +43,7 @@ export default async function () {
     await page.waitForSelector("table.usage tbody tr");
     await shot(page, "session-transcript");
 
-    const codexRead = await read(page, codex.id, "FAKE_MODEL_REPLY");
+    const codexRead = await read(page, codex.id, "FAKE_MODEL_REPLY", "mid-turn");
     const codexText = await codexRead.call.textContent();
     check(codexText.includes("command") && codexText.includes("sleep 3; echo slept") && codexText.includes("slept\n") && codexText.includes("exit 0"), `codex's command, its output and its exit: ${codexText}`);
     check(codexRead.text.includes("codex read: make x.txt") && codexRead.text.includes("codex read: STEER_MID_TOOL other file"), "the prompt and a steered one, as codex read them");
