@@ -73,7 +73,10 @@ fn capabilities_list_the_configured_programs_and_their_versions() {
     let svc = Service::start(ROOM_CORE, json!({"codex_program": "/nonexistent/codex"}));
     let (status, v) = svc.get("/v1/capabilities");
     assert_eq!(status, 200);
-    assert_eq!(v["capabilities"], json!(["project_copy"]));
+    assert_eq!(
+        v["capabilities"],
+        json!(["project_copy", "session_options"])
+    );
     let h = harnesses(&svc, "claude's version", |h| {
         h["claude"]["version"].is_string()
     });

@@ -266,12 +266,12 @@ fn capabilities_list_each_clis_options() {
         "{v}"
     );
     assert_eq!(
-        v["harnesses"]["claude"]["options"],
+        v["options"]["claude"],
         json!({"model": true, "instructions": true,
                "effort": ["low", "medium", "high", "xhigh", "max"]})
     );
     assert_eq!(
-        v["harnesses"]["codex"]["options"],
+        v["options"]["codex"],
         json!({"model": true, "instructions": true,
                "effort": ["minimal", "low", "medium", "high", "xhigh"]})
     );

@@ -49,10 +49,15 @@ fn stubborn_turn(svc: &Service, name: &str) -> (String, PathBuf, Vec<u32>) {
     svc.await_session(&id, "the turn to run", |v| v["state"] == "running");
     let pids = vec![harness, tool, daemon];
     assert!(pids.iter().all(|p| alive(*p)), "{pids:?}");
-    let marked = turn_processes(&id);
-    assert!(
-        pids.iter().all(|p| marked.contains(p)),
-        "{pids:?} not all in {marked:?}"
+    // A process between its pid file and its `exec` may show no
+    // environment for a moment: its mark is awaited, not read once.
+    wait_until(
+        &format!("{pids:?} all marked as the turn's"),
+        Duration::from_secs(5),
+        || {
+            let marked = turn_processes(&id);
+            pids.iter().all(|p| marked.contains(p)).then_some(())
+        },
     );
     (id, folder, pids)
 }

@@ -221,11 +221,11 @@ pub(crate) fn create(body: &[u8]) -> Result<Start, Refusal> {
 /// The model, effort and instructions a start chose, as its CLI can take
 /// them.
 fn harness_options(c: &Start) -> Result<(), Refusal> {
-    use crate::harness::options::{check_effort, check_instructions, check_model};
+    use crate::harness::options::{check_instructions, check_model};
     let o = c.harness_options();
     let checked = [
         o.model.map(check_model),
-        o.effort.map(|e| check_effort(c.harness, e)),
+        o.effort.map(|e| c.harness.check_effort(e)),
         o.instructions.map(check_instructions),
     ];
     match checked.into_iter().flatten().find_map(Result::err) {

@@ -20,6 +20,7 @@ use super::front::Ctx;
 use super::query::Query;
 use super::reply::Reply;
 use crate::error::Refusal;
+use crate::harness::Harness;
 use crate::runtime::{CommandAnswer, Runtime};
 
 /// What answers a route.
@@ -273,6 +274,10 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         Op::Capabilities => ok(json!({
             "capabilities": ["project_copy", "session_options"],
             "harnesses": rt.installed.report(),
+            "options": {
+                "claude": Harness::Claude.options_offered(),
+                "codex": Harness::Codex.options_offered(),
+            },
         })),
         Op::Health => ok(follow::health(ctx)),
         Op::Ready => Ok(Done::Reply(follow::ready(rt))),

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 
 use super::account::Account;
-use super::{options, program, version, Harness, Programs};
+use super::{program, version, Harness, Programs};
 
 /// What a CLI's `--version` said: nothing yet, its version, or why not.
 type Said = Option<Result<String, String>>;
@@ -86,11 +86,7 @@ impl Installed {
     pub fn report(&self) -> Value {
         let mut out = Map::new();
         for e in &self.entries {
-            let mut v = json!({
-                "installed": e.missing.is_none(),
-                "program": e.program,
-                "options": options::offered(e.harness),
-            });
+            let mut v = json!({"installed": e.missing.is_none(), "program": e.program});
             let said = e.said.lock().unwrap_or_else(|p| p.into_inner()).clone();
             match (&e.missing, said) {
                 (Some(why), _) => v["error"] = json!(why),

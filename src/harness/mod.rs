@@ -33,6 +33,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use options::Effort;
+
 /// Which harness a session runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,6 +67,41 @@ impl Harness {
             Harness::Claude => claude::argv(native_id, modes, options),
             Harness::Codex => codex::argv(modes),
         }
+    }
+}
+
+impl Harness {
+    /// The efforts its CLI takes: claude's `--effort` (low to max), codex's
+    /// reasoning efforts (minimal to xhigh).
+    pub fn efforts(self) -> &'static [Effort] {
+        use Effort::*;
+        match self {
+            Harness::Claude => &[Low, Medium, High, Xhigh, Max],
+            Harness::Codex => &[Minimal, Low, Medium, High, Xhigh],
+        }
+    }
+
+    /// `effort` when its CLI takes it; else what it takes, as the API says.
+    pub fn check_effort(self, effort: Effort) -> Result<(), String> {
+        let takes = self.efforts();
+        if takes.contains(&effort) {
+            return Ok(());
+        }
+        let names: Vec<&str> = takes.iter().map(|e| e.name()).collect();
+        let (last, rest) = names.split_last().expect("every CLI takes some");
+        Err(format!(
+            "{} takes effort {} or {last}, not {}.",
+            self.name(),
+            rest.join(", "),
+            effort.name()
+        ))
+    }
+
+    /// What `GET /v1/capabilities` says a start of this CLI may choose: a
+    /// model, instructions, and which efforts.
+    pub fn options_offered(self) -> serde_json::Value {
+        let efforts: Vec<&str> = self.efforts().iter().map(|e| e.name()).collect();
+        serde_json::json!({"model": true, "instructions": true, "effort": efforts})
     }
 }
 
@@ -110,6 +147,20 @@ fn resolve_one(configured: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_cli_takes_its_own_efforts_and_a_refusal_names_them() {
+        assert_eq!(Harness::Claude.check_effort(Effort::Max), Ok(()));
+        assert_eq!(Harness::Codex.check_effort(Effort::Minimal), Ok(()));
+        assert_eq!(
+            Harness::Claude.check_effort(Effort::Minimal),
+            Err("claude takes effort low, medium, high, xhigh or max, not minimal.".into())
+        );
+        assert_eq!(
+            Harness::Codex.check_effort(Effort::Max),
+            Err("codex takes effort minimal, low, medium, high or xhigh, not max.".into())
+        );
+    }
 
     #[test]
     fn a_bare_name_is_looked_up_on_path_and_a_missing_one_kept_as_configured() {

@@ -8,8 +8,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Harness;
-
 /// How hard the model works on a turn, in the API's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -43,7 +41,7 @@ impl Effort {
 }
 
 /// Every effort, in the API's order.
-const ALL: [Effort; 6] = [
+pub const ALL: [Effort; 6] = [
     Effort::Minimal,
     Effort::Low,
     Effort::Medium,
@@ -63,23 +61,6 @@ impl<'de> Deserialize<'de> for Effort {
             ))
         })
     }
-}
-
-/// The efforts each CLI takes: claude's `--effort` (low, medium, high,
-/// xhigh, max), codex's reasoning efforts (minimal to xhigh).
-pub fn efforts(harness: Harness) -> &'static [Effort] {
-    use Effort::*;
-    match harness {
-        Harness::Claude => &[Low, Medium, High, Xhigh, Max],
-        Harness::Codex => &[Minimal, Low, Medium, High, Xhigh],
-    }
-}
-
-/// What `GET /v1/capabilities` says a CLI takes: a model, instructions,
-/// and which efforts.
-pub fn offered(harness: Harness) -> serde_json::Value {
-    let efforts: Vec<&str> = efforts(harness).iter().map(|e| e.name()).collect();
-    serde_json::json!({"model": true, "instructions": true, "effort": efforts})
 }
 
 /// The longest model name, in characters.
@@ -117,22 +98,6 @@ pub fn check_model(model: &str) -> Result<(), String> {
             "model must be 1 to {MODEL_MAX} characters of letters, digits and . _ : / @ -, not starting with -."
         ))
     }
-}
-
-/// An effort `harness` takes; else what it takes.
-pub fn check_effort(harness: Harness, effort: Effort) -> Result<(), String> {
-    let takes = efforts(harness);
-    if takes.contains(&effort) {
-        return Ok(());
-    }
-    let names: Vec<&str> = takes.iter().map(|e| e.name()).collect();
-    let (last, rest) = names.split_last().expect("every CLI takes some");
-    Err(format!(
-        "{} takes effort {} or {last}, not {}.",
-        harness.name(),
-        rest.join(", "),
-        effort.name()
-    ))
 }
 
 /// Instructions a CLI can take: some text, at most [`INSTRUCTIONS_MAX`]
@@ -186,17 +151,7 @@ mod tests {
     }
 
     #[test]
-    fn each_cli_takes_its_own_efforts_and_a_refusal_names_them() {
-        assert_eq!(check_effort(Harness::Claude, Effort::Max), Ok(()));
-        assert_eq!(check_effort(Harness::Codex, Effort::Minimal), Ok(()));
-        assert_eq!(
-            check_effort(Harness::Claude, Effort::Minimal),
-            Err("claude takes effort low, medium, high, xhigh or max, not minimal.".into())
-        );
-        assert_eq!(
-            check_effort(Harness::Codex, Effort::Max),
-            Err("codex takes effort minimal, low, medium, high or xhigh, not max.".into())
-        );
+    fn efforts_read_and_write_their_wire_names() {
         // The wire names are serde's both ways and the ones the refusals use.
         for e in ALL {
             assert_eq!(serde_json::to_value(e).unwrap(), e.name());
