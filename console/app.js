@@ -1,11 +1,13 @@
 // The console's entry: the token (from the URL's fragment, which is never
 // sent to the server, or pasted; kept in sessionStorage only and taken out
 // of the address bar at once), then the page the fragment names:
-// `#/` the session list, `#/sessions/<id>` a session.
+// `#/` the session list, `#/new` the form that starts a session,
+// `#/sessions/<id>` a session.
 
 import { clearToken, setToken, token } from "./api.js";
 import { h, replace } from "./dom.js";
 import { listPage } from "./list.js";
+import { newPage } from "./new.js";
 import { sessionPage } from "./session.js";
 
 const main = document.getElementById("main");
@@ -65,7 +67,9 @@ function route() {
   } catch {
     id = m && m[1];
   }
-  leave = id ? sessionPage(main, id, setStatus) : listPage(main, setStatus);
+  if (id) leave = sessionPage(main, id, setStatus);
+  else if (/^#\/new(\?|$)/.test(location.hash)) leave = newPage(main, setStatus);
+  else leave = listPage(main, setStatus);
 }
 
 window.addEventListener("room-unauthorized", () => {

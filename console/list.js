@@ -39,7 +39,9 @@ export function listPage(main, setStatus) {
   const body = h("tbody", {});
   const more = h("button", { type: "button", id: "more", hidden: true }, "More sessions");
   const head = ["session", "state", "harness", "folder", "age", "queue", "approvals", "cost"];
-  replace(main, h("section", { class: "list" }, h("h1", {}, "Sessions"), form, count,
+  replace(main, h("section", { class: "list" },
+    h("div", { class: "head" }, h("h1", {}, "Sessions"), h("a", { href: "#/new", id: "new-session" }, "New session")),
+    form, count,
     h("div", { class: "scroll" }, h("table", { class: "sessions" }, h("thead", {}, h("tr", {}, head.map((c) => h("th", { scope: "col" }, c)))), body)),
     more));
 

@@ -101,7 +101,8 @@ export function sessionPage(main, id, setStatus) {
     state.dataset.state = v.state;
     const queue = v.queue ? `${v.queue.length} queued${v.queue.paused ? " (paused)" : ""}` : "";
     const cost = v.usage ? usd(v.usage.cost_usd) : "—";
-    meta.textContent = `${v.harness} · ${v.kind} in ${v.workspace} · ${v.folder} · started ${clock(v.created_ms)} · ${queue} · cost ${cost}${v.error ? ` · error: ${v.error}` : ""}`;
+    const runs = [v.model, v.effort && `${v.effort} effort`].filter(Boolean).join(", ");
+    meta.textContent = `${v.harness}${runs ? ` (${runs})` : ""} · ${v.kind} in ${v.workspace} · ${v.folder} · started ${clock(v.created_ms)} · ${queue} · cost ${cost}${v.error ? ` · error: ${v.error}` : ""}`;
     const now = Date.now();
     if (v.waiting_for) {
       wait.hidden = false;

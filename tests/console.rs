@@ -268,6 +268,11 @@ fn browser_a_copy_wait_then_its_turn_live() {
 }
 
 #[test]
+fn browser_start_a_session_from_the_new_session_form() {
+    scenario("new_session", json!({}));
+}
+
+#[test]
 fn browser_send_a_prompt_from_the_keyboard() {
     scenario("send", json!({}));
 }

@@ -59,6 +59,7 @@ pub const FILES: &[File] = &[
     file!("format.js", JS),
     file!("stream.js", JS),
     file!("list.js", JS),
+    file!("new.js", JS),
     file!("session.js", JS),
     file!("controls.js", JS),
     file!("conversation.js", JS),
