@@ -180,6 +180,7 @@ fn talking(harness: Harness) -> Talker {
         model: None,
         instructions: None,
         effort: None,
+        config: None,
     };
     let mut talker = Talker::new(harness, opening);
     talker.say(Said::Prompt("p".into()));

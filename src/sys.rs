@@ -3,8 +3,9 @@
 //! goes through nix's safe calls where it is made; the clone and the
 //! child's side of a spawn keep to `supervise::spawn::raw`.
 //!
-//! - `openat` and `openat2`: nix returns a bare descriptor, which becomes an
-//!   `OwnedFd` here, once for every caller.
+//! - `openat` (and `create_at`, its `O_CREAT | O_EXCL` form) and
+//!   `openat2`: nix returns a bare descriptor, which becomes an `OwnedFd`
+//!   here, once for every caller.
 //! - `pidfd_open` and `pidfd_send_signal`: nix 0.29 has neither.
 //! - `getsockopt(SO_PEERPIDFD)`: nix 0.29 has no such option.
 //! - The stop signals' handler, which may only make async-signal-safe calls.
@@ -25,6 +26,16 @@ use nix::sys::stat::Mode;
 /// (no `O_CREAT`), so no mode is passed.
 pub(crate) fn openat(dir: RawFd, name: &CStr, flags: OFlag) -> io::Result<OwnedFd> {
     let fd = nix::fcntl::openat(Some(dir), name, flags, Mode::empty())?;
+    // SAFETY: `openat` just returned this descriptor; nothing else holds
+    // it, so the `OwnedFd` is its only owner and closes it once.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `openat(dir, name, flags | O_CREAT | O_EXCL, mode)`: a file made new,
+/// never one that was there.
+pub(crate) fn create_at(dir: RawFd, name: &CStr, flags: OFlag, mode: Mode) -> io::Result<OwnedFd> {
+    let flags = flags | OFlag::O_CREAT | OFlag::O_EXCL;
+    let fd = nix::fcntl::openat(Some(dir), name, flags, mode)?;
     // SAFETY: `openat` just returned this descriptor; nothing else holds
     // it, so the `OwnedFd` is its only owner and closes it once.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

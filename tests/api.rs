@@ -40,7 +40,7 @@ fn bad_start_requests_are_refused_with_a_sentence() {
             start_body(&folder, "claude", json!({"bogus": 1})),
             422,
             "unknown_field",
-            "Unknown field \"bogus\". Known fields: workspace, folder, harness, kind, parent, shared_sandbox, request_id, plan_only, project_copy, prompt, approvals, max_cost_usd, max_tokens, model, effort, instructions.",
+            "Unknown field \"bogus\". Known fields: workspace, folder, harness, kind, parent, shared_sandbox, request_id, plan_only, project_copy, prompt, approvals, max_cost_usd, max_tokens, model, effort, instructions, mcp_servers.",
         ),
         (
             start_body(&folder, "claude", json!({"kind": "side_chat", "parent": parent, "project_copy": true})),

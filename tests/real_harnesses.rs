@@ -19,8 +19,8 @@ use libtest_mimic::Arguments;
 use real_support::{asked, model_calls, seen, tool_result, trial, Real};
 use room_kit::fake_model::TURN;
 use room_kit::{
-    agent_account, chown_tree, land_project, mark, start_body, wait_until, FakeWebsite, Service,
-    AGENT, TOKEN,
+    agent_account, chown_tree, fixtures_dir, land_project, mark, start_body, wait_until,
+    FakeWebsite, Service, AGENT, TOKEN,
 };
 use serde_json::{json, Value};
 
@@ -700,11 +700,117 @@ fn codex_runs_the_model_effort_and_instructions_the_app_chose() {
     );
 }
 
+// ------------------------------------------------------------ MCP servers
+
+/// A session's MCP server (fixtures/mcp_probe.py) is started by the CLI
+/// with its secret environment and asked for its tools; with `calls`, the
+/// model calls its tool and the result comes back to the model. The secret
+/// shows nowhere but in the server. Both CLIs defer MCP tools behind a
+/// tool search the fake model does not speak: claude offers them at once
+/// with `ENABLE_TOOL_SEARCH=false` (passed as an operator's `harness_env`),
+/// codex has no such switch, so its check stops at the server's tools.
+fn an_mcp_server_serves_the_cli(test: &str, harness: &str, calls: bool) {
+    let env = vec![("ENABLE_TOOL_SEARCH".to_string(), "false".to_string())];
+    let config = json!({"harness_env": ["ENABLE_TOOL_SEARCH"]});
+    let Some(real) = Real::start(test, harness, config, env) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let log = real.dir.join("probe.log");
+    let probe = fixtures_dir().join("mcp_probe.py");
+    let secret = "probe-secret-5523";
+    let s = real.svc.start_session(start_body(
+        &folder,
+        harness,
+        json!({
+            "prompt": "TOOL_CALL probe_echo {\"text\": \"hello probe\"}",
+            "mcp_servers": {"probe": {
+                "command": "python3",
+                "args": [probe, log],
+                "env": {"PROBE_TOKEN": secret},
+            }},
+        }),
+    ));
+    let id = id_of(&s);
+    let requests = real.model.await_answers(harness, 1);
+    real.await_idle(&id);
+    let started: Vec<Value> = std::fs::read_to_string(&log)
+        .expect("the probe was started")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        started[0],
+        json!({"started": true, "token": secret}),
+        "{started:?}"
+    );
+    let methods: Vec<&str> = started
+        .iter()
+        .filter_map(|m| m["method"].as_str())
+        .collect();
+    let wanted: &[&str] = if calls {
+        &["initialize", "tools/list", "tools/call"]
+    } else {
+        &["initialize", "tools/list"]
+    };
+    for m in wanted {
+        assert!(methods.contains(m), "{harness} never sent {m}: {methods:?}");
+    }
+    let journal =
+        serde_json::to_string(&room_kit::events::all_events(&real.svc, &id, 1024)).unwrap();
+    if calls {
+        let result = requests
+            .iter()
+            .find_map(tool_result)
+            .expect("the tool's result went back to the model");
+        assert!(
+            result.contains("PROBE_RESULT hello probe token=set"),
+            "{harness}: {result}"
+        );
+        assert!(journal.contains("PROBE_RESULT"), "the call is journalled");
+    }
+    for (what, text) in [
+        ("journal", journal),
+        ("view", real.svc.session(&id).to_string()),
+        ("log", real.svc.log()),
+    ] {
+        assert!(!text.contains(secret), "the {what} holds the secret");
+    }
+}
+
+fn claude_calls_an_mcp_servers_tool_the_app_gave_it() {
+    an_mcp_server_serves_the_cli(
+        "claude_calls_an_mcp_servers_tool_the_app_gave_it",
+        "claude",
+        true,
+    );
+}
+
+fn codex_starts_an_mcp_server_the_app_gave_it_with_its_secret() {
+    an_mcp_server_serves_the_cli(
+        "codex_starts_an_mcp_server_the_app_gave_it_with_its_secret",
+        "codex",
+        false,
+    );
+}
+
 // ------------------------------------------------------------ the list
 
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();
     let trials = vec![
+        trial(
+            "claude_calls_an_mcp_servers_tool_the_app_gave_it",
+            Some("claude"),
+            false,
+            claude_calls_an_mcp_servers_tool_the_app_gave_it,
+        ),
+        trial(
+            "codex_starts_an_mcp_server_the_app_gave_it_with_its_secret",
+            Some("codex"),
+            false,
+            codex_starts_an_mcp_server_the_app_gave_it_with_its_secret,
+        ),
         trial(
             "claude_runs_the_model_effort_and_instructions_the_app_chose",
             Some("claude"),

@@ -276,3 +276,168 @@ fn capabilities_list_each_clis_options() {
                "effort": ["minimal", "low", "medium", "high", "xhigh"]})
     );
 }
+
+/// MCP servers' secret values, which only the CLI may see.
+const SECRET: &str = "s3cret-value-7781";
+const HEADER_SECRET: &str = "Bearer s3cret-header-7782";
+
+fn mcp_servers() -> Value {
+    json!({
+        "probe": {"command": "/usr/bin/env", "args": ["--", "x"], "env": {"PROBE_TOKEN": SECRET}},
+        "web": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": HEADER_SECRET}},
+    })
+}
+
+/// No secret of [`mcp_servers`] in `text`.
+fn no_secret(what: &str, text: &str) {
+    assert!(
+        !text.contains(SECRET) && !text.contains("s3cret-header"),
+        "{what} holds a secret: {text}"
+    );
+}
+
+#[test]
+fn claude_reads_its_mcp_servers_from_a_private_file_that_goes_with_its_process() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let folder = svc.folder("mcp-claude");
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"mcp_servers": mcp_servers()}),
+    ));
+    let id = s["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        s["mcp_servers"],
+        json!({
+            "probe": {"command": "/usr/bin/env", "args": ["--", "x"], "env": ["PROBE_TOKEN"]},
+            "web": {"url": "https://mcp.example.com/mcp", "headers": ["Authorization"]},
+        })
+    );
+    await_ended(&svc, &id, 1);
+    let record = svc.await_record(&folder, 1, Duration::from_secs(10));
+    let seen = &record["mcp_config"];
+    assert_eq!(
+        seen["content"],
+        json!({"mcpServers": {
+            "probe": {"type": "stdio", "command": "/usr/bin/env", "args": ["--", "x"], "env": {"PROBE_TOKEN": SECRET}},
+            "web": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": HEADER_SECRET}},
+        }}),
+        "{record}"
+    );
+    assert_eq!(seen["mode"], "0o600");
+    let path = std::path::PathBuf::from(seen["path"].as_str().unwrap());
+    assert_eq!(
+        path.parent().unwrap(),
+        svc.state.join("room-core-turn-files")
+    );
+    // Not on its command line, where the servers' tools are allowed as
+    // claude's own are (auto approvals); and gone with its process.
+    let argv = record["argv"].to_string();
+    no_secret("the argv", &argv);
+    let args: Vec<&str> = record["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        args[args.len() - 4..],
+        ["--allowedTools", "Bash", "mcp__probe", "mcp__web"]
+    );
+    assert!(args
+        .windows(2)
+        .any(|w| w == ["--mcp-config", seen["path"].as_str().unwrap()]));
+    wait_until(
+        "the file gone with its process",
+        Duration::from_secs(10),
+        || (!path.exists()).then_some(()),
+    );
+    // Nowhere the app, the log or the agent's other readers look.
+    no_secret("the view", &svc.session(&id).to_string());
+    no_secret(
+        "the journal",
+        &serde_json::to_string(&all_events(&svc, &id, 1024)).unwrap(),
+    );
+    no_secret("the log", &svc.log());
+    no_secret("the harness's environment", &record["env"].to_string());
+}
+
+#[test]
+fn codex_gets_its_mcp_servers_in_its_threads_config() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let folder = svc.folder("mcp-codex");
+    let s = svc.start_session(start_body(
+        &folder,
+        "codex",
+        json!({"mcp_servers": mcp_servers()}),
+    ));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_ended(&svc, &id, 1);
+    let record = svc.await_record(&folder, 1, Duration::from_secs(10));
+    assert_eq!(
+        record["thread"]["config"],
+        json!({"mcp_servers": {
+            "probe": {"command": "/usr/bin/env", "args": ["--", "x"], "env": {"PROBE_TOKEN": SECRET}},
+            "web": {"url": "https://mcp.example.com/mcp", "http_headers": {"Authorization": HEADER_SECRET}},
+        }}),
+        "{record}"
+    );
+    no_secret("the argv", &record["argv"].to_string());
+    no_secret("the view", &svc.session(&id).to_string());
+    no_secret(
+        "the journal",
+        &serde_json::to_string(&all_events(&svc, &id, 1024)).unwrap(),
+    );
+    no_secret("the log", &svc.log());
+}
+
+#[test]
+fn mcp_servers_no_cli_could_run_are_refused_naming_the_server_not_the_secret() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let folder = svc.folder("mcp-refused");
+    let cases = [
+        (
+            json!({"p": {"command": "no-such-mcp-server-anywhere", "env": {"T": SECRET}}}),
+            "MCP server p: command \"no-such-mcp-server-anywhere\" must be an absolute path or a program on PATH.",
+        ),
+        (
+            json!({"p": {"url": "https://x", "headers": {"X": format!("{SECRET}\nInjected: yes")}}}),
+            "MCP server p: the value of header X must be at most 4096 characters on one line.",
+        ),
+        (
+            json!({"bad-name": {"command": "/usr/bin/env"}}),
+            "MCP server name \"bad-name\" must be a letter or _ then letters, digits and _, at most 64 characters.",
+        ),
+    ];
+    for (servers, error) in cases {
+        let (status, v) = svc.post(
+            "/v1/sessions",
+            start_body(&folder, "claude", json!({"mcp_servers": servers})),
+        );
+        assert_eq!(
+            (status, v["error"].as_str().unwrap_or_default()),
+            (422, error),
+            "{v}"
+        );
+    }
+    // Another set of servers on a retry is a conflict that says which field.
+    let body = |token: &str| {
+        start_body(
+            &folder,
+            "claude",
+            json!({"request_id": "mcp-1", "mcp_servers": {"p": {"command": "/usr/bin/env", "env": {"T": token}}}}),
+        )
+    };
+    let (status, _) = svc.post("/v1/sessions", body("one"));
+    assert_eq!(status, 201);
+    let (status, v) = svc.post("/v1/sessions", body("two"));
+    assert_eq!(status, 409, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("with a different mcp_servers."),
+        "{v}"
+    );
+    no_secret("the log", &svc.log());
+}

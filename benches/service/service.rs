@@ -346,6 +346,7 @@ pub(crate) fn claude_turn_spec(
         approvals: room_machines::session::ApprovalMode::Auto,
         folder,
         options: Default::default(),
+        mcp: None,
     };
     command::build(&config, &programs, &command::secrets(&config), &turn).map_err(|e| e.to_string())
 }

@@ -90,6 +90,7 @@ pub(crate) fn startup(table: &mut Table) {
                 approvals: room_machines::session::ApprovalMode::Auto,
                 folder: &folder,
                 options: Default::default(),
+                mcp: None,
             };
             let mut spec =
                 command::build(&config, &programs, &secrets, &turn).expect("a turn's spec");

@@ -23,6 +23,7 @@ pub(crate) mod conn;
 mod gate;
 pub mod peer;
 pub(crate) mod socket_file;
+pub(crate) mod turn_files;
 
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};

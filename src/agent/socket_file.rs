@@ -211,6 +211,14 @@ fn split(path: &Path) -> io::Result<(PathBuf, CString)> {
     Ok((folder.to_path_buf(), name))
 }
 
+/// The folder the agent socket at `path` is bound in, opened by the same
+/// walk as [`bind`]'s (made where missing): no other account can write it
+/// or a folder on its way.
+pub(crate) fn socket_folder(path: &Path) -> io::Result<OwnedFd> {
+    let (folder, _) = split(path)?;
+    open_folder(path, &folder).map(|(dir, _)| dir)
+}
+
 /// Walks from `/` to `folder` as the module doc says; the folder's
 /// descriptor and every folder passed (for the agent's reach).
 fn open_folder(socket: &Path, folder: &Path) -> io::Result<(OwnedFd, Vec<Passed>)> {

@@ -36,6 +36,7 @@ const CREATE_FIELDS: &[&str] = &[
     "model",
     "effort",
     "instructions",
+    "mcp_servers",
 ];
 
 /// `POST /v1/sessions/{id}/messages`.
@@ -228,7 +229,18 @@ fn harness_options(c: &Start) -> Result<(), Refusal> {
         o.effort.map(|e| c.harness.check_effort(e)),
         o.instructions.map(check_instructions),
     ];
-    match checked.into_iter().flatten().find_map(Result::err) {
+    let mcp = c.mcp_servers.as_ref().map(|servers| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        crate::harness::mcp::check(servers, |name| {
+            crate::harness::program::on_path(std::path::Path::new(name), &path).is_some()
+        })
+    });
+    match checked
+        .into_iter()
+        .chain([mcp])
+        .flatten()
+        .find_map(Result::err)
+    {
         Some(why) => Err(Refusal::new(422, "invalid_field", why)),
         None => Ok(()),
     }

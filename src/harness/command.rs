@@ -14,6 +14,7 @@ use room_machines::session::ApprovalMode;
 
 use super::account::{self, Account};
 use super::codex;
+use super::mcp::{self, McpServers};
 use super::options::Options;
 use super::talk::Talker;
 use super::{program, Harness, Programs};
@@ -56,6 +57,9 @@ pub struct Turn<'a> {
     pub folder: &'a Path,
     /// What the app chose for the harness (model, effort, instructions).
     pub options: Options<'a>,
+    /// The session's MCP servers, and (claude) the file they are written
+    /// in for the process, which only the agent account reads.
+    pub mcp: Option<(&'a McpServers, Option<&'a Path>)>,
 }
 
 /// Builds a turn's spec from the config. Fails when the agent account
@@ -93,10 +97,32 @@ pub fn build(
         modes = modes.asking();
     }
     let folder = turn.folder.to_string_lossy();
-    let opening = codex::opening(&folder, turn.native_id, &modes, turn.options);
+    let mut opening = codex::opening(&folder, turn.native_id, &modes, turn.options);
+    let mut args = turn.harness.argv(turn.native_id, &modes, turn.options);
+    if let Some((servers, file)) = turn.mcp {
+        match (turn.harness, file) {
+            (Harness::Claude, Some(file)) => {
+                // Before the variadic --allowedTools, which takes what follows.
+                let allowed = args.iter().position(|a| a == "--allowedTools");
+                let at = allowed.unwrap_or(args.len());
+                let path = file.to_string_lossy().into_owned();
+                args.splice(at..at, ["--mcp-config".to_string(), path]);
+                // Where the modes allow tools without asking, the app's own
+                // servers' tools are among them (`mcp__<server>`: each tool
+                // of it); where they ask, so are these.
+                if allowed.is_some() {
+                    args.extend(servers.keys().map(|name| format!("mcp__{name}")));
+                }
+            }
+            (Harness::Claude, None) => {
+                return Err("its MCP servers' config file was not written".into())
+            }
+            (Harness::Codex, _) => opening.config = Some(mcp::codex_config(servers)),
+        }
+    }
     Ok(TurnSpec {
         program,
-        args: turn.harness.argv(turn.native_id, &modes, turn.options),
+        args,
         env,
         cwd: turn.folder.to_path_buf(),
         talker: Talker::new(turn.harness, opening),
@@ -388,6 +414,7 @@ mod tests {
                     approvals: ApprovalMode::Auto,
                     folder: Path::new("/work/s1"),
                     options: Default::default(),
+                    mcp: None,
                 };
                 let mut spec = build(&config, &programs, &secrets(&config), &turn).unwrap();
                 let said = spec.talker.say(Said::Prompt(prompt.into()));
@@ -445,6 +472,7 @@ mod tests {
             approvals: ApprovalMode::Auto,
             folder: Path::new("/w"),
             options: Default::default(),
+            mcp: None,
         };
         let config = Config::default();
         assert_eq!(
@@ -470,6 +498,7 @@ mod tests {
             approvals: ApprovalMode::Auto,
             folder: Path::new("/w"),
             options: Default::default(),
+            mcp: None,
         };
         let e = build(&Config::default(), &programs, &[], &turn).unwrap_err();
         assert!(e.contains("cannot be resumed"), "{e}");

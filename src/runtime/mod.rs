@@ -39,6 +39,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use room_machines::session::{Input, LaunchInput};
 
+use crate::agent::turn_files::TurnFiles;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::harness::installed::Installed;
@@ -88,6 +89,9 @@ pub struct Runtime {
     stopping: AtomicBool,
     /// The journals and readiness (follow.rs).
     follow: follow_state::Follow,
+    /// Where files a harness reads are written (claude's MCP config), or
+    /// why there is no such place.
+    turn_files: Result<Arc<TurnFiles>, String>,
 }
 
 /// Event pool workers: short jobs only (timeouts, status reads, permit
@@ -135,7 +139,18 @@ impl Runtime {
             command::basics(std::env::vars_os(), &secrets),
             crate::harness::account::for_agent(config.agent_uid),
         );
+        let owner = crate::harness::account::for_agent(config.agent_uid)
+            .ok()
+            .flatten()
+            .map(|a| (a.uid, a.gid));
+        let turn_files = TurnFiles::open(&config.agent_socket_path(), owner)
+            .map(Arc::new)
+            .map_err(|e| {
+                log::error!("no folder for the files a turn reads (an MCP config): {e}");
+                e.to_string()
+            });
         let rt = Arc::new(Runtime {
+            turn_files,
             permits: Permits::new(config.permits()),
             follow: follow_state::Follow::new(&config.state_dir, config.journal_caps()),
             timer: {

@@ -101,7 +101,12 @@ impl Runtime {
                     // Refused (its record could not be written): look again.
                     continue;
                 }
-                if let Some(field) = retry_difference(&fields(&s.start), &fields(&start)) {
+                // The MCP servers last: the machine's comparison knows
+                // only plain fields.
+                let differs =
+                    retry_difference(&fields(&s.start), &fields(&start))
+                        .or((s.start.mcp_servers != start.mcp_servers).then_some("mcp_servers"));
+                if let Some(field) = differs {
                     return Err(Refusal::new(
                         409,
                         "request_conflict",

@@ -15,6 +15,7 @@ use super::driver::Pass;
 use super::harness_io::{self, stdin::undelivered};
 use super::job::Job;
 use super::Runtime;
+use crate::agent::turn_files::TurnFile;
 use crate::harness::speech::Said;
 use crate::harness::{account, command};
 use crate::nofollow;
@@ -46,6 +47,26 @@ impl Runtime {
         }
     }
 
+    /// claude's MCP config for the process of turn `key`, written where
+    /// only the agent account reads it; none for a session without MCP
+    /// servers, or for codex (its thread's config holds them).
+    fn mcp_file(&self, s: &Hosted, key: &TurnKey) -> Result<Option<TurnFile>, String> {
+        let Some(servers) = &s.start.mcp_servers else {
+            return Ok(None);
+        };
+        if s.start.harness != crate::harness::Harness::Claude {
+            return Ok(None);
+        }
+        let files = self.turn_files.as_ref().map_err(|e| {
+            format!("its MCP servers cannot be given to claude: no folder for their config ({e})")
+        })?;
+        let bytes = crate::harness::mcp::claude_config(servers).to_string();
+        let name = format!("{}.mcp.json", key.as_str());
+        TurnFile::write(files, &name, bytes.as_bytes())
+            .map(Some)
+            .map_err(|e| format!("cannot write its MCP servers' config: {e}"))
+    }
+
     fn try_spawn(
         &self,
         s: &mut Hosted,
@@ -63,6 +84,7 @@ impl Runtime {
         // in between finds the turn by it.
         s.supervised = Some((seq, TurnRecord::planned(&key)));
         let harness = s.start.harness;
+        let file = self.mcp_file(s, &key)?;
         let turn = command::Turn {
             harness,
             native_id: resume.as_deref(),
@@ -70,6 +92,11 @@ impl Runtime {
             approvals: sessions::options(&s.start).approvals,
             folder: &folder,
             options: s.start.harness_options(),
+            mcp: s
+                .start
+                .mcp_servers
+                .as_ref()
+                .map(|servers| (servers, file.as_ref().map(TurnFile::path))),
         };
         let spec = command::build(&self.config, &self.programs, &self.secrets, &turn)?;
         let (spec, talker) = spec.into_spawn();
@@ -120,6 +147,7 @@ impl Runtime {
             input,
             release: Some(Box::new(move || work.release())),
             prompt: Some(prompt),
+            file,
         }));
         log::info!(
             "{}: {} turn {seq} started (pid {pid})",

@@ -3,6 +3,7 @@
 
 use room_machines::session::TurnSeq;
 
+use crate::agent::turn_files::TurnFile;
 use crate::runtime::harness_io::stdin::TurnInput;
 use crate::sessions::turn_now::TurnNow;
 use crate::supervise::Tree;
@@ -24,6 +25,9 @@ pub(crate) struct LiveTurn {
     pub(crate) release: Option<Box<dyn FnOnce() + Send>>,
     /// Its prompt, until it is handed over.
     pub(crate) prompt: Option<String>,
+    /// A file written for the process (claude's MCP config), removed with
+    /// it.
+    pub(crate) file: Option<TurnFile>,
 }
 
 impl std::fmt::Debug for LiveTurn {
@@ -32,6 +36,7 @@ impl std::fmt::Debug for LiveTurn {
             .field("seq", &self.seq)
             .field("tree", &self.tree)
             .field("input", &self.input)
+            .field("file", &self.file)
             .finish_non_exhaustive()
     }
 }

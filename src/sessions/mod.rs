@@ -18,6 +18,7 @@ use room_machines::session::{self as machine, TurnSeq};
 use room_machines::Millis;
 use serde::{Deserialize, Serialize};
 
+use crate::harness::mcp::McpServers;
 use crate::harness::options::{Effort, Options as HarnessOptions};
 use crate::harness::Harness;
 use crate::journal::Journal;
@@ -91,6 +92,11 @@ pub struct Start {
     /// Text added to the harness's system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// The MCP servers the harness gets (their `env` and `headers` values
+    /// are secrets: kept here, in the private record, and given only to
+    /// the CLI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<McpServers>,
 }
 
 impl Start {

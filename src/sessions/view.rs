@@ -83,6 +83,7 @@ pub(crate) fn render(s: &Hosted, clock: &Clock) -> Value {
         "model": start.model,
         "effort": start.effort,
         "instructions": start.instructions,
+        "mcp_servers": start.mcp_servers.as_ref().map(crate::harness::mcp::shown),
         "budget": r.budget,
         "budget_spent": s.machine.budget_spent(),
         "pending_approvals": pending_approvals(&r.pending_approvals, clock),

@@ -45,6 +45,7 @@ pub(crate) fn opening(
         model: options.model.map(str::to_string),
         instructions: options.instructions.map(str::to_string),
         effort: options.effort.map(|e| e.name()),
+        config: None,
     }
 }
 

@@ -164,6 +164,9 @@ pub(crate) struct ThreadStartParams<'a> {
     /// Instructions added for the thread, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub developer_instructions: Option<&'a str>,
+    /// Config for the thread (the session's MCP servers), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<&'a serde_json::Value>,
 }
 
 /// `thread/resume`'s parameters (the subset used).
@@ -184,6 +187,9 @@ pub(crate) struct ThreadResumeParams<'a> {
     /// The instructions, as for `thread/start`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub developer_instructions: Option<&'a str>,
+    /// The config, as for `thread/start`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<&'a serde_json::Value>,
 }
 
 /// One piece of user input (only text is used).

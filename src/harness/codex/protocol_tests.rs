@@ -215,6 +215,7 @@ fn encoders_write_what_the_real_cli_was_sent() {
             sandbox: SandboxMode::WorkspaceWrite,
             model: None,
             developer_instructions: None,
+            config: None,
         },
     ));
     has(thread_start(
@@ -225,6 +226,7 @@ fn encoders_write_what_the_real_cli_was_sent() {
             sandbox: SandboxMode::WorkspaceWrite,
             model: None,
             developer_instructions: None,
+            config: None,
         },
     ));
     has(thread_start(
@@ -235,6 +237,7 @@ fn encoders_write_what_the_real_cli_was_sent() {
             sandbox: SandboxMode::WorkspaceWrite,
             model: None,
             developer_instructions: None,
+            config: None,
         },
     ));
     // The ids in the transcripts are per process; find the ones used.
@@ -255,6 +258,7 @@ fn encoders_write_what_the_real_cli_was_sent() {
             sandbox: SandboxMode::WorkspaceWrite,
             model: None,
             developer_instructions: None,
+            config: None,
         },
     ));
     let s = find("turn/start");

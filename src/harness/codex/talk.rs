@@ -59,6 +59,8 @@ pub struct Opening {
     pub instructions: Option<String>,
     /// The effort of every turn, if the app chose one.
     pub effort: Option<&'static str>,
+    /// The thread's config (its MCP servers), if any.
+    pub config: Option<serde_json::Value>,
 }
 
 /// A request of room-core's that codex has not answered yet.
@@ -263,6 +265,7 @@ impl CodexTalk {
                     sandbox: o.sandbox,
                     model: o.model.as_deref(),
                     developer_instructions: o.instructions.as_deref(),
+                    config: o.config.as_ref(),
                 },
             ),
             None => codex::thread_start(
@@ -273,6 +276,7 @@ impl CodexTalk {
                     sandbox: o.sandbox,
                     model: o.model.as_deref(),
                     developer_instructions: o.instructions.as_deref(),
+                    config: o.config.as_ref(),
                 },
             ),
         };

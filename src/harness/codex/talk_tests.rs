@@ -23,6 +23,7 @@ fn opening(resume: Option<&str>) -> Opening {
         model: None,
         instructions: None,
         effort: None,
+        config: None,
     }
 }
 
