@@ -205,7 +205,8 @@ pub fn group_help(group: Group) -> String {
     match group {
         Group::Thread => s.push_str(
             "spawn starts a child in its own sandbox; --shared-sandbox shares this one; \
-             --top-level starts a new top-level thread; --request-id makes a retry start it once.\n",
+             --top-level starts a new top-level thread; --request-id makes a retry start it once; \
+             --model and --effort choose what its agent runs with.\n",
         ),
         Group::Loop => {
             s.push_str(LOOP_SCRIPT_HELP);

@@ -67,6 +67,10 @@ impl Website {
             agent: Harness,
             #[serde(default)]
             prompt: Option<String>,
+            #[serde(default)]
+            model: Option<String>,
+            #[serde(default)]
+            effort: Option<String>,
         }
         let b: Body = parse(body)?;
         if !valid_key(&b.project) || self.sandbox(&b.sandbox).is_none() {
@@ -82,6 +86,8 @@ impl Website {
             sandbox: b.sandbox,
             agent: b.agent,
             prompt: b.prompt,
+            model: b.model,
+            effort: b.effort,
             started_by_loop: None,
             launch: None,
         })?;

@@ -46,6 +46,11 @@ pub struct NewThread {
     pub agent: Harness,
     /// Its first prompt.
     pub prompt: Option<String>,
+    /// The model and effort its agent runs with, if the caller chose them
+    /// (Core checks them: a refusal comes back as the launch's error).
+    pub model: Option<String>,
+    /// See `model`.
+    pub effort: Option<String>,
     /// The loop that started it, if one did.
     pub started_by_loop: Option<String>,
     /// The idempotency key, for a launch.
@@ -94,6 +99,11 @@ impl Website {
             "harness": t.agent,
             "prompt": t.prompt,
         });
+        for (key, value) in [("model", &t.model), ("effort", &t.effort)] {
+            if let Some(v) = value {
+                body[key] = json!(v);
+            }
+        }
         if let Some(k) = &t.launch {
             body["request_id"] = json!(format!("{}/{}", k.scope, k.request_id));
         }
@@ -151,7 +161,7 @@ fn answer(w: &Website, actor: &Actor, body: &Body) -> Result<Response, Response>
     let invalid = |m: &str| Response::error(422, "invalid_option", m);
     opts.only(
         "thread spawn --top-level",
-        &["request_id", "agent", "prompt"],
+        &["request_id", "agent", "prompt", "model", "effort"],
     )?;
     if !matches!(opts.text("action")?.as_deref(), None | Some("spawn")) {
         return Err(invalid("A launch is a thread spawn."));
@@ -174,6 +184,8 @@ fn answer(w: &Website, actor: &Actor, body: &Body) -> Result<Response, Response>
         sandbox: actor.sandbox.clone(),
         agent: opts.agent()?.unwrap_or(actor.agent),
         prompt,
+        model: opts.text("model")?,
+        effort: opts.text("effort")?,
         started_by_loop,
         launch: Some(LaunchKey { scope, request_id }),
     })?;

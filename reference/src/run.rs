@@ -115,6 +115,8 @@ impl Website {
                 sandbox: l.sandbox.clone(),
                 agent: l.agent,
                 prompt: Some(prompt),
+                model: None,
+                effort: None,
                 started_by_loop: Some(l.id.clone()),
                 launch: Some(LaunchKey {
                     scope: l.id.clone(),

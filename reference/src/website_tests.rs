@@ -337,3 +337,100 @@ fn hooks_run_a_loop_and_a_run_thread_reports_to_its_loop() {
         Some("all green")
     );
 }
+
+/// A Core that answers one request with `status` and `answer`, and hands
+/// back the body it got: its URL and the body's receiver.
+fn one_shot_core(status: u16, answer: Value) -> (String, std::sync::mpsc::Receiver<Value>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        tx.send(serde_json::from_slice(&body).unwrap()).unwrap();
+        let text = answer.to_string();
+        let mut stream = stream;
+        write!(
+            stream,
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+            text.len()
+        )
+        .unwrap();
+    });
+    (url, rx)
+}
+
+#[test]
+fn a_top_level_spawn_passes_its_model_and_effort_to_core_and_a_refusal_back() {
+    for (status, answer) in [
+        (201, json!({"id": "cr_0123456789abcdef0123456789abcdef"})),
+        (
+            422,
+            json!({"error": "codex takes effort minimal, low, medium, high or xhigh, not max.", "code": "invalid_field"}),
+        ),
+    ] {
+        let (url, got) = one_shot_core(status, answer);
+        let dir = std::env::temp_dir().join(format!(
+            "rc-website-options-{status}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = WebsiteConfig {
+            state_dir: dir.clone(),
+            admin_token: "admin-token-for-unit-tests".into(),
+            sandboxes: vec![SandboxConfig {
+                core_url: url,
+                ..sandbox("a", SIGNIN)
+            }],
+            ..WebsiteConfig::default()
+        };
+        let w = Website::open(config).unwrap();
+        let t = Thread {
+            id: "cr_ana".into(),
+            owner: "ana".into(),
+            project: "shop".into(),
+            sandbox: "a".into(),
+            agent: Harness::Codex,
+            started_by_loop: None,
+            request_id: None,
+            created_ms: 0,
+        };
+        w.threads.put("cr_ana", t).unwrap();
+        let (s, v) = call(
+            &w,
+            SIGNIN,
+            "launch",
+            json!({"session": "cr_ana", "action": "spawn", "request_id": "r1",
+                   "model": "gpt-5.5", "effort": if status == 201 { "low" } else { "max" },
+                   "args": ["do", "it"]}),
+        );
+        let body = got.recv().unwrap();
+        assert_eq!(body["model"], "gpt-5.5", "{body}");
+        assert_eq!(body["harness"], "codex");
+        assert_eq!(body["prompt"], "do it");
+        if status == 201 {
+            assert_eq!((s, &body["effort"]), (201, &json!("low")), "{v}");
+        } else {
+            assert_eq!(
+                (s, error(&v)),
+                (502, "The thread could not start: Core answered 422: codex takes effort minimal, low, medium, high or xhigh, not max.")
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
