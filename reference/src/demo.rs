@@ -3,9 +3,14 @@
 //! temp folder, shows it pending while the copy runs, writes the files and
 //! `ready`, and shows it started with the names its harness saw. The second
 //! part (`loop_part`) runs a loop's check script through the reference
-//! website and shows what `room-cli loop list` says afterwards.
+//! website and shows what `room-cli loop list` says afterwards. The third
+//! (`options_part`) starts a session with a model, an effort and
+//! instructions and shows what its harness got; with `--keep` it leaves a
+//! session waiting for an approval and the service running, and prints the
+//! console's address.
 
 mod loop_part;
+mod options_part;
 mod wait;
 
 use std::os::unix::fs::PermissionsExt;
@@ -17,14 +22,15 @@ use serde_json::{json, Value};
 
 use wait::{wait_for, Error};
 
-/// Runs the demo; the temp folder is removed at the end.
-pub fn run() -> Result<(), Error> {
+/// Runs the demo (with `keep`, the service stays up until Ctrl-C); the
+/// temp folder is removed at the end.
+pub fn run(keep: bool) -> Result<(), Error> {
     let bins = binaries()?;
     let root = std::env::temp_dir().join(format!("room-core-demo-{}", std::process::id()));
     std::fs::create_dir_all(&root)?;
     // The agent account reaches its socket and room-cli in here.
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))?;
-    let result = demo(&root, &bins);
+    let result = demo(&root, &bins, keep);
     let _ = std::fs::remove_dir_all(&root);
     result
 }
@@ -45,7 +51,7 @@ fn binaries() -> Result<Binaries, Error> {
     crate::workspace::binaries(names)
 }
 
-fn demo(root: &Path, [core, cli, website]: &Binaries) -> Result<(), Error> {
+fn demo(root: &Path, [core, cli, website]: &Binaries, keep: bool) -> Result<(), Error> {
     let folder = root.join("code");
     // Part two's website: Core is told where it will listen, and how to sign in.
     let agent = loop_part::Agent::detect();
@@ -115,7 +121,12 @@ fn demo(root: &Path, [core, cli, website]: &Binaries) -> Result<(), Error> {
         signin: &signin,
         cli,
         website,
-    })
+    })?;
+    options_part::run(&svc, root)?;
+    if keep {
+        options_part::keep(&svc, root)?;
+    }
+    Ok(())
 }
 
 fn show(v: &Value) {

@@ -436,6 +436,10 @@ fn the_demo_runs_a_loop_and_shows_what_loop_list_shows() {
         "   | checked",
         "harness=\"codex\"",
         "Done: the loop's script ran as its loop",
+        "   --model \"claude-haiku-4-5\"",
+        "   --effort \"low\"",
+        "   --append-system-prompt \"Answer in one short line.\"",
+        "Done: the session ran with the model, effort and instructions the app chose.",
     ] {
         assert!(text.contains(want), "{want:?} missing from:\n{text}");
     }
