@@ -204,6 +204,15 @@ fn after_a_kill_9_a_warm_turn_and_its_process_are_killed_and_said_cut() {
     );
 }
 
+/// Stops process `pid` (SIGSTOP): it reads nothing and prints nothing.
+fn stop_process(pid: u32) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+}
+
 /// The session's record as the service last wrote it.
 fn on_record(svc: &Service, id: &str) -> Value {
     let path = svc.state.join("sessions").join(format!("{id}.json"));
@@ -221,11 +230,7 @@ fn after_a_kill_9_a_warm_prompt_its_harness_never_began_runs_once_in_a_new_proce
         .as_u64()
         .unwrap() as u32;
     // Stopped, it reads nothing of the follow-up and prints nothing.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGSTOP,
-    )
-    .unwrap();
+    stop_process(pid);
     let (status, v) = svc.post(
         &format!("/v1/sessions/{id}/messages"),
         json!({"prompt": "second"}),
@@ -295,11 +300,7 @@ fn stopped_follow_up(harness: &str) {
     let pid = svc.await_record(&folder, 1, Duration::from_secs(10))["pid"]
         .as_u64()
         .unwrap() as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGSTOP,
-    )
-    .unwrap();
+    stop_process(pid as u32);
     let (status, v) = svc.post(
         &format!("/v1/sessions/{id}/messages"),
         json!({"prompt": "second"}),

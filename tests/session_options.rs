@@ -296,13 +296,14 @@ fn no_secret(what: &str, text: &str) {
     );
 }
 
-#[test]
-fn claude_reads_its_mcp_servers_from_a_private_file_that_goes_with_its_process() {
-    let svc = Service::start(ROOM_CORE, json!({}));
-    let folder = svc.folder("mcp-claude");
+/// A session of `harness` with [`mcp_servers`], its first turn over: its
+/// ID and what its harness recorded. Its view shows the servers' variables
+/// and headers by name only.
+fn mcp_session(svc: &Service, harness: &str) -> (String, Value) {
+    let folder = svc.folder(&format!("mcp-{harness}"));
     let s = svc.start_session(start_body(
         &folder,
-        "claude",
+        harness,
         json!({"mcp_servers": mcp_servers()}),
     ));
     let id = s["id"].as_str().unwrap().to_string();
@@ -313,8 +314,26 @@ fn claude_reads_its_mcp_servers_from_a_private_file_that_goes_with_its_process()
             "web": {"url": "https://mcp.example.com/mcp", "headers": ["Authorization"]},
         })
     );
-    await_ended(&svc, &id, 1);
+    await_ended(svc, &id, 1);
     let record = svc.await_record(&folder, 1, Duration::from_secs(10));
+    no_secret("the argv", &record["argv"].to_string());
+    no_secret("the harness's environment", &record["env"].to_string());
+    (id, record)
+}
+
+/// No secret of [`mcp_servers`] where the app, the log or the agent's other
+/// readers look: session `id`'s view and journal, and the service's log.
+fn no_secret_served(svc: &Service, id: &str) {
+    no_secret("the view", &svc.session(id).to_string());
+    let journal = serde_json::to_string(&all_events(svc, id, 1024)).unwrap();
+    no_secret("the journal", &journal);
+    no_secret("the log", &svc.log());
+}
+
+#[test]
+fn claude_reads_its_mcp_servers_from_a_private_file_that_goes_with_its_process() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let (id, record) = mcp_session(&svc, "claude");
     let seen = &record["mcp_config"];
     assert_eq!(
         seen["content"],
@@ -330,10 +349,8 @@ fn claude_reads_its_mcp_servers_from_a_private_file_that_goes_with_its_process()
         path.parent().unwrap(),
         svc.state.join("room-core-turn-files")
     );
-    // Not on its command line, where the servers' tools are allowed as
-    // claude's own are (auto approvals); and gone with its process.
-    let argv = record["argv"].to_string();
-    no_secret("the argv", &argv);
+    // Its servers' tools are allowed as claude's own are (auto approvals);
+    // the file is gone with its process.
     let args: Vec<&str> = record["argv"]
         .as_array()
         .unwrap()
@@ -352,28 +369,13 @@ fn claude_reads_its_mcp_servers_from_a_private_file_that_goes_with_its_process()
         Duration::from_secs(10),
         || (!path.exists()).then_some(()),
     );
-    // Nowhere the app, the log or the agent's other readers look.
-    no_secret("the view", &svc.session(&id).to_string());
-    no_secret(
-        "the journal",
-        &serde_json::to_string(&all_events(&svc, &id, 1024)).unwrap(),
-    );
-    no_secret("the log", &svc.log());
-    no_secret("the harness's environment", &record["env"].to_string());
+    no_secret_served(&svc, &id);
 }
 
 #[test]
 fn codex_gets_its_mcp_servers_in_its_threads_config() {
     let svc = Service::start(ROOM_CORE, json!({}));
-    let folder = svc.folder("mcp-codex");
-    let s = svc.start_session(start_body(
-        &folder,
-        "codex",
-        json!({"mcp_servers": mcp_servers()}),
-    ));
-    let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
-    let record = svc.await_record(&folder, 1, Duration::from_secs(10));
+    let (id, record) = mcp_session(&svc, "codex");
     assert_eq!(
         record["thread"]["config"],
         json!({"mcp_servers": {
@@ -382,13 +384,7 @@ fn codex_gets_its_mcp_servers_in_its_threads_config() {
         }}),
         "{record}"
     );
-    no_secret("the argv", &record["argv"].to_string());
-    no_secret("the view", &svc.session(&id).to_string());
-    no_secret(
-        "the journal",
-        &serde_json::to_string(&all_events(&svc, &id, 1024)).unwrap(),
-    );
-    no_secret("the log", &svc.log());
+    no_secret_served(&svc, &id);
 }
 
 #[test]
@@ -397,8 +393,8 @@ fn mcp_servers_no_cli_could_run_are_refused_naming_the_server_not_the_secret() {
     let folder = svc.folder("mcp-refused");
     let cases = [
         (
-            json!({"p": {"command": "no-such-mcp-server-anywhere", "env": {"T": SECRET}}}),
-            "MCP server p: command \"no-such-mcp-server-anywhere\" must be an absolute path or a program on PATH.",
+            json!({"p": {"command": "bin/mcp-server", "env": {"T": SECRET}}}),
+            "MCP server p: command \"bin/mcp-server\" must be an absolute path or a program's name (found on PATH).",
         ),
         (
             json!({"p": {"url": "https://x", "headers": {"X": format!("{SECRET}\nInjected: yes")}}}),

@@ -229,12 +229,7 @@ fn harness_options(c: &Start) -> Result<(), Refusal> {
         o.effort.map(|e| c.harness.check_effort(e)),
         o.instructions.map(check_instructions),
     ];
-    let mcp = c.mcp_servers.as_ref().map(|servers| {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        crate::harness::mcp::check(servers, |name| {
-            crate::harness::program::on_path(std::path::Path::new(name), &path).is_some()
-        })
-    });
+    let mcp = c.mcp_servers.as_ref().map(crate::harness::mcp::check);
     match checked
         .into_iter()
         .chain([mcp])

@@ -169,27 +169,16 @@ pub(crate) struct ThreadStartParams<'a> {
     pub config: Option<&'a serde_json::Value>,
 }
 
-/// `thread/resume`'s parameters (the subset used).
+/// `thread/resume`'s parameters (the subset used): the thread, opened as
+/// `thread/start` opens a new one.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ThreadResumeParams<'a> {
     /// The thread, from an earlier `thread/start`.
     pub thread_id: &'a str,
-    /// The folder.
-    pub cwd: &'a str,
-    /// When to ask.
-    pub approval_policy: ApprovalPolicy,
-    /// The sandbox.
-    pub sandbox: SandboxMode,
-    /// The model, as for `thread/start`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<&'a str>,
-    /// The instructions, as for `thread/start`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub developer_instructions: Option<&'a str>,
-    /// The config, as for `thread/start`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub config: Option<&'a serde_json::Value>,
+    /// The rest, as for `thread/start`.
+    #[serde(flatten)]
+    pub open: ThreadStartParams<'a>,
 }
 
 /// One piece of user input (only text is used).

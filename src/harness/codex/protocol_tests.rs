@@ -207,39 +207,22 @@ fn encoders_write_what_the_real_cli_was_sent() {
         },
     ));
     has(initialized());
-    has(thread_start(
-        2,
-        &ThreadStartParams {
-            cwd: "<work>",
-            approval_policy: ApprovalPolicy::Never,
-            sandbox: SandboxMode::WorkspaceWrite,
-            model: None,
-            developer_instructions: None,
-            config: None,
-        },
-    ));
-    has(thread_start(
-        2,
-        &ThreadStartParams {
-            cwd: "<work>",
-            approval_policy: ApprovalPolicy::OnRequest,
-            sandbox: SandboxMode::WorkspaceWrite,
-            model: None,
-            developer_instructions: None,
-            config: None,
-        },
-    ));
-    has(thread_start(
-        2,
-        &ThreadStartParams {
-            cwd: "<work>",
-            approval_policy: ApprovalPolicy::Untrusted,
-            sandbox: SandboxMode::WorkspaceWrite,
-            model: None,
-            developer_instructions: None,
-            config: None,
-        },
-    ));
+    // What the transcripts' threads were opened with.
+    let opened = |approval_policy| ThreadStartParams {
+        cwd: "<work>",
+        approval_policy,
+        sandbox: SandboxMode::WorkspaceWrite,
+        model: None,
+        developer_instructions: None,
+        config: None,
+    };
+    for policy in [
+        ApprovalPolicy::Never,
+        ApprovalPolicy::OnRequest,
+        ApprovalPolicy::Untrusted,
+    ] {
+        has(thread_start(2, &opened(policy)));
+    }
     // The ids in the transcripts are per process; find the ones used.
     let find = |method: &str| {
         sent.iter()
@@ -253,12 +236,7 @@ fn encoders_write_what_the_real_cli_was_sent() {
         s["id"].as_u64().unwrap(),
         &ThreadResumeParams {
             thread_id: p["threadId"].as_str().unwrap(),
-            cwd: "<work>",
-            approval_policy: ApprovalPolicy::Never,
-            sandbox: SandboxMode::WorkspaceWrite,
-            model: None,
-            developer_instructions: None,
-            config: None,
+            open: opened(ApprovalPolicy::Never),
         },
     ));
     let s = find("turn/start");

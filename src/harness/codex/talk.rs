@@ -255,30 +255,23 @@ impl CodexTalk {
         let init = self.ask(Waiting::Initialize);
         let open = self.ask(Waiting::Thread);
         let o = &self.opening;
+        let params = codex::ThreadStartParams {
+            cwd: &o.cwd,
+            approval_policy: o.approval_policy,
+            sandbox: o.sandbox,
+            model: o.model.as_deref(),
+            developer_instructions: o.instructions.as_deref(),
+            config: o.config.as_ref(),
+        };
         let thread = match &o.resume {
             Some(thread_id) => codex::thread_resume(
                 open,
                 &codex::ThreadResumeParams {
                     thread_id,
-                    cwd: &o.cwd,
-                    approval_policy: o.approval_policy,
-                    sandbox: o.sandbox,
-                    model: o.model.as_deref(),
-                    developer_instructions: o.instructions.as_deref(),
-                    config: o.config.as_ref(),
+                    open: params,
                 },
             ),
-            None => codex::thread_start(
-                open,
-                &codex::ThreadStartParams {
-                    cwd: &o.cwd,
-                    approval_policy: o.approval_policy,
-                    sandbox: o.sandbox,
-                    model: o.model.as_deref(),
-                    developer_instructions: o.instructions.as_deref(),
-                    config: o.config.as_ref(),
-                },
-            ),
+            None => codex::thread_start(open, &params),
         };
         // Each carries the prompt: if none can be written, neither can it.
         [
