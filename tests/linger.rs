@@ -299,15 +299,15 @@ fn stopped_follow_up(harness: &str) {
     await_ended(&svc, &id, 1);
     let pid = svc.await_record(&folder, 1, Duration::from_secs(10))["pid"]
         .as_u64()
-        .unwrap() as i32;
-    stop_process(pid as u32);
+        .unwrap() as u32;
+    stop_process(pid);
     let (status, v) = svc.post(
         &format!("/v1/sessions/{id}/messages"),
         json!({"prompt": "second"}),
     );
     assert_eq!(status, 200, "{v}");
     let ended = await_ended(&svc, &id, 3);
-    assert!(!alive(pid as u32), "the stopped process is gone");
+    assert!(!alive(pid), "the stopped process is gone");
     let events = all_events(&svc, &id, 1024);
     let unresponsive: Vec<&Value> = events
         .iter()
