@@ -89,6 +89,18 @@ impl TurnFiles {
         Ok(self.path.join(name))
     }
 
+    /// The folder a run before made beside the agent socket at `socket`,
+    /// emptied of what it left; `None` where there is none (it is made when
+    /// a turn first needs it).
+    pub(crate) fn left(socket: &Path, owner: Option<(u32, u32)>) -> io::Result<Option<TurnFiles>> {
+        let parent = socket.parent().unwrap_or(Path::new("/"));
+        match std::fs::symlink_metadata(parent.join(FOLDER)) {
+            Ok(_) => TurnFiles::open(socket, owner).map(Some),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Removes file `name`, if it is there.
     pub(crate) fn remove(&self, name: &str) {
         let Ok(c) = file_name(name) else { return };
@@ -168,9 +180,9 @@ mod tests {
     use super::*;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-    fn folder() -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("turn-files-{}-{}", std::process::id(), line!()));
+    /// A fresh folder for test `name`.
+    fn folder(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("turn-files-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -179,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_turns_file_is_private_and_gone_once_removed_and_a_restart_empties_the_folder() {
-        let dir = folder();
+        let dir = folder("private");
         let socket = dir.join("agent.sock");
         let files = TurnFiles::open(&socket, None).unwrap();
         let path = files.write("t1.mcp.json", b"{\"secret\":1}").unwrap();
@@ -199,11 +211,14 @@ mod tests {
         drop(held);
         assert!(!path.exists());
         let files = Arc::into_inner(files).unwrap();
-        // What a crash left is removed when the folder is opened again.
+        // What a crash left is removed when the folder is opened again; a
+        // start finds it only where a run before made it.
         files.write("left.mcp.json", b"{}").unwrap();
         drop(files);
-        let _again = TurnFiles::open(&socket, None).unwrap();
+        assert!(TurnFiles::left(&socket, None).unwrap().is_some());
         assert!(!dir.join(FOLDER).join("left.mcp.json").exists());
+        let elsewhere = dir.join("none").join("agent.sock");
+        assert!(TurnFiles::left(&elsewhere, None).unwrap().is_none());
         assert!(TurnFiles::open(&socket, None)
             .unwrap()
             .write("../x", b"")
@@ -213,7 +228,7 @@ mod tests {
 
     #[test]
     fn a_link_in_place_of_a_file_is_replaced_never_followed() {
-        let dir = folder();
+        let dir = folder("link");
         let socket = dir.join("agent.sock");
         let files = TurnFiles::open(&socket, None).unwrap();
         let target = dir.join("target");

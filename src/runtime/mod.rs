@@ -89,9 +89,10 @@ pub struct Runtime {
     stopping: AtomicBool,
     /// The journals and readiness (follow.rs).
     follow: follow_state::Follow,
-    /// Where files a harness reads are written (claude's MCP config), or
-    /// why there is no such place.
-    turn_files: Result<Arc<TurnFiles>, String>,
+    /// Where files a harness reads are written (claude's MCP config):
+    /// opened at start where a run before made it (emptying it), else
+    /// made by the first turn that needs it.
+    turn_files: Mutex<Option<Arc<TurnFiles>>>,
 }
 
 /// Event pool workers: short jobs only (timeouts, status reads, permit
@@ -143,14 +144,15 @@ impl Runtime {
             .ok()
             .flatten()
             .map(|a| (a.uid, a.gid));
-        let turn_files = TurnFiles::open(&config.agent_socket_path(), owner)
-            .map(Arc::new)
-            .map_err(|e| {
-                log::error!("no folder for the files a turn reads (an MCP config): {e}");
-                e.to_string()
-            });
+        let turn_files = match TurnFiles::left(&config.agent_socket_path(), owner) {
+            Ok(left) => left.map(Arc::new),
+            Err(e) => {
+                log::error!("cannot empty the folder of the files turns read: {e}");
+                None
+            }
+        };
         let rt = Arc::new(Runtime {
-            turn_files,
+            turn_files: Mutex::new(turn_files),
             permits: Permits::new(config.permits()),
             follow: follow_state::Follow::new(&config.state_dir, config.journal_caps()),
             timer: {
