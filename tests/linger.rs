@@ -222,13 +222,8 @@ fn on_record(svc: &Service, id: &str) -> Value {
 #[test]
 fn after_a_kill_9_a_warm_prompt_its_harness_never_began_runs_once_in_a_new_process() {
     let mut svc = Service::start(ROOM_CORE, json!({"linger_ms": 60_000}));
+    let (id, pid) = lingering(&svc, "crash-silent");
     let folder = svc.folder("crash-silent");
-    let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
-    let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
-    let pid = svc.await_record(&folder, 1, Duration::from_secs(10))["pid"]
-        .as_u64()
-        .unwrap() as u32;
     // Stopped, it reads nothing of the follow-up and prints nothing.
     stop_process(pid);
     let (status, v) = svc.post(
