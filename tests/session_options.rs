@@ -113,6 +113,14 @@ fn claude_gets_the_model_effort_and_instructions_on_every_turn() {
     for r in &records {
         assert_eq!(claude_options(&r["argv"]), claude_wanted(), "{r}");
     }
+    // Each turn's start says the model it ran.
+    let starts: Vec<Value> = all_events(&svc, &id, 1024)
+        .into_iter()
+        .filter(|e| e["kind"] == "turn_started")
+        .map(|e| e["data"]["model"].clone())
+        .collect();
+    assert_eq!(starts.len(), 4, "{starts:?}");
+    assert!(starts.iter().all(|m| m == "claude-fake-2"), "{starts:?}");
     let argv = records[1]["argv"].as_array().unwrap();
     assert!(argv.contains(&json!("--resume")), "{argv:?}");
 }
@@ -150,6 +158,16 @@ fn codex_gets_the_model_and_instructions_on_its_thread_and_the_effort_on_each_tu
         (&Value::Null, &Value::Null, &Value::Null)
     );
     let record = svc.await_record(&plain, 1, Duration::from_secs(10));
+    let plain_id = s["id"].as_str().unwrap();
+    let started = wait_until("the turn's start", Duration::from_secs(10), || {
+        all_events(&svc, plain_id, 1024)
+            .into_iter()
+            .find(|e| e["kind"] == "turn_started")
+    });
+    assert!(
+        started["data"].get("model").is_none(),
+        "no model chosen, none said: {started}"
+    );
     assert_eq!(
         (
             &record["thread"]["model"],

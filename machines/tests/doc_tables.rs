@@ -473,6 +473,7 @@ fn session_options(promised: bool) -> session::Options {
         plan_only: false,
         approvals: session::ApprovalMode::App,
         budget: Default::default(),
+        model: None,
     }
 }
 

@@ -373,6 +373,7 @@ impl World {
             plan_only: false,
             approvals: ApprovalMode::App,
             budget: Default::default(),
+            model: None,
         };
         let s = Session::new(config_for(linger), opts.clone(), first, 0);
         let mut w = World {

@@ -286,6 +286,7 @@ pub(crate) fn options(start: &Start) -> machine::Options {
         plan_only: start.plan_only,
         approvals: start.approvals,
         budget: budget(start.max_cost_usd, start.max_tokens),
+        model: start.model.clone(),
     }
 }
 

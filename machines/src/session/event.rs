@@ -82,6 +82,9 @@ pub enum Event {
         prompt: PromptId,
         /// The native session it resumes.
         resume: Option<String>,
+        /// The model it runs, when the start chose one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     /// The harness named its session.
     NativeId {

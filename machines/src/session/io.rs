@@ -90,6 +90,10 @@ pub struct Options {
     /// holds the one in force).
     #[serde(default)]
     pub budget: Budget,
+    /// `model`: what every turn runs, as each `turn_started` says; none
+    /// for the CLI's own default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Everything the runtime tells a session.

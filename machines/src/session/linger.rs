@@ -88,6 +88,7 @@ impl Session {
             turn: seq,
             prompt: prompt.id,
             resume,
+            model: self.options.model.clone(),
         });
         self.staged.push(super::io::Effect::ContinueTurn {
             seq,

@@ -25,6 +25,7 @@ fn options(promised: bool) -> Options {
         plan_only: false,
         approvals: ApprovalMode::Auto,
         budget: Default::default(),
+        model: None,
     }
 }
 

@@ -91,6 +91,7 @@ impl Session {
             turn: seq,
             prompt,
             resume,
+            model: self.options.model.clone(),
         });
         if ending.is_some() {
             self.signal_term(now, seq);
