@@ -1556,7 +1556,7 @@ type Fields = (
     Option<String>,
     bool,
     Option<String>,
-    (Option<String>, Option<String>, Option<String>),
+    (Option<String>, Option<String>, Option<String>, Option<u8>),
 );
 
 fn fields() -> impl Strategy<Value = Fields> {
@@ -1572,11 +1572,12 @@ fn fields() -> impl Strategy<Value = Fields> {
             prop::option::of("[ab]"),
             prop::option::of("[ab]"),
             prop::option::of("[ab]"),
+            prop::option::of(0..2u8),
         ),
     )
 }
 
-fn view(f: &Fields, project_copy: bool, plan_only: bool) -> StartFields<'_, u8, u8> {
+fn view(f: &Fields, project_copy: bool, plan_only: bool) -> StartFields<'_, u8, u8, u8> {
     StartFields {
         workspace: f.0.as_str(),
         folder: std::path::Path::new(f.1.as_str()),
@@ -1588,6 +1589,7 @@ fn view(f: &Fields, project_copy: bool, plan_only: bool) -> StartFields<'_, u8, 
         model: f.7 .0.as_deref(),
         effort: f.7 .1.as_deref(),
         instructions: f.7 .2.as_deref(),
+        mcp_servers: f.7 .3.as_ref(),
         project_copy,
         plan_only,
     }
@@ -1609,7 +1611,7 @@ proptest! {
         let differs = [
             a.0 != b.0, a.1 != b.1, a.2 != b.2, a.3 != b.3,
             a.4 != b.4, a.5 != b.5, a.6 != b.6,
-            a.7.0 != b.7.0, a.7.1 != b.7.1, a.7.2 != b.7.2,
+            a.7.0 != b.7.0, a.7.1 != b.7.1, a.7.2 != b.7.2, a.7.3 != b.7.3,
         ];
         let want = room_machines::session::retry::COMPARED
             .iter()

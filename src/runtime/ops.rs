@@ -12,6 +12,7 @@ use super::Runtime;
 use crate::clock::unix_ms;
 use crate::error::Refusal;
 use crate::files;
+use crate::harness::mcp::McpServers;
 use crate::harness::{approvals, Harness};
 use crate::journal::Journal;
 use crate::sessions::prompt_log::PromptLog;
@@ -21,7 +22,7 @@ use room_machines::session::RelaunchMode;
 use room_machines::timeline::Begin;
 
 /// The fields a retry is compared on.
-fn fields(s: &Start) -> StartFields<'_, Harness, Kind> {
+fn fields(s: &Start) -> StartFields<'_, Harness, Kind, McpServers> {
     StartFields {
         workspace: &s.workspace,
         folder: &s.folder,
@@ -33,6 +34,7 @@ fn fields(s: &Start) -> StartFields<'_, Harness, Kind> {
         model: s.model.as_deref(),
         effort: s.effort.map(|e| e.name()),
         instructions: s.instructions.as_deref(),
+        mcp_servers: s.mcp_servers.as_ref(),
         project_copy: s.project_copy,
         plan_only: s.plan_only,
     }
@@ -101,12 +103,7 @@ impl Runtime {
                     // Refused (its record could not be written): look again.
                     continue;
                 }
-                // The MCP servers last: the machine's comparison knows
-                // only plain fields.
-                let differs =
-                    retry_difference(&fields(&s.start), &fields(&start))
-                        .or((s.start.mcp_servers != start.mcp_servers).then_some("mcp_servers"));
-                if let Some(field) = differs {
+                if let Some(field) = retry_difference(&fields(&s.start), &fields(&start)) {
                     return Err(Refusal::new(
                         409,
                         "request_conflict",

@@ -7,9 +7,10 @@
 use std::path::Path;
 
 /// The fields of a start that a retry is compared on, in the order a
-/// conflict names them (`harness` and `kind` are the runtime's own types).
+/// conflict names them (`harness`, `kind` and `mcp_servers` are the
+/// runtime's own types).
 #[derive(Debug, Clone, Copy)]
-pub struct StartFields<'a, H, K> {
+pub struct StartFields<'a, H, K, M> {
     /// `workspace`.
     pub workspace: &'a str,
     /// `folder`.
@@ -30,6 +31,8 @@ pub struct StartFields<'a, H, K> {
     pub effort: Option<&'a str>,
     /// `instructions`.
     pub instructions: Option<&'a str>,
+    /// `mcp_servers`.
+    pub mcp_servers: Option<&'a M>,
     /// `project_copy`: a retry may change it.
     pub project_copy: bool,
     /// `plan_only`: a retry may change it.
@@ -37,7 +40,7 @@ pub struct StartFields<'a, H, K> {
 }
 
 /// The fields a conflict can name, in the order they are compared.
-pub const COMPARED: [&str; 10] = [
+pub const COMPARED: [&str; 11] = [
     "workspace",
     "folder",
     "harness",
@@ -48,13 +51,14 @@ pub const COMPARED: [&str; 10] = [
     "model",
     "effort",
     "instructions",
+    "mcp_servers",
 ];
 
 /// The first field (other than `project_copy` and `plan_only`) in which
 /// `retry` differs from the start it repeats; `None` when it is the same start.
-pub fn retry_difference<H: PartialEq, K: PartialEq>(
-    was: &StartFields<'_, H, K>,
-    retry: &StartFields<'_, H, K>,
+pub fn retry_difference<H: PartialEq, K: PartialEq, M: PartialEq>(
+    was: &StartFields<'_, H, K, M>,
+    retry: &StartFields<'_, H, K, M>,
 ) -> Option<&'static str> {
     let same = [
         was.workspace == retry.workspace,
@@ -67,6 +71,7 @@ pub fn retry_difference<H: PartialEq, K: PartialEq>(
         was.model == retry.model,
         was.effort == retry.effort,
         was.instructions == retry.instructions,
+        was.mcp_servers == retry.mcp_servers,
     ];
     COMPARED
         .iter()

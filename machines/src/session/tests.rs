@@ -924,6 +924,7 @@ fn retry_differing_only_in_project_copy_or_plan_only_is_the_same_start() {
         model: Some("haiku"),
         effort: None,
         instructions: None,
+        mcp_servers: None::<&()>,
         project_copy: true,
         plan_only: false,
     };
