@@ -175,39 +175,44 @@ pub fn check(servers: &McpServers) -> Result<(), String> {
     Ok(())
 }
 
-/// What a view shows of `servers`: everything but the secret values (the
-/// names of its variables and headers only).
-pub fn shown(servers: &McpServers) -> Value {
-    let shown: serde_json::Map<String, Value> = servers
+/// Each server's shape for a reader, by name: `stdio(command, server)`
+/// for a stdio server, `http(url, server)` for an HTTP one.
+fn by_name(
+    servers: &McpServers,
+    stdio: impl Fn(&str, &McpServer) -> Value,
+    http: impl Fn(&str, &McpServer) -> Value,
+) -> Value {
+    let shaped: serde_json::Map<String, Value> = servers
         .iter()
         .map(|(name, s)| {
-            let names = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
             let v = match (&s.command, &s.url) {
-                (Some(command), _) => {
-                    json!({"command": command, "args": s.args, "env": names(&s.env)})
-                }
-                (None, url) => json!({"url": url, "headers": names(&s.headers)}),
+                (Some(command), _) => stdio(command, s),
+                (None, url) => http(url.as_deref().unwrap_or_default(), s),
             };
             (name.clone(), v)
         })
         .collect();
-    Value::Object(shown)
+    Value::Object(shaped)
+}
+
+/// What a view shows of `servers`: everything but the secret values (the
+/// names of its variables and headers only).
+pub fn shown(servers: &McpServers) -> Value {
+    let names = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
+    by_name(
+        servers,
+        |command, s| json!({"command": command, "args": s.args, "env": names(&s.env)}),
+        |url, s| json!({"url": url, "headers": names(&s.headers)}),
+    )
 }
 
 /// claude's `--mcp-config` file: `{"mcpServers": {name: {type, …}}}`.
 pub fn claude_config(servers: &McpServers) -> Value {
-    let servers: serde_json::Map<String, Value> = servers
-        .iter()
-        .map(|(name, s)| {
-            let v = match (&s.command, &s.url) {
-                (Some(command), _) => json!({
-                    "type": "stdio", "command": command, "args": s.args, "env": s.env,
-                }),
-                (None, url) => json!({"type": "http", "url": url, "headers": s.headers}),
-            };
-            (name.clone(), v)
-        })
-        .collect();
+    let servers = by_name(
+        servers,
+        |command, s| json!({"type": "stdio", "command": command, "args": s.args, "env": s.env}),
+        |url, s| json!({"type": "http", "url": url, "headers": s.headers}),
+    );
     json!({ "mcpServers": servers })
 }
 
@@ -215,16 +220,11 @@ pub fn claude_config(servers: &McpServers) -> Value {
 /// config.toml writes it (`command`, `args`, `env`; `url`,
 /// `http_headers`).
 pub fn codex_config(servers: &McpServers) -> Value {
-    let servers: serde_json::Map<String, Value> = servers
-        .iter()
-        .map(|(name, s)| {
-            let v = match (&s.command, &s.url) {
-                (Some(command), _) => json!({"command": command, "args": s.args, "env": s.env}),
-                (None, url) => json!({"url": url, "http_headers": s.headers}),
-            };
-            (name.clone(), v)
-        })
-        .collect();
+    let servers = by_name(
+        servers,
+        |command, s| json!({"command": command, "args": s.args, "env": s.env}),
+        |url, s| json!({"url": url, "http_headers": s.headers}),
+    );
     json!({ "mcp_servers": servers })
 }
 
