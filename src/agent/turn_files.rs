@@ -12,7 +12,7 @@ use std::ffi::CString;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use nix::fcntl::OFlag;
 use nix::sys::stat::{fchmod, fstat, mkdirat, Mode};
@@ -128,6 +128,47 @@ impl TurnFiles {
             );
             self.remove(&name);
         }
+    }
+}
+
+/// The folder as the service holds it: opened at start where a run before
+/// made it (emptying it), else made by the first turn that needs it.
+#[derive(Debug)]
+pub(crate) struct TurnFolder {
+    /// The agent socket the folder is beside.
+    socket: PathBuf,
+    /// The account its files are given to (none: the service's own).
+    owner: Option<(u32, u32)>,
+    files: Mutex<Option<Arc<TurnFiles>>>,
+}
+
+impl TurnFolder {
+    /// The folder beside the agent socket at `socket`, emptied now if a
+    /// run before made it.
+    pub(crate) fn new(socket: PathBuf, owner: Option<(u32, u32)>) -> TurnFolder {
+        let files = match TurnFiles::left(&socket, owner) {
+            Ok(left) => left.map(Arc::new),
+            Err(e) => {
+                log::error!("cannot empty the folder of the files turns read: {e}");
+                None
+            }
+        };
+        TurnFolder {
+            socket,
+            owner,
+            files: Mutex::new(files),
+        }
+    }
+
+    /// The folder, made the first time it is needed.
+    pub(crate) fn files(&self) -> io::Result<Arc<TurnFiles>> {
+        let mut held = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(files) = held.as_ref() {
+            return Ok(files.clone());
+        }
+        let files = Arc::new(TurnFiles::open(&self.socket, self.owner)?);
+        *held = Some(files.clone());
+        Ok(files)
     }
 }
 

@@ -39,7 +39,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use room_machines::session::{Input, LaunchInput};
 
-use crate::agent::turn_files::TurnFiles;
+use crate::agent::turn_files::TurnFolder;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::harness::installed::Installed;
@@ -89,10 +89,8 @@ pub struct Runtime {
     stopping: AtomicBool,
     /// The journals and readiness (follow.rs).
     follow: follow_state::Follow,
-    /// Where files a harness reads are written (claude's MCP config):
-    /// opened at start where a run before made it (emptying it), else
-    /// made by the first turn that needs it.
-    turn_files: Mutex<Option<Arc<TurnFiles>>>,
+    /// Where files a harness reads are written (claude's MCP config).
+    turn_files: TurnFolder,
 }
 
 /// Event pool workers: short jobs only (timeouts, status reads, permit
@@ -135,24 +133,19 @@ impl Runtime {
         };
         let programs = Programs::resolve(&config.claude_program, &config.codex_program);
         let secrets = command::secrets(&config);
+        let agent = crate::harness::account::for_agent(config.agent_uid);
+        let owner = agent
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .map(|a| (a.uid, a.gid));
         let installed = Installed::start(
             &programs,
             command::basics(std::env::vars_os(), &secrets),
-            crate::harness::account::for_agent(config.agent_uid),
+            agent,
         );
-        let owner = crate::harness::account::for_agent(config.agent_uid)
-            .ok()
-            .flatten()
-            .map(|a| (a.uid, a.gid));
-        let turn_files = match TurnFiles::left(&config.agent_socket_path(), owner) {
-            Ok(left) => left.map(Arc::new),
-            Err(e) => {
-                log::error!("cannot empty the folder of the files turns read: {e}");
-                None
-            }
-        };
         let rt = Arc::new(Runtime {
-            turn_files: Mutex::new(turn_files),
+            turn_files: TurnFolder::new(config.agent_socket_path(), owner),
             permits: Permits::new(config.permits()),
             follow: follow_state::Follow::new(&config.state_dir, config.journal_caps()),
             timer: {

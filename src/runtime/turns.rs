@@ -7,7 +7,6 @@
 //! event pool.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use nix::sys::signal::Signal as Sig;
 use room_machines::session::{Input, Process, Signal, TurnSeq};
@@ -16,7 +15,7 @@ use super::driver::Pass;
 use super::harness_io::{self, stdin::undelivered};
 use super::job::Job;
 use super::Runtime;
-use crate::agent::turn_files::{TurnFile, TurnFiles};
+use crate::agent::turn_files::TurnFile;
 use crate::harness::speech::Said;
 use crate::harness::{account, command};
 use crate::nofollow;
@@ -58,31 +57,14 @@ impl Runtime {
         if s.start.harness != crate::harness::Harness::Claude {
             return Ok(None);
         }
-        let files = self.turn_files()?;
+        let files = self.turn_files.files().map_err(|e| {
+            format!("its MCP servers cannot be given to claude: no folder for their config ({e})")
+        })?;
         let bytes = crate::harness::mcp::claude_config(servers).to_string();
         let name = format!("{}.mcp.json", key.as_str());
         TurnFile::write(&files, &name, bytes.as_bytes())
             .map(Some)
             .map_err(|e| format!("cannot write its MCP servers' config: {e}"))
-    }
-
-    /// The folder of the files turns read, made the first time one is
-    /// needed.
-    fn turn_files(&self) -> Result<Arc<TurnFiles>, String> {
-        let mut held = self.turn_files.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(files) = held.as_ref() {
-            return Ok(files.clone());
-        }
-        let owner = account::for_agent(self.config.agent_uid)?.map(|a| (a.uid, a.gid));
-        let files = TurnFiles::open(&self.config.agent_socket_path(), owner)
-            .map(Arc::new)
-            .map_err(|e| {
-                format!(
-                    "its MCP servers cannot be given to claude: no folder for their config ({e})"
-                )
-            })?;
-        *held = Some(files.clone());
-        Ok(files)
     }
 
     fn try_spawn(
