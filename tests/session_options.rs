@@ -35,6 +35,15 @@ fn await_ended(svc: &Service, id: &str, n: usize) {
     );
 }
 
+/// Sends `prompt` to session `id`, which takes it.
+fn send(svc: &Service, id: &str, prompt: &str) {
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({ "prompt": prompt }),
+    );
+    assert_eq!(status, 200, "{v}");
+}
+
 /// claude's options on its command line, in the order it gets them.
 fn claude_options(argv: &Value) -> Vec<String> {
     let argv: Vec<&str> = argv
@@ -76,11 +85,7 @@ fn claude_gets_the_model_effort_and_instructions_on_every_turn() {
     );
     await_ended(&svc, &id, 1);
     // A warm follow-up goes to the same process.
-    let (status, v) = svc.post(
-        &format!("/v1/sessions/{id}/messages"),
-        json!({"prompt": "warm"}),
-    );
-    assert_eq!(status, 200, "{v}");
+    send(&svc, &id, "warm");
     await_ended(&svc, &id, 2);
     // After a restart the next turn resumes in a new process, as it does
     // after a relaunch.
@@ -89,22 +94,14 @@ fn claude_gets_the_model_effort_and_instructions_on_every_turn() {
     svc.await_listen();
     let view = svc.session(&id);
     assert_eq!(view["model"], "claude-fake-2", "{view}");
-    let (status, v) = svc.post(
-        &format!("/v1/sessions/{id}/messages"),
-        json!({"prompt": "after the restart"}),
-    );
-    assert_eq!(status, 200, "{v}");
+    send(&svc, &id, "after the restart");
     svc.await_record(&folder, 2, Duration::from_secs(10));
     let (status, v) = svc.post(
         &format!("/v1/sessions/{id}/relaunch"),
         json!({"mode": "restart"}),
     );
     assert_eq!(status, 200, "{v}");
-    let (status, v) = svc.post(
-        &format!("/v1/sessions/{id}/messages"),
-        json!({"prompt": "after the relaunch"}),
-    );
-    assert_eq!(status, 200, "{v}");
+    send(&svc, &id, "after the relaunch");
     let records = wait_until("a third process", Duration::from_secs(10), || {
         let r = svc.records_in(&folder);
         (r.len() >= 3 && r[2]["prompts"] == json!(["after the relaunch"])).then_some(r)
@@ -133,11 +130,7 @@ fn codex_gets_the_model_and_instructions_on_its_thread_and_the_effort_on_each_tu
     let s = svc.start_session(start_body(&folder, "codex", body));
     let id = s["id"].as_str().unwrap().to_string();
     await_ended(&svc, &id, 1);
-    let (status, v) = svc.post(
-        &format!("/v1/sessions/{id}/messages"),
-        json!({"prompt": "warm"}),
-    );
-    assert_eq!(status, 200, "{v}");
+    send(&svc, &id, "warm");
     await_ended(&svc, &id, 2);
     let record = svc.await_record(&folder, 1, Duration::from_secs(10));
     assert_eq!(record["thread"]["method"], "thread/start");
