@@ -138,11 +138,16 @@ fn has(effects: &[Effect], want: &Effect) -> bool {
     effects.contains(want)
 }
 
-fn spawns(effects: &[Effect]) -> usize {
+/// The `SpawnTurn`s among `effects`.
+fn spawned(effects: &[Effect]) -> Vec<&Effect> {
     effects
         .iter()
         .filter(|e| matches!(e, Effect::SpawnTurn { .. }))
-        .count()
+        .collect()
+}
+
+fn spawns(effects: &[Effect]) -> usize {
+    spawned(effects).len()
 }
 
 fn term(seq: TurnSeq) -> Effect {
@@ -652,10 +657,7 @@ fn restore_kills_a_survivor_before_anything_else_runs() {
     s.handle(60, Input::SurvivorGone { seq: 2 });
     let e = drain(&mut s);
     assert_eq!(e[0], Effect::Persist);
-    let spawned: Vec<&Effect> = e
-        .iter()
-        .filter(|e| matches!(e, Effect::SpawnTurn { .. }))
-        .collect();
+    let spawned = spawned(&e);
     assert_eq!(
         spawned,
         [&Effect::SpawnTurn {

@@ -173,10 +173,7 @@ fn a_warm_turn_its_harness_printed_for_is_cut_not_run_again() {
 fn a_warm_turn_its_harness_never_printed_for_runs_again_as_the_next_turn() {
     for on_record in [true, false] {
         let (_, e) = restored(crashed(on_record), tail(false), 3);
-        let spawned: Vec<&Effect> = e
-            .iter()
-            .filter(|e| matches!(e, Effect::SpawnTurn { .. }))
-            .collect();
+        let spawned = spawned(&e);
         assert_eq!(
             spawned,
             [&Effect::SpawnTurn {
