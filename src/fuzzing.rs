@@ -183,7 +183,7 @@ fn talking(harness: Harness) -> Talker {
         config: None,
     };
     let mut talker = Talker::new(harness, opening);
-    talker.say(Said::Prompt("p".into()));
+    talker.say(Said::prompt("p".into()));
     if harness == Harness::Codex {
         talker.hear(r#"{"id":2,"result":{"thread":{"id":"t"}}}"#);
         talker.hear(r#"{"id":3,"result":{"turn":{"id":"u"}}}"#);

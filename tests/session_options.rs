@@ -448,3 +448,160 @@ fn mcp_servers_no_cli_could_run_are_refused_naming_the_server_not_the_secret() {
     );
     no_secret("the log", &svc.log());
 }
+
+/// Sends `prompt` to session `id` choosing `choice` (`model`, `effort`):
+/// the status and answer.
+fn send_choosing(svc: &Service, id: &str, prompt: &str, choice: Value) -> (u16, Value) {
+    let mut body = json!({ "prompt": prompt });
+    body.as_object_mut()
+        .unwrap()
+        .extend(choice.as_object().unwrap().clone());
+    svc.post(&format!("/v1/sessions/{id}/messages"), body)
+}
+
+/// The model each of session `id`'s `turn_started` events names.
+fn started_models(svc: &Service, id: &str) -> Vec<Value> {
+    all_events(svc, id, 1024)
+        .into_iter()
+        .filter(|e| e["kind"] == "turn_started")
+        .map(|e| e["data"]["model"].clone())
+        .collect()
+}
+
+#[test]
+fn a_message_switches_a_lingering_claudes_model_in_place_and_its_effort_in_a_new_process() {
+    let mut svc = Service::start(ROOM_CORE, json!({"linger_ms": 30000}));
+    let folder = svc.folder("claude-switch");
+    let body = json!({"model": "claude-fake-2", "effort": "high"});
+    let s = svc.start_session(start_body(&folder, "claude", body));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_ended(&svc, &id, 1);
+
+    // The model changes in the lingering process: `set_model`, then the prompt.
+    let (status, v) = send_choosing(&svc, &id, "on opus", json!({"model": "opus"}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (&v["delivered"], &v["prompt"]),
+        (&json!("queued"), &json!(2))
+    );
+    await_ended(&svc, &id, 2);
+    let records = svc.records_in(&folder);
+    assert_eq!(records.len(), 1, "the same process: {records:?}");
+    assert_eq!(records[0]["set_models"], json!(["opus"]), "{}", records[0]);
+    assert_eq!(records[0]["prompts"][1], "on opus");
+    let view = svc.session(&id);
+    assert_eq!(
+        (&view["model"], &view["effort"]),
+        (&json!("opus"), &json!("high"))
+    );
+
+    // An effort claude takes only as it starts: a new process, resuming.
+    let (status, v) = send_choosing(&svc, &id, "harder", json!({"effort": "max"}));
+    assert_eq!(status, 200, "{v}");
+    let second = svc.await_record(&folder, 2, Duration::from_secs(10));
+    assert_eq!(second["prompts"], json!(["harder"]));
+    assert_eq!(
+        claude_options(&second["argv"]),
+        ["--model opus", "--effort max"],
+        "{second}"
+    );
+    assert!(second["argv"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("--resume")));
+    await_ended(&svc, &id, 3);
+
+    // What is in force survives a restart.
+    svc.kill9();
+    svc.start_again();
+    svc.await_listen();
+    let view = svc.session(&id);
+    assert_eq!(
+        (&view["model"], &view["effort"]),
+        (&json!("opus"), &json!("max")),
+        "{view}"
+    );
+    send(&svc, &id, "after the restart");
+    let third = svc.await_record(&folder, 3, Duration::from_secs(10));
+    assert_eq!(
+        claude_options(&third["argv"]),
+        ["--model opus", "--effort max"]
+    );
+    await_ended(&svc, &id, 4);
+    assert_eq!(
+        started_models(&svc, &id),
+        [
+            json!("claude-fake-2"),
+            json!("opus"),
+            json!("opus"),
+            json!("opus")
+        ]
+    );
+}
+
+#[test]
+fn a_message_switches_codexs_model_and_effort_on_its_turn_and_after() {
+    let svc = Service::start(ROOM_CORE, json!({"linger_ms": 30000}));
+    let folder = svc.folder("codex-switch");
+    let s = svc.start_session(start_body(&folder, "codex", json!({"effort": "low"})));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_ended(&svc, &id, 1);
+    let (status, v) = send_choosing(
+        &svc,
+        &id,
+        "switch",
+        json!({"model": "gpt-fake-3", "effort": "xhigh"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    await_ended(&svc, &id, 2);
+    send(&svc, &id, "after");
+    await_ended(&svc, &id, 3);
+    let records = svc.records_in(&folder);
+    assert_eq!(records.len(), 1, "one process: {records:?}");
+    let r = &records[0];
+    // codex keeps a turn's model for the turns after it; the effort goes
+    // with every turn.
+    assert_eq!(r["turn_models"], json!([null, "gpt-fake-3", null]), "{r}");
+    assert_eq!(r["efforts"], json!(["low", "xhigh", "xhigh"]), "{r}");
+    assert_eq!(
+        started_models(&svc, &id),
+        [Value::Null, json!("gpt-fake-3"), json!("gpt-fake-3")]
+    );
+}
+
+#[test]
+fn a_message_choosing_what_its_cli_cannot_take_is_refused_and_queues_nothing() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let folder = svc.folder("switch-refused");
+    let s = svc.start_session(start_body(&folder, "claude", json!({})));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_ended(&svc, &id, 1);
+    let cases = [
+        (
+            json!({"effort": "minimal"}),
+            "claude takes effort low, medium, high, xhigh or max, not minimal.",
+        ),
+        (
+            json!({"model": "-x"}),
+            "model must be 1 to 128 characters of letters, digits and . _ : / @ -, not starting with -.",
+        ),
+        (
+            json!({"model": "opus", "deliver": "steer"}),
+            "A steered message joins the running turn, whose model and effort are set: model and \
+             effort go with a queued message.",
+        ),
+    ];
+    for (choice, error) in cases {
+        let (status, v) = send_choosing(&svc, &id, "x", choice.clone());
+        assert_eq!(
+            (status, &v["code"], v["error"].as_str().unwrap_or_default()),
+            (422, &json!("invalid_field"), error),
+            "{choice}"
+        );
+    }
+    let prompts: Vec<Value> = all_events(&svc, &id, 1024)
+        .into_iter()
+        .filter(|e| e["kind"] == "prompt_queued")
+        .collect();
+    assert_eq!(prompts.len(), 1, "only the first prompt: {prompts:?}");
+}

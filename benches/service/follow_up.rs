@@ -156,7 +156,7 @@ pub(crate) fn warm_floor(
             }
         }
     };
-    for out in talker.say(Said::Prompt("first".into())) {
+    for out in talker.say(Said::prompt("first".into())) {
         stdin.write_all(out.line.as_bytes()).unwrap();
     }
     until(r#""type":"result""#);

@@ -111,7 +111,7 @@ pub(crate) fn startup(table: &mut Table) {
                     }
                 }
             };
-            say(&mut stdin, talker.say(Said::Prompt("hi".into())));
+            say(&mut stdin, talker.say(Said::prompt("hi".into())));
             let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
             let mut named = None;
             for line in std::io::BufRead::lines(stdout) {

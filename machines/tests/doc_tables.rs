@@ -473,7 +473,8 @@ fn session_options(promised: bool) -> session::Options {
         plan_only: false,
         approvals: session::ApprovalMode::App,
         budget: Default::default(),
-        model: None,
+        choice: Default::default(),
+        effort_at_spawn: false,
     }
 }
 
@@ -534,7 +535,7 @@ fn session_situations() -> Vec<SessionSituation> {
     };
     let running = || {
         let mut v = idle();
-        v.extend([(5, Some(I::Message("two".into()))), (6, spawned(2))]);
+        v.extend([(5, Some(I::message("two".into()))), (6, spawned(2))]);
         v
     };
     let with = |mut v: Vec<(Millis, Option<session::Input>)>,
@@ -657,7 +658,7 @@ type SessionProbe = (&'static str, fn(&Session) -> session::Input);
 fn session_probes() -> Vec<SessionProbe> {
     use session::Input as I;
     vec![
-        ("message", |_| I::Message("hi".into())),
+        ("message", |_| I::message("hi".into())),
         ("steer", |_| I::Steer("hi".into())),
         ("stop", |_| I::Stop),
         ("interrupt", |_| I::Interrupt),
@@ -893,6 +894,7 @@ fn session_restore_table() -> String {
         prompt: session::Prompt {
             id: seq,
             text: "p".into(),
+            choice: Default::default(),
         },
         launch: false,
         warm: false,
@@ -912,6 +914,7 @@ fn session_restore_table() -> String {
         queue: [session::Prompt {
             id: 9,
             text: "queued".into(),
+            choice: Default::default(),
         }]
         .into(),
         paused: false,
@@ -924,6 +927,7 @@ fn session_restore_table() -> String {
         usage: session::Usage::default(),
         native_total: None,
         retrying: None,
+        chosen: Default::default(),
     };
     let first = |mut t: Turn| {
         t.launch = true;

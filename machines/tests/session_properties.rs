@@ -18,9 +18,9 @@ use room_machines::copy::{CopyMark, Observation};
 use room_machines::launch;
 use room_machines::session::{
     retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Budget, Config, DecidedBy,
-    Decision, Effect, Event, Exit, Failure, Input, LaunchEffect, LaunchInput, Options, Outcome,
-    Process, PromptId, Record, RelaunchMode, Session, Signal, Stage, StartFields, TurnSeq,
-    TurnTail, Usage, UsageReport, Usd, KILL_WAIT, MAX_PENDING,
+    Decision, Effect, Effort, Event, Exit, Failure, Input, LaunchEffect, LaunchInput, ModelChoice,
+    NewPrompt, Options, Outcome, Process, PromptId, Record, RelaunchMode, Session, Signal, Stage,
+    StartFields, TurnSeq, TurnTail, Usage, UsageReport, Usd, KILL_WAIT, MAX_PENDING,
 };
 use room_machines::Millis;
 
@@ -125,9 +125,28 @@ fn mode() -> impl Strategy<Value = RelaunchMode> {
     ]
 }
 
+/// A message, which now and then chooses a model or an effort.
+fn message() -> impl Strategy<Value = Input> {
+    let model = prop_oneof![4 => Just(None), 1 => Just(Some("a")), 1 => Just(Some("b"))];
+    let effort = prop_oneof![
+        4 => Just(None),
+        1 => Just(Some(Effort::Low)),
+        1 => Just(Some(Effort::High))
+    ];
+    ("[a-z]{1,3}", model, effort).prop_map(|(text, model, effort)| {
+        Input::Message(NewPrompt {
+            text,
+            choice: ModelChoice {
+                model: model.map(str::to_string),
+                effort,
+            },
+        })
+    })
+}
+
 fn app() -> impl Strategy<Value = Input> {
     prop_oneof![
-        4 => "[a-z]{1,3}".prop_map(Input::Message),
+        4 => message(),
         2 => "[a-z]{1,3}".prop_map(Input::Steer),
         1 => prop::option::of(1..120u64).prop_map(|max_tokens| Input::SetBudget(Budget {
             max_cost_usd: None,
@@ -204,7 +223,7 @@ fn usage() -> impl Strategy<Value = Usage> {
 fn quiet_act() -> impl Strategy<Value = Act> {
     prop_oneof![
         6 => prop_oneof![0..300u64, 0..3_000u64].prop_map(Act::Wait),
-        1 => "[a-z]{1,3}".prop_map(|t| Act::App(Input::Message(t))),
+        1 => message().prop_map(Act::App),
         4 => "[a-z]{1,3}".prop_map(|t| Act::App(Input::Steer(t))),
         2 => observation().prop_map(Act::Observe),
         2 => Just(Act::Grant),
@@ -222,7 +241,7 @@ fn quiet_act() -> impl Strategy<Value = Act> {
 fn warm_act() -> impl Strategy<Value = Act> {
     prop_oneof![
         3 => (0..300u64).prop_map(Act::Wait),
-        4 => "[a-z]{1,3}".prop_map(|t| Act::App(Input::Message(t))),
+        4 => message().prop_map(Act::App),
         2 => observation().prop_map(Act::Observe),
         2 => Just(Act::Grant),
         3 => Just(Act::Spawn(true)),
@@ -347,6 +366,14 @@ struct World {
     journalled: Usage,
     /// The outcome of the last input fed.
     last: Outcome,
+    /// What each logged prompt chose.
+    choices: BTreeMap<PromptId, ModelChoice>,
+    /// The model and effort in force, as the turns started so far chose.
+    in_force: ModelChoice,
+    /// What each new process was asked to run (`SpawnTurn`), by turn.
+    spawned_with: BTreeMap<TurnSeq, ModelChoice>,
+    /// What the last started turn changed of the choice in force.
+    switched: ModelChoice,
     /// Every step, for the failure report.
     trace: Vec<String>,
     /// What the run reached (applied inputs, effects, events), for the
@@ -367,13 +394,19 @@ fn durable(r: &Record) -> Record {
 }
 
 impl World {
-    fn new(promised: bool, linger: Millis, first: Option<String>) -> Result<World, TestCaseError> {
+    fn new(life: Life, first: Option<String>) -> Result<World, TestCaseError> {
+        let Life {
+            promised,
+            linger,
+            effort_at_spawn,
+        } = life;
         let opts = Options {
             promised,
             plan_only: false,
             approvals: ApprovalMode::App,
             budget: Default::default(),
-            model: None,
+            choice: ModelChoice::default(),
+            effort_at_spawn,
         };
         let s = Session::new(config_for(linger), opts.clone(), first, 0);
         let mut w = World {
@@ -411,6 +444,10 @@ impl World {
             last: Outcome::Applied,
             trace: Vec::new(),
             seen: BTreeSet::new(),
+            choices: BTreeMap::new(),
+            in_force: ModelChoice::default(),
+            spawned_with: BTreeMap::new(),
+            switched: ModelChoice::default(),
         };
         let effects: Vec<Effect> = std::iter::from_fn(|| w.s.poll_effect()).collect();
         w.trace.push(format!("new: {effects:?}"));
@@ -846,7 +883,26 @@ impl World {
         let mut noted = None;
         for e in effects {
             match e {
-                Effect::Emit(Event::TurnStarted { turn, prompt, .. }) => {
+                Effect::Emit(Event::TurnStarted {
+                    turn,
+                    prompt,
+                    model,
+                    ..
+                }) => {
+                    let chose = self.choices.get(prompt).cloned().unwrap_or_default();
+                    let now_in_force = self.in_force.with(&chose);
+                    let was = std::mem::replace(&mut self.in_force, now_in_force);
+                    prop_assert_eq!(
+                        model,
+                        &self.in_force.model,
+                        "turn {} of prompt {} started with another model",
+                        turn,
+                        prompt
+                    );
+                    if let Some(spawned) = self.spawned_with.get(turn) {
+                        prop_assert_eq!(spawned, &self.in_force, "turn {}'s process", turn);
+                    }
+                    self.switched = was.changes_to(&self.in_force);
                     self.tail = Some(TurnTail {
                         turn: *turn,
                         prompt: *prompt,
@@ -876,11 +932,20 @@ impl World {
                             .as_ref()
                             .is_some_and(|t| t.prompt.id == prompt.id);
                     prop_assert!(queued, "logged prompt {} is nowhere", prompt.id);
+                    self.choices.insert(prompt.id, prompt.choice.clone());
                     self.logged.push(prompt.clone());
                 }
                 Effect::NoteSpawn { seq } => noted = Some(*seq),
                 Effect::CloseInput { seq } => {
                     self.closed_input.insert((*seq, self.run));
+                    if let Some(Input::Message(NewPrompt { choice, .. })) = input {
+                        prop_assert!(
+                            self.opts.effort_at_spawn && choice.effort.is_some(),
+                            "a message closed turn {}'s stdin",
+                            seq
+                        );
+                        self.seen.insert("a linger ended for an effort".into());
+                    }
                 }
                 Effect::InterruptTurn { seq } => {
                     let live = self
@@ -893,8 +958,20 @@ impl World {
                     );
                     self.asked_to_stop.push((*seq, self.now, self.run));
                 }
-                Effect::ContinueTurn { seq, .. } => {
+                Effect::ContinueTurn { seq, switch, .. } => {
                     prop_assert!(self.linger > 0, "{e:?} with no lingering");
+                    prop_assert_eq!(switch, &self.switched, "turn {}'s switch", seq);
+                    prop_assert!(
+                        !(self.opts.effort_at_spawn && switch.effort.is_some()),
+                        "turn {} changes the effort of a process that cannot",
+                        seq
+                    );
+                    if switch.model.is_some() {
+                        self.seen.insert("a model switched in place".into());
+                    }
+                    if switch.effort.is_some() {
+                        self.seen.insert("an effort switched in place".into());
+                    }
                     prop_assert!(!self.closed, "a closed session continued a turn");
                     // On record, or (a warm follow-up) on disk as the
                     // record before, its prompt logged and the turn's start
@@ -1016,7 +1093,8 @@ impl World {
                         _ => {}
                     }
                 }
-                Effect::SpawnTurn { seq, .. } => {
+                Effect::SpawnTurn { seq, choice, .. } => {
+                    self.spawned_with.insert(*seq, choice.clone());
                     let r = self.s.record();
                     prop_assert!(
                         !self.closed && r.stage != Stage::Closed,
@@ -1373,13 +1451,27 @@ fn name(v: &impl std::fmt::Debug) -> String {
     }
 }
 
-fn run(
+/// What a life's session is started with.
+#[derive(Debug, Clone, Copy)]
+struct Life {
+    /// `project_copy`.
     promised: bool,
+    /// How long its process lingers after a turn.
     linger: Millis,
-    first: Option<String>,
-    acts: Vec<Act>,
-) -> Result<World, TestCaseError> {
-    let mut w = World::new(promised, linger, first)?;
+    /// Its harness takes an effort only when its process starts.
+    effort_at_spawn: bool,
+}
+
+fn life() -> impl Strategy<Value = Life> {
+    (any::<bool>(), linger(), any::<bool>()).prop_map(|(promised, linger, effort_at_spawn)| Life {
+        promised,
+        linger,
+        effort_at_spawn,
+    })
+}
+
+fn run(life: Life, first: Option<String>, acts: Vec<Act>) -> Result<World, TestCaseError> {
+    let mut w = World::new(life, first)?;
     for act in acts {
         let r = w.act(act);
         if let Err(e) = r {
@@ -1424,12 +1516,11 @@ proptest! {
     /// accepted.
     #[test]
     fn a_session_keeps_its_rules_through_any_sequence_of_inputs_and_restarts(
-        promised in any::<bool>(),
-        linger in linger(),
+        life in life(),
         first in prop::option::of("[a-z]{1,3}"),
         acts in acts(),
     ) {
-        run(promised, linger, first, acts)?;
+        run(life, first, acts)?;
     }
 }
 
@@ -1440,24 +1531,24 @@ fn the_random_lives_reach_every_situation() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
-    let strategy = (
-        any::<bool>(),
-        linger(),
-        prop::option::of("[a-z]{1,3}"),
-        acts(),
-    );
+    let strategy = (life(), prop::option::of("[a-z]{1,3}"), acts());
     let mut seen = BTreeSet::new();
-    for _ in 0..5000 {
-        let (promised, linger, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
-        seen.extend(run(promised, linger, first, acts).unwrap().seen);
+    for _ in 0..8000 {
+        let (life, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
+        seen.extend(run(life, first, acts).unwrap().seen);
     }
     let quiet = prop::collection::vec(quiet_act(), 0..80);
     for _ in 0..2000 {
         let acts = quiet.new_tree(&mut runner).unwrap().current();
-        seen.extend(run(false, 1_000, None, acts).unwrap().seen);
+        let life = Life {
+            promised: false,
+            linger: 1_000,
+            effort_at_spawn: false,
+        };
+        seen.extend(run(life, None, acts).unwrap().seen);
     }
     let warm = prop::collection::vec(warm_act(), 0..80);
-    for _ in 0..1000 {
+    for i in 0..1000 {
         // Launched, its first turn done and its process lingering.
         let mut acts = vec![
             Act::Observe(Observation::marked(CopyMark::Ready, 0)),
@@ -1467,10 +1558,18 @@ fn the_random_lives_reach_every_situation() {
             Act::Finish(false),
         ];
         acts.extend(warm.new_tree(&mut runner).unwrap().current());
-        seen.extend(run(false, 60_000, Some("a".into()), acts).unwrap().seen);
+        let life = Life {
+            promised: false,
+            linger: 60_000,
+            effort_at_spawn: i % 2 == 0,
+        };
+        seen.extend(run(life, Some("a".into()), acts).unwrap().seen);
     }
     let want = [
         "a warm follow-up with no record write",
+        "a model switched in place",
+        "an effort switched in place",
+        "a linger ended for an effort",
         "crashed with a line journalled, not fed",
         "a turn restored from the journal, printed: true",
         "a turn restored from the journal, printed: false",

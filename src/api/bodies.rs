@@ -12,6 +12,7 @@ use serde_json::Value;
 use room_machines::session::Decision;
 
 use crate::error::Refusal;
+use crate::harness::options::{check_model, Effort};
 use crate::runtime::{RelaunchMode, Start};
 use crate::sessions::Kind;
 
@@ -48,6 +49,12 @@ pub(crate) struct Message {
     /// `queue` (the default) or `steer`.
     #[serde(default)]
     pub deliver: Deliver,
+    /// The model from this message's turn on.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The effort from this message's turn on.
+    #[serde(default)]
+    pub effort: Option<Effort>,
 }
 
 /// Where a message goes.
@@ -222,7 +229,7 @@ pub(crate) fn create(body: &[u8]) -> Result<Start, Refusal> {
 /// The model, effort and instructions a start chose, as its CLI can take
 /// them.
 fn harness_options(c: &Start) -> Result<(), Refusal> {
-    use crate::harness::options::{check_instructions, check_model};
+    use crate::harness::options::check_instructions;
     let o = c.harness_options();
     let checked = [
         o.model.map(check_model),
@@ -357,8 +364,19 @@ fn prompt(p: &str) -> Result<(), Refusal> {
 
 /// Parses a message.
 pub(crate) fn message(body: &[u8]) -> Result<Message, Refusal> {
-    let m: Message = parse(body, &["prompt", "deliver"])?;
+    let m: Message = parse(body, &["prompt", "deliver", "model", "effort"])?;
     prompt(&m.prompt)?;
+    if let Some(why) = m.model.as_deref().map(check_model).and_then(Result::err) {
+        return Err(Refusal::new(422, "invalid_field", why));
+    }
+    if m.deliver == Deliver::Steer && (m.model.is_some() || m.effort.is_some()) {
+        return Err(Refusal::new(
+            422,
+            "invalid_field",
+            "A steered message joins the running turn, whose model and effort are set: \
+             model and effort go with a queued message.",
+        ));
+    }
     Ok(m)
 }
 

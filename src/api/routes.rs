@@ -11,7 +11,7 @@
 //! without holding a worker of that pool.
 
 use hyper::Method;
-use room_machines::session::TurnSeq;
+use room_machines::session::{ModelChoice, TurnSeq};
 use serde_json::{json, Value};
 
 use super::bodies;
@@ -298,7 +298,12 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         Op::Events => follow::events(rt, id, query).map(Done::Reply),
         Op::Message => {
             let m = bodies::message(body)?;
-            command(rt.message(id, m.prompt, m.deliver == bodies::Deliver::Steer)?)
+            let choice = ModelChoice {
+                model: m.model,
+                effort: m.effort,
+            };
+            let steer = m.deliver == bodies::Deliver::Steer;
+            command(rt.message(id, m.prompt, steer, choice)?)
         }
         Op::Budget => {
             let (max_cost_usd, max_tokens) = bodies::budget(body)?;

@@ -417,7 +417,7 @@ mod tests {
                     mcp: None,
                 };
                 let mut spec = build(&config, &programs, &secrets(&config), &turn).unwrap();
-                let said = spec.talker.say(Said::Prompt(prompt.into()));
+                let said = spec.talker.say(Said::prompt(prompt.into()));
                 let mut heard = said.iter().map(|o| o.line.clone()).collect::<String>();
                 if harness == Harness::Codex {
                     // codex takes the prompt once its thread is open.

@@ -6,62 +6,7 @@
 //! `effort`). The checks here are the API's: what no CLI could be given
 //! is refused before a session exists.
 
-use serde::{Deserialize, Serialize};
-
-/// How hard the model works on a turn, in the API's words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Effort {
-    /// codex's least reasoning.
-    Minimal,
-    /// Low.
-    Low,
-    /// Medium.
-    Medium,
-    /// High.
-    High,
-    /// Extra high.
-    Xhigh,
-    /// claude's most.
-    Max,
-}
-
-impl Effort {
-    /// The wire name, the same in both CLIs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Effort::Minimal => "minimal",
-            Effort::Low => "low",
-            Effort::Medium => "medium",
-            Effort::High => "high",
-            Effort::Xhigh => "xhigh",
-            Effort::Max => "max",
-        }
-    }
-}
-
-/// Every effort, in the API's order.
-pub const ALL: [Effort; 6] = [
-    Effort::Minimal,
-    Effort::Low,
-    Effort::Medium,
-    Effort::High,
-    Effort::Xhigh,
-    Effort::Max,
-];
-
-impl<'de> Deserialize<'de> for Effort {
-    /// By its wire name; anything else is refused with the names it may
-    /// have (serde's own message would not name the field).
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        ALL.into_iter().find(|e| e.name() == name).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "effort must be minimal, low, medium, high, xhigh or max, not {name:?}"
-            ))
-        })
-    }
-}
+pub use room_machines::session::Effort;
 
 /// The longest model name, in characters.
 pub const MODEL_MAX: usize = 128;
@@ -146,18 +91,6 @@ mod tests {
                 check_model(bad),
                 Err("model must be 1 to 128 characters of letters, digits and . _ : / @ -, not starting with -.".into()),
                 "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn efforts_read_and_write_their_wire_names() {
-        // The wire names are serde's both ways and the ones the refusals use.
-        for e in ALL {
-            assert_eq!(serde_json::to_value(e).unwrap(), e.name());
-            assert_eq!(
-                serde_json::from_value::<Effort>(e.name().into()).unwrap(),
-                e
             );
         }
     }

@@ -3,7 +3,9 @@
 //! the lines that say it and what each carries, what a stdout line means,
 //! and how an approval request's fields are kept within their caps.
 
-use room_machines::session::{ApprovalRequest, DecidedBy, Decision, EndWhy, PromptId, UsageReport};
+use room_machines::session::{
+    ApprovalRequest, DecidedBy, Decision, EndWhy, ModelChoice, PromptId, UsageReport,
+};
 use serde_json::Value;
 
 pub(super) use super::bounds::cut;
@@ -17,8 +19,15 @@ pub const INPUT_MAX: usize = 256 << 10;
 /// What the session wants said to the harness.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Said {
-    /// A turn's prompt: the first of the process, or a warm follow-up.
-    Prompt(String),
+    /// A turn's prompt: the first of the process, or a warm follow-up,
+    /// with what the process must change first to run it as chosen.
+    Prompt {
+        /// The prompt.
+        text: String,
+        /// The model and effort it switches to (none for a new process,
+        /// which starts with them).
+        switch: ModelChoice,
+    },
     /// A prompt for the running turn.
     Steer {
         /// Its number.
@@ -33,10 +42,18 @@ pub enum Said {
 }
 
 impl Said {
+    /// A prompt that changes nothing first.
+    pub fn prompt(text: String) -> Said {
+        Said::Prompt {
+            text,
+            switch: ModelChoice::default(),
+        }
+    }
+
     /// What the lines that say it carry, as one: for reporting it unsaid.
     pub fn carries(self) -> Carries {
         match self {
-            Said::Prompt(_) => Carries::Prompt,
+            Said::Prompt { .. } => Carries::Prompt,
             Said::Steer { prompt, text } => Carries::Steer { prompt, text },
             Said::Interrupt => Carries::Other("an interrupt"),
             Said::Answer(_) => Carries::Other("an approval's answer"),

@@ -19,6 +19,7 @@ use room_machines::session::{
 };
 use serde_json::{json, Value};
 
+use super::turns::ProcessStart;
 use super::Runtime;
 use crate::error::Refusal;
 use crate::journal::NewEvent;
@@ -249,7 +250,15 @@ impl Runtime {
                 prompt,
                 resume,
                 plan_only,
-            } => self.spawn_turn(s, pass, seq, prompt, resume, plan_only),
+                choice,
+            } => {
+                let start = ProcessStart {
+                    resume,
+                    plan_only,
+                    choice,
+                };
+                self.spawn_turn(s, pass, seq, prompt, start)
+            }
             Effect::DeliverPrompt { seq } => self.deliver(s, pass, seq),
             Effect::Signal { seq, signal } => self.signal_turn(s, seq, signal),
             Effect::AbandonTree { seq } => self.abandon_tree(s, seq),
@@ -257,7 +266,11 @@ impl Runtime {
             Effect::CloseInput { seq } => self.close_input(s, seq),
             Effect::InterruptTurn { seq } => self.interrupt_turn(s, pass, seq),
             Effect::Steer { seq, prompt, text } => self.steer(s, pass, seq, prompt, text),
-            Effect::ContinueTurn { seq, prompt } => self.continue_turn(s, pass, seq, prompt),
+            Effect::ContinueTurn {
+                seq,
+                prompt,
+                switch,
+            } => self.continue_turn(s, pass, seq, prompt, switch),
             Effect::AnswerApproval {
                 seq,
                 harness_ref,

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use room_machines::session::{self as machine, retry_difference, Input, StartFields};
+use room_machines::session::{
+    self as machine, retry_difference, Input, ModelChoice, NewPrompt, StartFields,
+};
 use serde_json::{json, Value};
 
 use super::command_answer::CommandAnswer;
@@ -201,15 +203,29 @@ impl Runtime {
     /// `steer` hands it to the running turn when the session can take it
     /// there (else queues it). The answer's `delivered` says which, as the
     /// machine has it once the steer's line was handed to the harness's
-    /// stdin or given back: `steered` only for a line that was.
-    pub fn message(&self, id: &str, prompt: String, steer: bool) -> Result<CommandAnswer, Refusal> {
+    /// stdin or given back: `steered` only for a line that was. A queued
+    /// message may choose the model and effort from its turn on (an
+    /// effort the session's CLI does not take is refused).
+    pub fn message(
+        &self,
+        id: &str,
+        prompt: String,
+        steer: bool,
+        choice: ModelChoice,
+    ) -> Result<CommandAnswer, Refusal> {
         let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
         let mut s = lock(&s);
+        if let Some(Err(why)) = choice.effort.map(|e| s.start.harness.check_effort(e)) {
+            return Err(Refusal::new(422, "invalid_field", why));
+        }
         let number = s.machine.record().next_prompt;
         let input = if steer {
             Input::Steer(prompt)
         } else {
-            Input::Message(prompt)
+            Input::Message(NewPrompt {
+                text: prompt,
+                choice,
+            })
         };
         self.command(&mut s, input)?;
         let steered = s.machine.steered(number);

@@ -3,7 +3,7 @@
 //! The process's talker words each in its harness's protocol; the turn's
 //! stdin writes it (harness_io/stdin.rs).
 
-use room_machines::session::{DecidedBy, Decision, Input, PromptId, TurnSeq};
+use room_machines::session::{DecidedBy, Decision, Input, ModelChoice, PromptId, TurnSeq};
 
 use super::driver::Pass;
 use super::harness_io::stdin::undelivered;
@@ -37,6 +37,7 @@ impl Runtime {
         pass: &mut Pass,
         seq: TurnSeq,
         prompt: String,
+        switch: ModelChoice,
     ) {
         let Some(live) = s.live.as_mut() else {
             pass.inputs.push_back(Input::PromptUndelivered {
@@ -57,7 +58,15 @@ impl Runtime {
         // the harness answers (its reader's append takes staged events
         // first) and makes it durable by the pass's end.
         self.stage_events(s, pass);
-        self.say(s, pass, seq, Said::Prompt(prompt));
+        self.say(
+            s,
+            pass,
+            seq,
+            Said::Prompt {
+                text: prompt,
+                switch,
+            },
+        );
     }
 
     /// `Steer`: a prompt for the running turn; `SteerUndelivered` when it

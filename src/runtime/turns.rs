@@ -9,13 +9,14 @@
 use std::path::Path;
 
 use nix::sys::signal::Signal as Sig;
-use room_machines::session::{Input, Process, Signal, TurnSeq};
+use room_machines::session::{Input, ModelChoice, Process, Signal, TurnSeq};
 
 use super::driver::Pass;
 use super::harness_io::{self, stdin::undelivered};
 use super::job::Job;
 use super::Runtime;
 use crate::agent::turn_files::TurnFile;
+use crate::harness::options::Options as HarnessOptions;
 use crate::harness::speech::Said;
 use crate::harness::{account, command};
 use crate::nofollow;
@@ -24,6 +25,17 @@ use crate::sessions::live_turn::LiveTurn;
 use crate::sessions::turn_now::TurnNow;
 use crate::sessions::{self, turn_key, Hosted};
 use crate::supervise::{TurnKey, TurnRecord};
+
+/// How a turn's new process starts: `SpawnTurn`'s fields beside the turn
+/// and its prompt.
+pub(super) struct ProcessStart {
+    /// The native session it resumes, if any.
+    pub resume: Option<String>,
+    /// Plan only.
+    pub plan_only: bool,
+    /// The model and effort in force.
+    pub choice: ModelChoice,
+}
 
 impl Runtime {
     /// `SpawnTurn`: makes the folder, puts the turn's key on record, starts
@@ -35,10 +47,9 @@ impl Runtime {
         pass: &mut Pass,
         seq: TurnSeq,
         prompt: String,
-        resume: Option<String>,
-        plan_only: bool,
+        start: ProcessStart,
     ) {
-        match self.try_spawn(s, seq, prompt, resume, plan_only) {
+        match self.try_spawn(s, seq, prompt, start) {
             Ok(process) => pass.inputs.push_back(Input::TurnSpawned { seq, process }),
             Err(reason) => {
                 s.supervised = None;
@@ -72,9 +83,13 @@ impl Runtime {
         s: &mut Hosted,
         seq: TurnSeq,
         prompt: String,
-        resume: Option<String>,
-        plan_only: bool,
+        start: ProcessStart,
     ) -> Result<Process, String> {
+        let ProcessStart {
+            resume,
+            plan_only,
+            choice,
+        } = start;
         let key = TurnKey::new(turn_key(&s.id, seq))?;
         let folder = s.start.folder.clone();
         make_folder(&folder, self.config.agent_uid)
@@ -91,7 +106,11 @@ impl Runtime {
             plan_only,
             approvals: sessions::options(&s.start).approvals,
             folder: &folder,
-            options: s.start.harness_options(),
+            options: HarnessOptions {
+                model: choice.model.as_deref(),
+                effort: choice.effort,
+                instructions: s.start.instructions.as_deref(),
+            },
             mcp: s
                 .start
                 .mcp_servers
@@ -174,7 +193,7 @@ impl Runtime {
             return;
         };
         if let Some(prompt) = live.prompt.take() {
-            if let Err(lost) = live.input.say(Said::Prompt(prompt)) {
+            if let Err(lost) = live.input.say(Said::prompt(prompt)) {
                 for carries in lost {
                     undelivered(seq, carries, "its stdin takes no more lines", |input| {
                         pass.inputs.push_back(input)

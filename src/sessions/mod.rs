@@ -286,7 +286,12 @@ pub(crate) fn options(start: &Start) -> machine::Options {
         plan_only: start.plan_only,
         approvals: start.approvals,
         budget: budget(start.max_cost_usd, start.max_tokens),
-        model: start.model.clone(),
+        choice: machine::ModelChoice {
+            model: start.model.clone(),
+            effort: start.effort,
+        },
+        // claude takes `--effort` only as its process starts.
+        effort_at_spawn: start.harness == Harness::Claude,
     }
 }
 

@@ -85,6 +85,7 @@ pub(crate) fn upgrade(v: Value) -> Result<RecordFile, serde_json::Error> {
         .map(|(text, id)| Prompt {
             id,
             text: text.into(),
+            choice: Default::default(),
         })
         .collect();
     let core = Core {

@@ -251,6 +251,7 @@ mod tests {
         Prompt {
             id,
             text: text.into(),
+            choice: Default::default(),
         }
     }
 

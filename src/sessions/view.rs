@@ -60,6 +60,7 @@ pub(crate) fn copy(outcome: Option<&WaitEnd>) -> Value {
 pub(crate) fn render(s: &Hosted, clock: &Clock) -> Value {
     let r = s.machine.record();
     let start = &s.start;
+    let choice = s.machine.choice_in_force();
     json!({
         "id": s.id,
         "workspace": start.workspace,
@@ -80,8 +81,8 @@ pub(crate) fn render(s: &Hosted, clock: &Clock) -> Value {
         "error": r.error.as_ref().map(|f| failure_text::describe(f, start.harness.name())),
         "usage": r.usage,
         "approvals": start.approvals,
-        "model": start.model,
-        "effort": start.effort,
+        "model": choice.model,
+        "effort": choice.effort,
         "instructions": start.instructions,
         "mcp_servers": start.mcp_servers.as_ref().map(crate::harness::mcp::shown),
         "budget": r.budget,

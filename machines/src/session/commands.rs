@@ -1,6 +1,7 @@
 //! The app's commands (message, stop, interrupt, resume, close, relaunch)
 //! and the service's stop.
 
+use super::choice::ModelChoice;
 use super::event::Event;
 use super::io::{Outcome, Refusal};
 use super::record::{EndWhy, Stage};
@@ -22,7 +23,12 @@ impl Session {
         }
     }
 
-    pub(super) fn handle_message(&mut self, now: Millis, text: String) -> Outcome {
+    pub(super) fn handle_message(
+        &mut self,
+        now: Millis,
+        text: String,
+        choice: ModelChoice,
+    ) -> Outcome {
         if let Some(r) = self.refusal() {
             return Outcome::Refused(r);
         }
@@ -35,7 +41,7 @@ impl Session {
         if self.state.record.queue.len() >= self.config.max_queued_prompts {
             return Outcome::Refused(Refusal::QueueFull);
         }
-        self.accept(text);
+        self.accept(text, choice);
         self.pump(now);
         Outcome::Applied
     }

@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use super::approval::{ApprovalId, ApprovalMode, DecidedBy, Decision, Request, APPROVAL_TIMEOUT};
 use super::budget::Budget;
+use super::choice::ModelChoice;
 use super::event::Event;
 use super::launch_io::LaunchInput;
-use super::prompt::Prompt;
+use super::prompt::{NewPrompt, Prompt};
 use super::usage::UsageReport;
 use super::values::{Exit, JournalCap, RelaunchMode};
 use super::values::{Process, PromptId, TurnSeq};
@@ -90,10 +91,15 @@ pub struct Options {
     /// holds the one in force).
     #[serde(default)]
     pub budget: Budget,
-    /// `model`: what every turn runs, as each `turn_started` says; none
-    /// for the CLI's own default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    /// `model` and `effort`: what every turn runs until a message
+    /// chooses otherwise, as each `turn_started` says; none for the CLI's
+    /// own default.
+    #[serde(flatten)]
+    pub choice: ModelChoice,
+    /// The harness takes an effort only when its process starts (claude's
+    /// `--effort`): a prompt that changes it runs in a new process.
+    #[serde(default)]
+    pub effort_at_spawn: bool,
 }
 
 /// Everything the runtime tells a session.
@@ -101,8 +107,9 @@ pub struct Options {
 #[serde(rename_all = "snake_case")]
 pub enum Input {
     // ---- from the app ----
-    /// `POST …/messages`: queue a prompt.
-    Message(String),
+    /// `POST …/messages`: queue a prompt, which may choose the model and
+    /// effort of its turn and the turns after it.
+    Message(NewPrompt),
     /// `POST …/messages` with `deliver: steer`: hand the prompt to the
     /// running turn when it can take one ([`Session::steerable`]), else
     /// queue it.
@@ -249,6 +256,15 @@ pub enum Input {
 }
 
 impl Input {
+    /// `POST …/messages` that chooses nothing: the prompt runs with the
+    /// session's choice in force.
+    pub fn message(text: String) -> Input {
+        Input::Message(NewPrompt {
+            text,
+            choice: ModelChoice::default(),
+        })
+    }
+
     /// Whether the app's answer to this command is due only once the turn
     /// it ends is gone (stop, interrupt, close, a restart): the app then
     /// knows nothing of that turn runs any more.
@@ -309,6 +325,9 @@ pub enum Effect {
         resume: Option<String>,
         /// Plan only.
         plan_only: bool,
+        /// The model and effort the process runs.
+        #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
+        choice: ModelChoice,
     },
     /// Say the turn's prompt on its stdin (which stays open); answer
     /// `PromptUndelivered` if that (or the `Persist` before it) failed.
@@ -336,6 +355,10 @@ pub enum Effect {
         seq: TurnSeq,
         /// Its prompt.
         prompt: String,
+        /// What the process must change first (the model, the effort) to
+        /// run it as chosen.
+        #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
+        switch: ModelChoice,
     },
     /// Write a prompt to the running turn's stdin; answer
     /// `SteerUndelivered` if that fails.

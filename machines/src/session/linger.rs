@@ -64,6 +64,7 @@ impl Session {
     /// the prompt is written, unless the prompt was just accepted: then its
     /// log append and the journal's `turn_started` do (`finish`).
     pub(super) fn continue_turn(&mut self, now: Millis) {
+        let was = self.choice_in_force();
         let r = self.rec();
         let Some(prompt) = r.queue.pop_front() else {
             return;
@@ -72,6 +73,8 @@ impl Session {
         r.next_turn += 1;
         let before = r.turn.take().expect("a lingering turn");
         let process = before.process().expect("a lingering turn's process");
+        r.chosen = r.chosen.with(&prompt.choice);
+        let now_chosen = was.with(&prompt.choice);
         r.error = None;
         r.turn = Some(Turn {
             warm: true,
@@ -88,11 +91,12 @@ impl Session {
             turn: seq,
             prompt: prompt.id,
             resume,
-            model: self.options.model.clone(),
+            model: now_chosen.model.clone(),
         });
         self.staged.push(super::io::Effect::ContinueTurn {
             seq,
             prompt: prompt.text.to_string(),
+            switch: was.changes_to(&now_chosen),
         });
         self.await_sign_of_life(now);
     }
@@ -104,6 +108,25 @@ impl Session {
         if !self.state.timers.is_due(Deadline::Linger, now) {
             return false;
         }
+        self.end_linger(now);
+        true
+    }
+
+    /// Whether the lingering process can run the head of the queue as it
+    /// chose: not when it changes an effort the harness takes only when
+    /// its process starts.
+    pub(super) fn takes_in_place(&self) -> bool {
+        let Some(next) = self.state.record.queue.front() else {
+            return true;
+        };
+        let changes = self.choice_in_force().changes_to(&next.choice);
+        !(self.options.effort_at_spawn && changes.effort.is_some())
+    }
+
+    /// The process lingers no more: its stdin closes (it exits by itself),
+    /// and SIGTERM follows after the kill grace if it does not. Its end
+    /// lets the queue go on in a new process.
+    pub(super) fn end_linger(&mut self, now: Millis) {
         self.state.timers.stop(Deadline::Linger);
         if let Some(seq) = self.state.record.turn.as_ref().map(|t| t.seq) {
             if self.lingering() {
@@ -112,6 +135,5 @@ impl Session {
                 self.state.timers.set(Deadline::InterruptGrace, at);
             }
         }
-        true
     }
 }

@@ -106,6 +106,7 @@
 mod approval;
 mod approvals;
 mod budget;
+mod choice;
 mod commands;
 mod durability;
 pub mod event;
@@ -147,6 +148,7 @@ pub use approval::{
     APPROVAL_TIMEOUT, MAX_PENDING,
 };
 pub use budget::Budget;
+pub use choice::{Effort, ModelChoice, EFFORTS};
 pub use event::Event;
 pub use excerpt::{excerpt, PROMPT_TEXT_MAX};
 pub use failure::{CutBy, Failure, FAILURE_TEXT_MAX};
@@ -156,7 +158,8 @@ pub use io::{
 };
 pub use launch_io::LaunchInput;
 pub use record::{
-    EndWhy, Phase, Process, Prompt, PromptId, Record, Run, Shown, Stage, Text, Turn, TurnSeq,
+    EndWhy, NewPrompt, Phase, Process, Prompt, PromptId, Record, Run, Shown, Stage, Text, Turn,
+    TurnSeq,
 };
 pub use retry::{retry_difference, StartFields};
 pub use tail::TurnTail;
@@ -241,7 +244,7 @@ impl Session {
         s.state.record.budget = budget;
         s.dirty = true;
         if let Some(text) = prompt {
-            s.accept(text);
+            s.accept(text, ModelChoice::default());
         }
         s.begin_launch(now, false);
         s.finish();
@@ -358,7 +361,7 @@ impl Session {
     /// nothing and emit nothing.
     pub fn handle(&mut self, now: Millis, input: Input) -> Outcome {
         let outcome = match input {
-            Input::Message(text) => self.handle_message(now, text),
+            Input::Message(NewPrompt { text, choice }) => self.handle_message(now, text, choice),
             Input::Steer(text) => self.handle_steer(now, text),
             Input::SetBudget(budget) => self.handle_set_budget(now, budget),
             Input::Stop => self.handle_stop(now),
@@ -448,7 +451,7 @@ impl Session {
     /// (cut to fit a journal line). The record is not marked for `Persist`:
     /// the prompt goes to the prompt log (`PersistPrompt`), and a record
     /// read back with its log holds it ([`Record::with_logged`]).
-    fn accept(&mut self, text: String) {
+    fn accept(&mut self, text: String, choice: ModelChoice) {
         let (shown, text_truncated) = excerpt(&text, PROMPT_TEXT_MAX);
         let r = &mut self.state.record;
         let id = r.next_prompt;
@@ -456,6 +459,7 @@ impl Session {
         let prompt = Prompt {
             id,
             text: text.into(),
+            choice,
         };
         r.queue.push_back(prompt.clone());
         self.appended.push(prompt);
@@ -510,7 +514,11 @@ impl Session {
         if may && r.turn.is_none() {
             self.spawn_turn(false);
         } else if may && self.lingering() {
-            self.continue_turn(now);
+            if self.takes_in_place() {
+                self.continue_turn(now);
+            } else {
+                self.end_linger(now);
+            }
         }
     }
 
@@ -532,8 +540,15 @@ impl Session {
             prompt: prompt.text.to_string(),
             resume: r.native_id.clone(),
             plan_only,
+            choice: self.options.choice.with(&r.chosen).with(&prompt.choice),
         });
         r.turn = Some(Turn::asked(seq, prompt, launch));
+    }
+
+    /// The model and effort in force: the start's, with what messages
+    /// chose since over it.
+    pub fn choice_in_force(&self) -> ModelChoice {
+        self.options.choice.with(&self.state.record.chosen)
     }
 
     /// Puts the durable writes in front of what the input produced (each

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::choice::ModelChoice;
 use super::values::PromptId;
 
 /// One accepted prompt.
@@ -11,6 +12,58 @@ pub struct Prompt {
     pub id: PromptId,
     /// What the app sent.
     pub text: Text,
+    /// The model and effort it chose for its turn and the turns after it.
+    #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
+    pub choice: ModelChoice,
+}
+
+/// A message as the app sent it: its text, and what it chose for its turn
+/// and the turns after it. Written as its text alone when it chose
+/// nothing, as every message was before a message could choose, so
+/// recorded timelines replay either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPrompt {
+    /// What the app sent.
+    pub text: String,
+    /// The model and effort it chose.
+    pub choice: ModelChoice,
+}
+
+/// [`NewPrompt`] as JSON: a string, or its text beside its choice.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum NewPromptJson {
+    Text(String),
+    Choosing {
+        text: String,
+        #[serde(flatten)]
+        choice: ModelChoice,
+    },
+}
+
+impl Serialize for NewPrompt {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.choice.is_empty() {
+            true => NewPromptJson::Text(self.text.clone()),
+            false => NewPromptJson::Choosing {
+                text: self.text.clone(),
+                choice: self.choice.clone(),
+            },
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for NewPrompt {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NewPrompt, D::Error> {
+        Ok(match NewPromptJson::deserialize(d)? {
+            NewPromptJson::Text(text) => NewPrompt {
+                text,
+                choice: ModelChoice::default(),
+            },
+            NewPromptJson::Choosing { text, choice } => NewPrompt { text, choice },
+        })
+    }
 }
 
 /// A prompt's text, shared rather than copied: the runtime snapshots a

@@ -10,11 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use super::approval::{Approval, ApprovalId};
 use super::budget::Budget;
+use super::choice::ModelChoice;
 use super::failure::{read_error, Failure};
 use super::usage::Usage;
 
 pub use super::phase::{Phase, Run, Turn};
-pub use super::prompt::{Prompt, Text};
+pub use super::prompt::{NewPrompt, Prompt, Text};
 pub use super::values::{EndWhy, Process, PromptId, TurnSeq};
 
 /// Where a session is in its life: the one state enum, persisted.
@@ -104,6 +105,12 @@ pub struct Record {
     /// no sign of life in time: a second such turn fails it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrying: Option<PromptId>,
+    /// The model and effort messages chose, in force from the turn that
+    /// ran each (over the start's, [`Options::choice`]).
+    ///
+    /// [`Options::choice`]: super::Options::choice
+    #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
+    pub chosen: ModelChoice,
 }
 
 fn one() -> u64 {
@@ -128,6 +135,7 @@ impl Record {
             usage: Usage::default(),
             native_total: None,
             retrying: None,
+            chosen: ModelChoice::default(),
         }
     }
 }

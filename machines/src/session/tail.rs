@@ -62,6 +62,7 @@ impl Record {
             {
                 let process = t.process().expect("a lingering turn's process");
                 let prompt = self.queue.pop_front().expect("checked above");
+                self.chosen = self.chosen.with(&prompt.choice);
                 self.next_turn = tail.turn + 1;
                 self.error = None;
                 let mut run = Run::new(process);

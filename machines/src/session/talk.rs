@@ -4,6 +4,7 @@
 //! interrupt asks it to stop before any signal; and a prompt can be steered
 //! into the running turn.
 
+use super::choice::ModelChoice;
 use super::event::Event;
 use super::excerpt::{excerpt, PROMPT_TEXT_MAX};
 use super::failure::FAILURE_TEXT_MAX;
@@ -34,7 +35,7 @@ impl Session {
 
     pub(super) fn handle_steer(&mut self, now: Millis, text: String) -> Outcome {
         if !self.steerable() || self.budget_spent() {
-            return self.handle_message(now, text);
+            return self.handle_message(now, text, ModelChoice::default());
         }
         let seq = self.state.record.turn.as_ref().map(|t| t.seq);
         let seq = seq.expect("steerable");
@@ -80,6 +81,7 @@ impl Session {
             self.state.stdin.last_steer = None;
         }
         self.enqueue(Prompt {
+            choice: ModelChoice::default(),
             id: prompt,
             text: text.into(),
         });

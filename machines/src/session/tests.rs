@@ -1,6 +1,7 @@
 //! Behaviours of the session machine, one test each.
 
 mod budget;
+mod choice;
 mod left_behind;
 mod order;
 mod talk;
@@ -25,7 +26,8 @@ fn options(promised: bool) -> Options {
         plan_only: false,
         approvals: ApprovalMode::Auto,
         budget: Default::default(),
-        model: None,
+        choice: Default::default(),
+        effort_at_spawn: false,
     }
 }
 
@@ -81,9 +83,9 @@ impl T {
     /// Idle, then prompt "two" running as turn 2, with `more` queued behind it.
     fn running(more: &[&str]) -> T {
         let mut t = T::idle();
-        t.go(Input::Message("two".into()));
+        t.go(Input::message("two".into()));
         for m in more {
-            t.go(Input::Message(m.to_string()));
+            t.go(Input::message(m.to_string()));
         }
         t.go(Input::TurnSpawned { seq: 2, process: P });
         t
@@ -109,7 +111,7 @@ impl T {
 
     /// Prompt `text` runs as the next turn, spawned and named `n1`: its seq.
     fn next_turn(&mut self, text: &str) -> TurnSeq {
-        self.go(Input::Message(text.into()));
+        self.go(Input::message(text.into()));
         let seq = self.seq();
         self.go(Input::TurnSpawned { seq, process: P });
         self.named(seq);
@@ -176,7 +178,8 @@ fn a_new_start_is_persisted_before_its_launch_begins() {
         vec![
             Effect::PersistPrompt(Prompt {
                 id: 1,
-                text: "hello".into()
+                text: "hello".into(),
+                choice: Default::default(),
             }),
             Effect::Persist,
             // The session's first event is its state.
@@ -233,7 +236,8 @@ fn no_turn_is_spawned_before_the_permit_and_the_first_prompt_goes_with_the_permi
                 seq: 1,
                 prompt: "hello".into(),
                 resume: None,
-                plan_only: false
+                plan_only: false,
+                choice: Default::default(),
             }
         ]
     );
@@ -305,7 +309,7 @@ fn a_native_id_that_cannot_be_one_is_ignored_and_a_later_one_still_names_the_ses
 #[test]
 fn later_turns_resume_the_native_session_one_at_a_time() {
     let mut t = T::idle();
-    let e = t.go(Input::Message("two".into()));
+    let e = t.go(Input::message("two".into()));
     assert!(matches!(e[0], Effect::PersistPrompt(_)), "{e:?}");
     assert!(has(
         &e,
@@ -313,10 +317,11 @@ fn later_turns_resume_the_native_session_one_at_a_time() {
             seq: 2,
             prompt: "two".into(),
             resume: Some("n1".into()),
-            plan_only: false
+            plan_only: false,
+            choice: Default::default(),
         }
     ));
-    let e = t.go(Input::Message("three".into()));
+    let e = t.go(Input::message("three".into()));
     assert_eq!(spawns(&e), 0, "one turn at a time");
     t.go(Input::TurnSpawned { seq: 2, process: P });
     let e = t.end(2, Exit::Code(0));
@@ -358,7 +363,7 @@ fn stop_with_a_turn_running_sends_term_then_kill_after_the_grace_and_pauses() {
         (Outcome::Ignored, vec![]),
         "a duplicate changes nothing"
     );
-    t.go(Input::Message("three".into()));
+    t.go(Input::message("three".into()));
     let e = t.end(2, Exit::Signal(9));
     assert_eq!(spawns(&e), 0, "paused");
     assert!(has(
@@ -391,7 +396,8 @@ fn interrupt_ends_the_turn_and_the_queue_goes_on() {
             seq: 3,
             prompt: "three".into(),
             resume: Some("n1".into()),
-            plan_only: false
+            plan_only: false,
+            choice: Default::default(),
         }
     ));
     t.go(Input::TurnSpawned { seq: 3, process: P });
@@ -421,7 +427,7 @@ fn close_during_the_wait_means_the_harness_never_starts() {
         )
     );
     assert_eq!(
-        t.at(1, Input::Message("x".into())).0,
+        t.at(1, Input::message("x".into())).0,
         Outcome::Refused(Refusal::Closed)
     );
     assert_eq!(t.at(1, Input::Close).0, Outcome::Ignored);
@@ -449,7 +455,7 @@ fn close_with_a_turn_running_ends_it_and_nothing_runs_after() {
 #[test]
 fn a_silent_harness_times_out_fails_the_launch_returns_the_permit_and_keeps_its_prompt() {
     let mut t = T::spawned("hello");
-    t.s.handle(0, Input::Message("two".into()));
+    t.s.handle(0, Input::message("two".into()));
     drain(&mut t.s);
     let (o, e) = t.at(120_000, Input::Timeout);
     assert_eq!(o, Outcome::Applied);
@@ -491,8 +497,8 @@ fn a_silent_harness_times_out_fails_the_launch_returns_the_permit_and_keeps_its_
 #[test]
 fn a_later_prompt_that_cannot_be_spawned_fails_visibly_and_the_queue_moves_on() {
     let mut t = T::idle();
-    t.go(Input::Message("huge".into()));
-    t.go(Input::Message("next".into()));
+    t.go(Input::message("huge".into()));
+    t.go(Input::message("next".into()));
     let e = t.go(Input::SpawnFailed {
         seq: 2,
         reason: "Argument list too long".into(),
@@ -514,7 +520,8 @@ fn a_later_prompt_that_cannot_be_spawned_fails_visibly_and_the_queue_moves_on() 
             seq: 3,
             prompt: "next".into(),
             resume: Some("n1".into()),
-            plan_only: false
+            plan_only: false,
+            choice: Default::default(),
         }
     ));
 }
@@ -532,7 +539,7 @@ fn a_first_prompt_that_cannot_be_spawned_fails_the_launch_and_stays_queued() {
     assert_eq!(t.s.shown(), Shown::Failed);
     assert_eq!(t.s.record().queue[0].text, "hello");
     assert_eq!(
-        t.at(0, Input::Message("x".into())).0,
+        t.at(0, Input::message("x".into())).0,
         Outcome::Refused(Refusal::Failed)
     );
 }
@@ -594,7 +601,7 @@ fn a_service_stop_leaves_a_quiet_session_untouched_and_says_so_where_it_changes_
     );
     let mut paused = T::idle();
     paused.go(Input::Stop);
-    paused.go(Input::Message("later".into()));
+    paused.go(Input::message("later".into()));
     assert!(has(
         &paused.go(Input::ServiceStop),
         &Effect::Emit(Event::ServiceStopped)
@@ -634,7 +641,7 @@ fn a_turn_cut_after_it_reported_in_is_said_and_not_run_again() {
 #[test]
 fn restore_kills_a_survivor_before_anything_else_runs() {
     let mut t = T::running(&[]);
-    t.go(Input::Message("three".into()));
+    t.go(Input::message("three".into()));
     // kill -9: only the record is left.
     let record = t.s.record().clone();
     let mut s = Session::restore(Config::default(), options(false), record, 50);
@@ -664,7 +671,8 @@ fn restore_kills_a_survivor_before_anything_else_runs() {
             seq: 3,
             prompt: "two".into(),
             resume: Some("n1".into()),
-            plan_only: false
+            plan_only: false,
+            choice: Default::default(),
         }],
         "never reported in: queued again, ahead of the rest"
     );
@@ -726,7 +734,7 @@ fn a_restored_first_turn_is_killed_then_its_start_waits_again() {
 fn a_restored_started_session_runs_its_queue_without_waiting() {
     let mut t = T::idle();
     t.go(Input::Stop);
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     // Paused on record: restored, it runs nothing until resumed, and then
     // without any launch (no wait, no permit), even with a promised copy.
     let record = t.s.record().clone();
@@ -742,7 +750,7 @@ fn a_restored_started_session_runs_its_queue_without_waiting() {
 #[test]
 fn a_turn_asked_for_but_never_spawned_is_queued_again_on_restore() {
     let mut t = T::idle();
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     let record = t.s.record().clone();
     assert!(record.turn.as_ref().unwrap().process().is_none());
     let mut s = Session::restore(Config::default(), options(false), record, 5);
@@ -752,7 +760,8 @@ fn a_turn_asked_for_but_never_spawned_is_queued_again_on_restore() {
         seq: 3,
         prompt: "two".into(),
         resume: Some("n1".into()),
-        plan_only: false
+        plan_only: false,
+        choice: Default::default(),
     }));
 }
 
@@ -765,7 +774,7 @@ fn relaunch_is_refused_while_starting_and_never_waits_once_started() {
     );
     let mut t = T::idle();
     t.go(Input::Stop);
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     let e = t.go(Input::Relaunch(RelaunchMode::Wake));
     assert!(has(&e, &launch_effect(LaunchEffect::AskPermit)));
     assert_eq!(t.s.shown(), Shown::Pending);
@@ -789,7 +798,7 @@ fn relaunch_restart_ends_the_running_turn_first() {
     let mut t = T::running(&[]);
     let e = t.go(Input::Relaunch(RelaunchMode::Restart));
     assert!(has(&e, &term(2)));
-    t.go(Input::Message("three".into()));
+    t.go(Input::message("three".into()));
     let e = t.go(Input::Launch(LaunchInput::PermitGranted));
     assert_eq!(
         spawns(&e),
@@ -859,7 +868,7 @@ fn an_undelivered_prompt_pauses_the_queue_with_it_first() {
 #[test]
 fn stop_before_the_turn_is_spawned_never_hands_it_the_prompt() {
     let mut t = T::idle();
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     t.go(Input::Stop);
     let e = t.go(Input::TurnSpawned { seq: 2, process: P });
     assert!(!e.iter().any(|e| matches!(e, Effect::DeliverPrompt { .. })));
@@ -880,7 +889,7 @@ fn service_stop_ends_the_wait_and_starts_nothing_after() {
     assert!(has(&e, &launch_effect(LaunchEffect::Unwatch)));
     assert_eq!(t.s.poll_timeout(), None);
     assert_eq!(
-        t.at(0, Input::Message("x".into())).0,
+        t.at(0, Input::message("x".into())).0,
         Outcome::Refused(Refusal::ServiceStopping)
     );
     assert_eq!(t.s.record().stage, Stage::Starting);
@@ -1030,7 +1039,7 @@ fn a_closed_session_with_nothing_running_journals_nothing_at_a_service_stop() {
     let e = t.go(Input::ServiceStop);
     assert_eq!(e, vec![], "its journal is over");
     // It still refuses commands as a stopping service does.
-    let (o, _) = t.at(t.now, Input::Message("x".into()));
+    let (o, _) = t.at(t.now, Input::message("x".into()));
     assert_eq!(o, Outcome::Refused(Refusal::ServiceStopping));
     // A closed session whose turn is still ending says the service stopped.
     let mut t = T::running(&[]);
@@ -1175,7 +1184,7 @@ fn a_launchs_first_turn_is_noted_before_its_spawn_since_no_write_names_it() {
 fn a_turn_whose_write_came_first_gets_no_note() {
     let mut t = T::idle();
     t.go(Input::Stop);
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     let e = t.go(Input::Resume);
     assert_eq!(e[0], Effect::Persist);
     assert_eq!(spawns(&e), 1);
@@ -1209,7 +1218,7 @@ fn carry_out_on_a_full_disk(t: &mut T) -> Vec<Effect> {
 fn a_prompt_whose_turn_could_not_be_recorded_is_not_handed_over() {
     let mut t = T::idle();
     t.now = 10;
-    t.s.handle(10, Input::Message("two".into()));
+    t.s.handle(10, Input::message("two".into()));
     let done = carry_out_on_a_full_disk(&mut t);
     // The spawn the record does not name is noted first.
     let note = done.iter().position(|e| *e == Effect::NoteSpawn { seq: 2 });
@@ -1239,7 +1248,7 @@ fn a_prompt_whose_turn_could_not_be_recorded_is_not_handed_over() {
 fn a_record_that_could_not_be_written_is_written_again_a_second_later() {
     let mut t = T::idle();
     t.now = 10;
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     t.s.handle(10, Input::TurnSpawned { seq: 2, process: P });
     carry_out_on_a_full_disk(&mut t);
     assert_eq!(
@@ -1259,7 +1268,7 @@ fn a_record_that_could_not_be_written_is_written_again_a_second_later() {
 #[test]
 fn a_write_that_another_input_makes_ends_the_retry() {
     let mut t = T::idle();
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     t.s.handle(0, Input::TurnSpawned { seq: 2, process: P });
     carry_out_on_a_full_disk(&mut t);
     assert!(t.s.state().timers.is_set(Deadline::PersistRetry));

@@ -82,6 +82,8 @@ impl Session {
         let resume = self.state.record.native_id.clone();
         let r = self.rec();
         let t = r.turn.as_mut().expect("checked above");
+        // Its choice is in force from the turn that runs it.
+        r.chosen = r.chosen.with(&t.prompt.choice);
         // Ended before it was spawned: it never gets its prompt.
         t.phase = match ending {
             Some(_) => Phase::Spawned(Run::new(process)),
@@ -91,7 +93,7 @@ impl Session {
             turn: seq,
             prompt,
             resume,
-            model: self.options.model.clone(),
+            model: self.choice_in_force().model,
         });
         if ending.is_some() {
             self.signal_term(now, seq);

@@ -57,7 +57,7 @@ pub enum Outgoing<'a> {
         /// Chosen by room-core, unique within the process.
         request_id: &'a str,
         /// What is asked.
-        request: ClientRequest,
+        request: ClientRequest<'a>,
     },
     /// The answer to a request claude sent.
     ControlResponse {
@@ -78,10 +78,16 @@ pub struct UserMessage<'a> {
 /// A control request room-core sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "subtype", rename_all = "snake_case")]
-pub enum ClientRequest {
+pub enum ClientRequest<'a> {
     /// Stop the running turn; claude answers, then ends the turn with an
     /// error result (`aborted_streaming` or `aborted_tools`).
     Interrupt,
+    /// Run the next turns on `model`; claude answers success (with the
+    /// model now in force) or an error.
+    SetModel {
+        /// The model, in claude's naming.
+        model: &'a str,
+    },
 }
 
 /// A `control_response`.
@@ -204,6 +210,15 @@ pub fn interrupt(request_id: &str) -> String {
     .line()
 }
 
+/// The `set_model` request.
+pub fn set_model(request_id: &str, model: &str) -> String {
+    Outgoing::ControlRequest {
+        request_id,
+        request: ClientRequest::SetModel { model },
+    }
+    .line()
+}
+
 /// The answer to the `can_use_tool` request `request_id` about `tool`.
 pub fn permission_response(request_id: &str, tool: &str, decision: Decision) -> String {
     let response = match decision {
@@ -266,6 +281,13 @@ pub enum Incoming {
         /// The tool it names, if a string.
         tool_name: Option<String>,
     },
+    /// claude's answer to a request room-core sent.
+    ControlResponse {
+        /// The request answered.
+        request_id: String,
+        /// Why it failed, when it did.
+        error: Option<String>,
+    },
     /// claude withdraws a request it sent (an interrupt cancels the pending
     /// `can_use_tool`); an answer to it afterwards is ignored.
     ControlCancel {
@@ -273,9 +295,8 @@ pub enum Incoming {
         request_id: String,
     },
     /// Anything else: a message the session need not hear (assistant and
-    /// user messages, other `system` events, answers to room-core's
-    /// requests), one of a kind or shape not known here, or not a JSON
-    /// object.
+    /// user messages, other `system` events, an answer without a request
+    /// ID), one of a kind or shape not known here, or not a JSON object.
     Other,
 }
 
@@ -365,6 +386,18 @@ pub fn decode(line: &str) -> Incoming {
             usage: turn_usage(&value),
         }),
         "control_request" => decode_control_request(value, line),
+        "control_response" => {
+            let response = &value["response"];
+            match text_at(response, "request_id") {
+                Some(request_id) => Incoming::ControlResponse {
+                    request_id,
+                    error: (response["subtype"] != "success").then(|| {
+                        text_at(response, "error").unwrap_or_else(|| "no reason given".into())
+                    }),
+                },
+                None => Incoming::Other,
+            }
+        }
         "control_cancel_request" => match text_at(&value, "request_id") {
             Some(request_id) => Incoming::ControlCancel { request_id },
             None => Incoming::Other,

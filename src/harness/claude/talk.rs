@@ -5,6 +5,13 @@
 //! control request is answered with an error so claude does not wait for
 //! it.
 //!
+//! A prompt that switches the model goes after claude's answer to a
+//! `set_model` request: claude runs each turn on the model in force when
+//! it starts, and the answer says the switch is done (an error answer
+//! refuses the prompt, which then never ran on a model it did not choose).
+//! An effort cannot change in a running claude (`--effort` only): the
+//! session machine runs such a prompt in a new process.
+//!
 //! What it remembers: the input of each `can_use_tool` waiting for its
 //! answer, as claude printed it, because an allow sends it back whole as
 //! `updatedInput` (the app was shown it cut to 256 KiB). Bounded by count
@@ -12,7 +19,9 @@
 //! past either, or one room-core cannot take, is denied at once
 //! (harness/refusal.rs).
 
-use room_machines::session::{ApprovalRequest, Decision, FAILURE_TEXT_MAX, MAX_PENDING};
+use room_machines::session::{
+    ApprovalRequest, Decision, ModelChoice, FAILURE_TEXT_MAX, MAX_PENDING,
+};
 use rustc_hash::FxHashMap;
 use serde_json::value::RawValue;
 
@@ -33,13 +42,49 @@ pub struct ClaudeTalk {
     waiting: FxHashMap<String, claude::RawInput>,
     /// Their bytes.
     bytes: usize,
+    /// The prompt held until claude answers its `set_model`.
+    switching: Option<Switching>,
+    /// How many `set_model` requests the process was sent.
+    switches: u64,
+}
+
+/// A prompt that waits for claude to switch its model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Switching {
+    /// The `set_model` request's ID.
+    request_id: String,
+    /// The model asked for.
+    model: String,
+    /// The prompt; none once an interrupt withdrew it.
+    text: Option<String>,
 }
 
 impl ClaudeTalk {
     /// The lines that say `said`.
     pub fn say(&mut self, said: Said) -> Vec<Out> {
         let out = match said {
-            Said::Prompt(text) => Out {
+            Said::Prompt {
+                text,
+                switch: ModelChoice {
+                    model: Some(model), ..
+                },
+            } => {
+                self.switches += 1;
+                let request_id = format!("room-core-set-model-{}", self.switches);
+                let line = claude::set_model(&request_id, &model);
+                self.switching = Some(Switching {
+                    request_id,
+                    model,
+                    text: Some(text),
+                });
+                // Carries the prompt: if it cannot be written, neither can
+                // the prompt.
+                Out {
+                    line,
+                    carries: Carries::Prompt,
+                }
+            }
+            Said::Prompt { text, .. } => Out {
                 line: claude::user_message(&text),
                 carries: Carries::Prompt,
             },
@@ -47,7 +92,13 @@ impl ClaudeTalk {
                 line: claude::user_message(&text),
                 carries: Carries::Steer { prompt, text },
             },
-            Said::Interrupt => Out::other(claude::interrupt("room-core-interrupt"), "an interrupt"),
+            Said::Interrupt => {
+                // A prompt still waiting for its switch never goes.
+                if let Some(switching) = &mut self.switching {
+                    switching.text = None;
+                }
+                Out::other(claude::interrupt("room-core-interrupt"), "an interrupt")
+            }
             Said::Answer(a) => {
                 let input = self.answered(&a.harness_ref);
                 let denial;
@@ -108,6 +159,9 @@ impl ClaudeTalk {
                 request_id,
                 request,
             } => self.asked(request_id, request, bytes, &mut hearing),
+            Incoming::ControlResponse { request_id, error } => {
+                self.switched(&request_id, error, &mut hearing);
+            }
             Incoming::ControlCancel { request_id } => {
                 self.answered(&request_id);
             }
@@ -124,6 +178,31 @@ impl ClaudeTalk {
             Incoming::Other => {}
         }
         hearing
+    }
+
+    /// claude answered request `request_id`: when it is the switch a
+    /// prompt waits for, the prompt goes, or is refused with claude's reason.
+    fn switched(&mut self, request_id: &str, error: Option<String>, hearing: &mut Hearing) {
+        let Some(switching) = self.switching.take_if(|s| s.request_id == request_id) else {
+            return;
+        };
+        let Some(text) = switching.text else {
+            return;
+        };
+        match error {
+            None => hearing.writes.push(Out {
+                line: claude::user_message(&text),
+                carries: Carries::Prompt,
+            }),
+            Some(why) => {
+                let why = format!(
+                    "claude did not switch to the model {:?}: {}",
+                    cut(&switching.model, 128),
+                    cut(&why, 512)
+                );
+                hearing.heard = Some(Heard::PromptRefused(why));
+            }
+        }
     }
 
     /// A line of `bytes` not read whole (for `why`) whose start names
@@ -225,6 +304,7 @@ fn refuse(
 pub fn read(line: &str) -> Option<Incoming> {
     let worth = line.contains("\"control_request\"")
         || line.contains("\"control_cancel_request\"")
+        || line.contains("\"control_response\"")
         || line.contains("\"result\"")
         || line.contains("\"init\"");
     worth.then(|| claude::decode(line))

@@ -248,3 +248,81 @@ fn a_request_not_read_whole_is_answered_from_its_start() {
     assert_eq!(read_head(br#"{"type":"user","message":{"#), None);
     assert_eq!(read_head(b"xxxxxxxx"), None);
 }
+
+fn switching(model: &str, text: &str) -> Said {
+    Said::Prompt {
+        text: text.into(),
+        switch: ModelChoice {
+            model: Some(model.into()),
+            effort: None,
+        },
+    }
+}
+
+fn claude_answered(id: &str, error: Option<&str>) -> String {
+    match error {
+        None => format!(
+            r#"{{"type":"control_response","response":{{"subtype":"success","request_id":"{id}","response":{{"model":"opus"}}}}}}"#
+        ),
+        Some(e) => format!(
+            r#"{{"type":"control_response","response":{{"subtype":"error","request_id":"{id}","error":"{e}"}}}}"#
+        ),
+    }
+}
+
+#[test]
+fn a_prompt_that_switches_the_model_goes_once_claude_has_switched() {
+    let talk = &mut ClaudeTalk::default();
+    let said = talk.say(switching("opus", "next"));
+    assert_eq!(said.len(), 1, "only the switch goes first: {said:?}");
+    assert_eq!(said[0].carries, Carries::Prompt);
+    let v = json(&said[0]);
+    assert_eq!(v["type"], "control_request");
+    assert_eq!(
+        v["request"],
+        json!({"subtype": "set_model", "model": "opus"})
+    );
+    let id = v["request_id"].as_str().unwrap().to_string();
+    // Another request's answer changes nothing.
+    assert!(hear(talk, &claude_answered("room-core-interrupt", None))
+        .writes
+        .is_empty());
+    let h = hear(talk, &claude_answered(&id, None));
+    assert_eq!(h.writes.len(), 1);
+    assert_eq!(h.writes[0].carries, Carries::Prompt);
+    assert_eq!(
+        json(&h.writes[0]),
+        json!({"type": "user", "message": {"role": "user", "content": "next"}})
+    );
+    // Answered once: a second answer sends nothing.
+    assert!(hear(talk, &claude_answered(&id, None)).writes.is_empty());
+}
+
+#[test]
+fn a_refused_switch_refuses_the_prompt_and_an_interrupt_withdraws_it() {
+    let talk = &mut ClaudeTalk::default();
+    let said = talk.say(switching("nope", "next"));
+    let id = json(&said[0])["request_id"].as_str().unwrap().to_string();
+    let h = hear(talk, &claude_answered(&id, Some("Invalid model")));
+    assert!(h.writes.is_empty());
+    assert_eq!(
+        h.heard,
+        Some(Heard::PromptRefused(
+            "claude did not switch to the model \"nope\": Invalid model".into()
+        ))
+    );
+
+    let said = talk.say(switching("opus", "next"));
+    let id = json(&said[0])["request_id"].as_str().unwrap().to_string();
+    talk.say(Said::Interrupt);
+    let h = hear(talk, &claude_answered(&id, None));
+    assert!(h.writes.is_empty(), "{h:?}");
+    assert_eq!(h.heard, None);
+}
+
+#[test]
+fn a_prompt_that_switches_nothing_goes_at_once() {
+    let talk = &mut ClaudeTalk::default();
+    let said = talk.say(Said::prompt("hi".into()));
+    assert_eq!(json(&said[0])["type"], "user");
+}

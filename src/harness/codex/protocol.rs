@@ -200,6 +200,9 @@ pub(crate) struct TurnStartParams<'a> {
     pub thread_id: &'a str,
     /// The prompt.
     pub input: Vec<UserInput<'a>>,
+    /// The model from this turn on, when a message switched it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<&'a str>,
     /// How hard the model reasons, when the app chose it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effort: Option<&'a str>,
@@ -298,14 +301,22 @@ pub(crate) fn thread_resume(id: u64, params: &ThreadResumeParams) -> String {
     request(id, "thread/resume", params)
 }
 
-/// `turn/start` with a text prompt (and the app's effort).
-pub(crate) fn turn_start(id: u64, thread_id: &str, text: &str, effort: Option<&str>) -> String {
+/// `turn/start` with a text prompt (and a model the turn switches to,
+/// and the app's effort).
+pub(crate) fn turn_start(
+    id: u64,
+    thread_id: &str,
+    text: &str,
+    model: Option<&str>,
+    effort: Option<&str>,
+) -> String {
     request(
         id,
         "turn/start",
         TurnStartParams {
             thread_id,
             input: vec![UserInput::Text { text }],
+            model,
             effort,
         },
     )

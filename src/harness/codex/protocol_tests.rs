@@ -245,6 +245,7 @@ fn encoders_write_what_the_real_cli_was_sent() {
         s["params"]["threadId"].as_str().unwrap(),
         s["params"]["input"][0]["text"].as_str().unwrap(),
         None,
+        None,
     ));
     let s = find("turn/steer");
     let p = &s["params"];

@@ -13,7 +13,9 @@
 //! a decline or an error at once (harness/refusal.rs), and what is remembered is
 //! bounded.
 
-use room_machines::session::{ApprovalRequest, DecidedBy, Decision, PromptId, FAILURE_TEXT_MAX};
+use room_machines::session::{
+    ApprovalRequest, DecidedBy, Decision, ModelChoice, PromptId, FAILURE_TEXT_MAX,
+};
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
@@ -114,7 +116,7 @@ impl CodexTalk {
     /// The lines that say `said` now; what cannot go yet is held.
     pub fn say(&mut self, said: Said) -> Vec<Out> {
         match said {
-            Said::Prompt(text) => self.prompt(text),
+            Said::Prompt { text, switch } => self.prompt(text, switch),
             Said::Steer { prompt, text } => match self.turn.clone() {
                 Some(turn) => vec![self.steer(&turn, prompt, text)],
                 None if self.awaits_turn() && self.held.len() < HELD_MAX => {
@@ -155,7 +157,7 @@ impl CodexTalk {
                     Some(thread) => {
                         self.thread = Some(thread);
                         if let Some(text) = self.prompt.take() {
-                            hearing.writes.push(self.turn_start(text));
+                            hearing.writes.push(self.turn_start(text, None));
                         }
                     }
                     None => {
@@ -238,9 +240,16 @@ impl CodexTalk {
         self.starting || self.prompt.is_some()
     }
 
-    fn prompt(&mut self, text: String) -> Vec<Out> {
+    fn prompt(&mut self, text: String, switch: ModelChoice) -> Vec<Out> {
+        // codex keeps a turn's model and effort for the turns after it.
+        if let Some(effort) = switch.effort {
+            self.opening.effort = Some(effort.name());
+        }
         if self.thread.is_some() {
-            return vec![self.turn_start(text)];
+            return vec![self.turn_start(text, switch.model.as_deref())];
+        }
+        if switch.model.is_some() {
+            self.opening.model = switch.model;
         }
         self.prompt = Some(text);
         if self.opened {
@@ -287,7 +296,7 @@ impl CodexTalk {
         .collect()
     }
 
-    fn turn_start(&mut self, text: String) -> Out {
+    fn turn_start(&mut self, text: String, model: Option<&str>) -> Out {
         self.starting = true;
         let id = self.ask(Waiting::Turn);
         Out {
@@ -295,6 +304,7 @@ impl CodexTalk {
                 id,
                 self.thread.as_deref().unwrap_or_default(),
                 &text,
+                model,
                 self.opening.effort,
             ),
             carries: Carries::Prompt,

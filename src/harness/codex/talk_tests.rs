@@ -1,3 +1,4 @@
+use room_machines::session::Effort;
 use serde_json::Value;
 
 use super::*;
@@ -42,7 +43,7 @@ fn hear_all(talk: &mut CodexTalk, lines: &[String]) -> (Vec<Heard>, Vec<Out>, Ve
 /// A talker that has been given prompt `text` (its handshake said).
 fn prompted(text: &str) -> CodexTalk {
     let mut talk = CodexTalk::new(opening(None));
-    talk.say(Said::Prompt(text.into()));
+    talk.say(Said::prompt(text.into()));
     talk
 }
 
@@ -66,7 +67,7 @@ fn first_asked(name: &str) -> ApprovalRequest {
 #[test]
 fn a_prompt_opens_the_thread_first_and_goes_once_codex_names_it() {
     let mut talk = CodexTalk::new(opening(None));
-    let said = talk.say(Said::Prompt("hello".into()));
+    let said = talk.say(Said::prompt("hello".into()));
     let methods: Vec<Value> = said.iter().map(|o| json(o)["method"].clone()).collect();
     assert_eq!(methods, ["initialize", "initialized", "thread/start"]);
     assert!(said.iter().all(|o| o.carries == Carries::Prompt));
@@ -90,7 +91,7 @@ fn a_prompt_opens_the_thread_first_and_goes_once_codex_names_it() {
     assert_eq!(named, ["01a23bbb-f7ce-7fe1-84a4-9a72904c9226"]);
     assert_eq!(heard, [Heard::Finished { failed: None }]);
     // A warm follow-up goes at once.
-    let next = talk.say(Said::Prompt("again".into()));
+    let next = talk.say(Said::prompt("again".into()));
     assert_eq!(json(&next[0])["method"], "turn/start");
     assert_eq!(
         json(&next[0])["params"]["threadId"],
@@ -101,7 +102,7 @@ fn a_prompt_opens_the_thread_first_and_goes_once_codex_names_it() {
 #[test]
 fn a_resumed_thread_is_resumed_and_an_unknown_one_refuses_the_prompt() {
     let mut talk = CodexTalk::new(opening(Some("t-1")));
-    let said = talk.say(Said::Prompt("hi".into()));
+    let said = talk.say(Said::prompt("hi".into()));
     assert_eq!(json(&said[2])["method"], "thread/resume");
     assert_eq!(json(&said[2])["params"]["threadId"], "t-1");
     let refused =
@@ -343,4 +344,33 @@ fn a_failed_turn_is_heard_with_codexs_words() {
             failed: Some("stream disconnected".into())
         })
     );
+}
+
+#[test]
+fn a_warm_turn_that_switches_names_its_model_and_the_effort_stays_for_the_next() {
+    let mut talk = CodexTalk::new(opening(None));
+    talk.say(Said::prompt("hello".into()));
+    let lines = from_cli("turn");
+    let done = lines
+        .iter()
+        .position(|l| l.contains("turn/completed"))
+        .unwrap();
+    hear_all(&mut talk, &lines[..=done]);
+    let next = talk.say(Said::Prompt {
+        text: "again".into(),
+        switch: ModelChoice {
+            model: Some("gpt-5.1-codex-mini".into()),
+            effort: Some(Effort::High),
+        },
+    });
+    let params = &json(&next[0])["params"];
+    assert_eq!(params["model"], "gpt-5.1-codex-mini");
+    assert_eq!(params["effort"], "high");
+    // codex keeps the model; the effort is said with every turn.
+    talk.hear(r#"{"id":4,"result":{"turn":{"id":"t2","items":[],"status":"inProgress"}}}"#);
+    talk.hear(r#"{"method":"turn/completed","params":{"threadId":"x","turn":{"id":"t2","items":[],"status":"completed"}}}"#);
+    let third = talk.say(Said::prompt("third".into()));
+    let params = &json(&third[0])["params"];
+    assert_eq!(params.get("model"), None);
+    assert_eq!(params["effort"], "high");
 }

@@ -44,7 +44,7 @@ fn reaching_the_budget_interrupts_the_turn_and_refuses_messages_until_it_is_rais
     )));
     assert_eq!(spawns(&e), 0, "the queue waits");
     assert_eq!(t.s.record().queue.len(), 1);
-    let (o, e) = t.at(t.now, Input::Message("more".into()));
+    let (o, e) = t.at(t.now, Input::message("more".into()));
     assert_eq!((o, e), (Outcome::Refused(Refusal::BudgetSpent), vec![]));
     // Raised: what was queued runs.
     let e = t.go(Input::SetBudget(limit(1_000)));

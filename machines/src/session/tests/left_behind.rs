@@ -60,7 +60,8 @@ fn the_turns_end_stops_the_grace_and_the_kill_wait() {
             seq: 3,
             prompt: "three".into(),
             resume: Some("n1".into()),
-            plan_only: false
+            plan_only: false,
+            choice: Default::default(),
         }
     ));
     assert_eq!(t.s.poll_timeout(), None, "nothing of turn 2 is due");
@@ -162,7 +163,7 @@ fn a_lingering_process_that_exits_leaving_processes_takes_no_follow_up() {
         "nothing lingers"
     );
     // Its process is gone: a message waits for a new one.
-    let e = t.go(Input::Message("three".into()));
+    let e = t.go(Input::message("three".into()));
     assert!(
         !e.iter()
             .any(|e| matches!(e, Effect::ContinueTurn { .. } | Effect::SpawnTurn { .. })),

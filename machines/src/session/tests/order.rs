@@ -46,7 +46,7 @@ fn steers_handed_back_go_to_the_queue_in_the_order_they_were_accepted() {
 #[test]
 fn a_steer_waits_behind_a_queued_prompt() {
     let mut t = lingering();
-    t.go(Input::Message("queued".into()));
+    t.go(Input::message("queued".into()));
     assert!(!t.s.steerable());
     let e = t.go(Input::Steer("later".into()));
     assert!(
@@ -64,10 +64,10 @@ fn a_full_queue_refuses_a_message_but_takes_back_a_handed_back_steer() {
     t.s.config.max_queued_prompts = 2;
     t.go(Input::Steer("steered".into()));
     let steered = t.s.record().next_prompt - 1;
-    t.go(Input::Message("one".into()));
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("one".into()));
+    t.go(Input::message("two".into()));
     let before = t.s.state().clone();
-    for input in [Input::Message("three".into()), Input::Steer("four".into())] {
+    for input in [Input::message("three".into()), Input::Steer("four".into())] {
         let (o, e) = t.at(t.now, input);
         assert_eq!((o, e), (Outcome::Refused(Refusal::QueueFull), vec![]));
     }
@@ -84,11 +84,12 @@ fn a_full_queue_refuses_a_message_but_takes_back_a_handed_back_steer() {
 fn a_queued_message_is_one_append_to_the_prompt_log_and_reads_back_with_it() {
     let mut t = lingering();
     let written = t.s.record().clone();
-    let e = t.go(Input::Message("queued".into()));
+    let e = t.go(Input::message("queued".into()));
     let id = written.next_prompt;
     let prompt = Prompt {
         id,
         text: "queued".into(),
+        choice: Default::default(),
     };
     assert_eq!(e[0], Effect::PersistPrompt(prompt.clone()), "{e:?}");
     assert!(!e.contains(&Effect::Persist), "{e:?}");
@@ -102,7 +103,7 @@ fn a_queued_message_is_one_append_to_the_prompt_log_and_reads_back_with_it() {
 #[test]
 fn a_message_that_starts_a_turn_logs_its_prompt_and_notes_the_spawn() {
     let mut t = T::idle();
-    let e = t.go(Input::Message("now".into()));
+    let e = t.go(Input::message("now".into()));
     let seq = t.seq();
     assert!(matches!(e[0], Effect::PersistPrompt(_)), "{e:?}");
     assert!(!e.contains(&Effect::Persist), "{e:?}");
@@ -119,12 +120,13 @@ fn warm_follow_up() -> T {
         failed: None,
         usage: None,
     });
-    let e = t.go(Input::Message("three".into()));
+    let e = t.go(Input::message("three".into()));
     assert!(has(
         &e,
         &Effect::ContinueTurn {
             seq: 3,
-            prompt: "three".into()
+            prompt: "three".into(),
+            switch: Default::default(),
         }
     ));
     t
@@ -178,7 +180,8 @@ fn a_warm_follow_up_with_no_sign_of_life_runs_once_more_in_a_new_process() {
             seq: 4,
             prompt: "three".into(),
             resume: Some("n1".into()),
-            plan_only: false
+            plan_only: false,
+            choice: Default::default(),
         }
     ));
     assert_eq!(t.s.record().retrying, Some(3));

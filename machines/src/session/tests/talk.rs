@@ -106,7 +106,7 @@ fn a_stop_during_an_asked_interrupt_signals_at_once() {
 #[test]
 fn an_interrupt_before_the_prompt_is_handed_over_signals_as_for_any_harness() {
     let mut t = T::idle();
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     // Asked for, not spawned: nothing to ask or signal until it is.
     let e = t.go(Input::Interrupt);
     assert!(!has(&e, &Effect::InterruptTurn { seq: 2 }));
@@ -166,7 +166,7 @@ fn a_steer_with_nothing_to_take_it_queues() {
 fn a_steer_the_harness_never_read_goes_back_to_the_queue_in_its_place() {
     let mut t = talking();
     t.go(Input::Steer("steered".into()));
-    t.go(Input::Message("queued".into()));
+    t.go(Input::message("queued".into()));
     let e = t.go(Input::SteerUndelivered {
         seq: 2,
         prompt: 3,
@@ -276,12 +276,13 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
     assert!(!t.s.steerable());
     // A message within the linger goes to the same process as turn 3
     // (its durable writes: tests/write_ahead.rs).
-    let e = t.go(Input::Message("three".into()));
+    let e = t.go(Input::message("three".into()));
     assert!(has(
         &e,
         &Effect::ContinueTurn {
             seq: 3,
-            prompt: "three".into()
+            prompt: "three".into(),
+            switch: Default::default(),
         }
     ));
     assert_eq!(spawns(&e), 0, "no new process");
@@ -316,14 +317,14 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
     assert_eq!(t.s.record().turn, None);
     assert_eq!(t.s.poll_timeout(), None);
     // The next prompt spawns and resumes.
-    let e = t.go(Input::Message("four".into()));
+    let e = t.go(Input::message("four".into()));
     assert_eq!(spawns(&e), 1);
 }
 
 #[test]
 fn a_queued_prompt_goes_straight_to_the_finished_turns_process() {
     let mut t = talking_lingering(LINGER);
-    t.go(Input::Message("queued".into()));
+    t.go(Input::message("queued".into()));
     let e = t.go(Input::TurnFinished {
         seq: 2,
         failed: None,
@@ -333,7 +334,8 @@ fn a_queued_prompt_goes_straight_to_the_finished_turns_process() {
         &e,
         &Effect::ContinueTurn {
             seq: 3,
-            prompt: "queued".into()
+            prompt: "queued".into(),
+            switch: Default::default(),
         }
     ));
     assert_eq!(

@@ -142,7 +142,7 @@ fn a_new_native_session_counts_its_total_from_zero() {
     t.go(total(1, tokens(30, 15, 9, 21)));
     t.end(1, Exit::Code(0));
     // The harness started a new thread instead of resuming the old one.
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     t.go(Input::TurnSpawned { seq: 2, process: P });
     t.go(Input::NativeId {
         seq: 2,
@@ -183,7 +183,7 @@ fn a_report_for_no_live_turn_changes_nothing() {
     // Asked for but not spawned: no harness to report.
     let mut t = T::idle();
     t.s.handle(0, Input::Stop);
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     t.go(Input::Resume);
     assert_eq!(
         t.at(0, report(2, tokens(1, 1, 1, 1))),
@@ -213,13 +213,14 @@ fn a_stopped_turn_keeps_what_it_reported_and_a_restored_one_reports_it_at_its_en
 #[test]
 fn a_queued_prompts_event_carries_its_text_cut_to_fit_a_journal_line() {
     let (mut t, _) = T::new(false, Some("hello"));
-    let e = t.go(Input::Message("a\nb".into()));
+    let e = t.go(Input::message("a\nb".into()));
     assert_eq!(
         e,
         vec![
             Effect::PersistPrompt(Prompt {
                 id: 2,
-                text: "a\nb".into()
+                text: "a\nb".into(),
+                choice: Default::default(),
             }),
             Effect::Emit(Event::PromptQueued {
                 prompt: 2,
@@ -229,7 +230,7 @@ fn a_queued_prompts_event_carries_its_text_cut_to_fit_a_journal_line() {
         ]
     );
     let long = "é".repeat(PROMPT_TEXT_MAX);
-    let e = t.go(Input::Message(long.clone()));
+    let e = t.go(Input::message(long.clone()));
     let Effect::Emit(Event::PromptQueued {
         text,
         text_truncated,

@@ -27,12 +27,13 @@ fn at(e: &[Effect], want: impl Fn(&Effect) -> bool) -> usize {
 #[test]
 fn a_warm_follow_up_logs_its_prompt_and_writes_no_record() {
     let mut t = lingering();
-    let e = t.go(Input::Message("three".into()));
+    let e = t.go(Input::message("three".into()));
     assert_eq!(
         e[0],
         Effect::PersistPrompt(Prompt {
             id: 3,
-            text: "three".into()
+            text: "three".into(),
+            choice: Default::default(),
         }),
         "the prompt is durable before it is said: {e:?}"
     );
@@ -41,7 +42,8 @@ fn a_warm_follow_up_logs_its_prompt_and_writes_no_record() {
             &e,
             &Effect::ContinueTurn {
                 seq: 3,
-                prompt: "three".into()
+                prompt: "three".into(),
+                switch: Default::default(),
             }
         ),
         "{e:?}"
@@ -54,7 +56,7 @@ fn a_warm_follow_up_logs_its_prompt_and_writes_no_record() {
 #[test]
 fn a_warm_turn_that_names_the_same_session_writes_no_record_and_a_new_one_does() {
     let mut t = lingering();
-    t.go(Input::Message("three".into()));
+    t.go(Input::message("three".into()));
     let e = t.go(Input::NativeId {
         seq: 3,
         native_id: "n1".into(),
@@ -70,7 +72,7 @@ fn a_warm_turn_that_names_the_same_session_writes_no_record_and_a_new_one_does()
     assert_eq!(e[0], Effect::Persist);
 
     let mut t = lingering();
-    t.go(Input::Message("three".into()));
+    t.go(Input::message("three".into()));
     let e = t.go(Input::NativeId {
         seq: 3,
         native_id: "n2".into(),
@@ -81,7 +83,7 @@ fn a_warm_turn_that_names_the_same_session_writes_no_record_and_a_new_one_does()
 #[test]
 fn a_cold_turn_that_names_its_session_is_on_record_at_once() {
     let mut t = T::idle();
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     t.go(Input::TurnSpawned { seq: 2, process: P });
     let e = t.go(Input::NativeId {
         seq: 2,
@@ -96,7 +98,7 @@ fn with_an_unwritten_record_the_follow_up_writes_it_before_its_prompt() {
     t.go(Input::PersistFailed {
         error: "No space left on device".into(),
     });
-    let e = t.go(Input::Message("three".into()));
+    let e = t.go(Input::message("three".into()));
     let said = at(&e, |e| matches!(e, Effect::ContinueTurn { seq: 3, .. }));
     let written = at(&e, |e| *e == Effect::Persist);
     assert!(
@@ -110,7 +112,7 @@ fn with_an_unwritten_record_the_follow_up_writes_it_before_its_prompt() {
 fn crashed(on_record: bool) -> Record {
     let mut t = lingering();
     let before = t.s.record().clone();
-    t.go(Input::Message("three".into()));
+    t.go(Input::message("three".into()));
     if on_record {
         return t.s.record().clone();
     }
@@ -118,6 +120,7 @@ fn crashed(on_record: bool) -> Record {
     before.with_logged([Prompt {
         id: 3,
         text: "three".into(),
+        choice: Default::default(),
     }])
 }
 
@@ -180,7 +183,8 @@ fn a_warm_turn_its_harness_never_printed_for_runs_again_as_the_next_turn() {
                 seq: 4,
                 prompt: "three".into(),
                 resume: Some("n1".into()),
-                plan_only: false
+                plan_only: false,
+                choice: Default::default(),
             }],
             "on record: {on_record}"
         );
@@ -214,7 +218,7 @@ fn a_tail_that_does_not_follow_the_record_changes_nothing() {
     }
     // A cold turn's journal is not read: its record says what it did.
     let mut t = T::idle();
-    t.go(Input::Message("two".into()));
+    t.go(Input::message("two".into()));
     t.go(Input::TurnSpawned { seq: 2, process: P });
     let cold = t.s.record().clone();
     let tail = TurnTail {
