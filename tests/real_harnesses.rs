@@ -654,6 +654,88 @@ fn options_reach_the_model(test: &str, harness: &str, model: &str, effort: &str)
     }
 }
 
+/// A message's model and effort reach the model from its turn on: a model
+/// switched in the lingering process (claude's `set_model`, codex's
+/// `turn/start`), then an effort (codex in place, claude in a new process
+/// that resumes the session), then a turn that chooses nothing runs with
+/// both still.
+fn a_message_switches_model_and_effort(
+    test: &str,
+    harness: &str,
+    models: [&str; 2],
+    efforts: [&str; 2],
+) {
+    let Some(real) = Real::start(test, harness, json!({"linger_ms": 60000}), vec![]) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let s = real.svc.start_session(start_body(
+        &folder,
+        harness,
+        json!({"prompt": "first", "model": models[0], "effort": efforts[0]}),
+    ));
+    let id = id_of(&s);
+    real.model.await_answers(harness, 1);
+    real.await_idle(&id);
+    let steps = [
+        json!({"prompt": "second", "model": models[1]}),
+        json!({"prompt": "third", "effort": efforts[1]}),
+        json!({"prompt": "fourth"}),
+    ];
+    for (n, body) in steps.into_iter().enumerate() {
+        let (status, v) = real.svc.post(&format!("/v1/sessions/{id}/messages"), body);
+        assert_eq!(status, 200, "{v}");
+        real.model.await_answers(harness, n + 2);
+        real.await_idle(&id);
+    }
+    let requests = real.model.await_answers(harness, 4);
+    let seen_by_model: Vec<(String, Option<String>)> = requests
+        .iter()
+        .map(|r| {
+            let body = &r["body"];
+            (
+                body["model"].as_str().unwrap_or_default().to_string(),
+                effort_seen(harness, body),
+            )
+        })
+        .collect();
+    let want = |m: &str, e: &str| (m.to_string(), Some(e.to_string()));
+    assert_eq!(
+        seen_by_model,
+        [
+            want(models[0], efforts[0]),
+            want(models[1], efforts[0]),
+            want(models[1], efforts[1]),
+            want(models[1], efforts[1]),
+        ],
+        "{harness}"
+    );
+    let view = real.svc.session(&id);
+    assert_eq!(view["error"], Value::Null, "{view}");
+    // claude takes a new effort only in a new process; codex in place.
+    let spawns = real.svc.log().matches(" started (pid ").count();
+    let want = if harness == "claude" { 2 } else { 1 };
+    assert_eq!(spawns, want, "{harness}'s processes:\n{}", real.svc.log());
+}
+
+fn claude_switches_model_and_effort_when_a_message_asks() {
+    a_message_switches_model_and_effort(
+        "claude_switches_model_and_effort_when_a_message_asks",
+        "claude",
+        ["claude-fake-2", "claude-fake-3"],
+        ["low", "max"],
+    );
+}
+
+fn codex_switches_model_and_effort_when_a_message_asks() {
+    a_message_switches_model_and_effort(
+        "codex_switches_model_and_effort_when_a_message_asks",
+        "codex",
+        ["gpt-fake-2", "gpt-fake-3"],
+        ["low", "high"],
+    );
+}
+
 /// Where each CLI puts the instructions: claude in its system prompt's
 /// last block, codex in a developer message of its input.
 fn instructions_seen(harness: &str, body: &Value) -> String {
@@ -799,6 +881,18 @@ fn codex_starts_an_mcp_server_the_app_gave_it_with_its_secret() {
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();
     let trials = vec![
+        trial(
+            "claude_switches_model_and_effort_when_a_message_asks",
+            Some("claude"),
+            false,
+            claude_switches_model_and_effort_when_a_message_asks,
+        ),
+        trial(
+            "codex_switches_model_and_effort_when_a_message_asks",
+            Some("codex"),
+            false,
+            codex_switches_model_and_effort_when_a_message_asks,
+        ),
         trial(
             "claude_calls_an_mcp_servers_tool_the_app_gave_it",
             Some("claude"),

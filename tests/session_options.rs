@@ -605,3 +605,32 @@ fn a_message_choosing_what_its_cli_cannot_take_is_refused_and_queues_nothing() {
         .collect();
     assert_eq!(prompts.len(), 1, "only the first prompt: {prompts:?}");
 }
+
+#[test]
+fn a_model_switch_claude_refuses_keeps_the_prompt_first_and_says_why() {
+    let svc = Service::start(ROOM_CORE, json!({"linger_ms": 30000}));
+    let folder = svc.folder("claude-switch-refused");
+    let s = svc.start_session(start_body(&folder, "claude", json!({})));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_ended(&svc, &id, 1);
+    let (status, v) = send_choosing(&svc, &id, "never ran", json!({"model": "refused-model"}));
+    assert_eq!(status, 200, "{v}");
+    let view = wait_until("the queue paused", Duration::from_secs(10), || {
+        let v = svc.session(&id);
+        (v["queue"]["paused"] == true && v["state"] == "idle").then_some(v)
+    });
+    assert_eq!(view["queue"]["length"], 1, "{view}");
+    let error = view["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(
+            "claude did not switch to the model \"refused-model\": Model 'refused-model' is not available"
+        ),
+        "{view}"
+    );
+    let records = svc.records_in(&folder);
+    assert_eq!(
+        records[0]["prompts"].as_array().unwrap().len(),
+        1,
+        "it never ran"
+    );
+}
