@@ -1,5 +1,6 @@
-// A session's controls: send (queue or steer), interrupt, stop, resume,
-// close, and allow or deny for each pending approval. Each is one API call
+// A session's controls: send (queue or steer, with a model and effort for
+// the turn on), interrupt, stop, resume, close, and allow or deny for each
+// pending approval. Each is one API call
 // whose answer (the session's view) `onView` takes; a refusal is said in
 // words beside the controls.
 
@@ -35,20 +36,53 @@ export function controls(id, onView) {
   const queue = h("input", { type: "radio", name: "deliver", id: "deliver-queue", value: "queue", checked: true });
   const steer = h("input", { type: "radio", name: "deliver", id: "deliver-steer", value: "steer" });
   const send = h("button", { type: "submit", id: "send" }, "Send");
+  // A queued message may change the model and effort from its turn on;
+  // after Send, so the keyboard goes prompt, deliver, Send as before.
+  const model = h("input", { id: "send-model", name: "model", autocomplete: "off", placeholder: "the one in force" });
+  const effort = h("select", { id: "send-effort", name: "effort" }, h("option", { value: "" }, "the one in force"));
+  const choice = h("details", { class: "choice", id: "send-choice" },
+    h("summary", {}, "Model and effort from this turn on"),
+    h("label", { for: "send-model" }, "Model"), model,
+    h("label", { for: "send-effort" }, "Effort"), effort);
   const form = h("form", { class: "send", "aria-label": "Send a prompt" },
     h("label", { for: "prompt" }, "Message"),
     prompt,
     h("fieldset", {}, h("legend", {}, "Deliver"),
       h("label", {}, queue, " queue (after the running turn)"),
       h("label", {}, steer, " steer (into the running turn)")),
-    send);
+    send, choice);
+  // A steer joins the running turn, whose model and effort are set.
+  const steering = () => {
+    model.disabled = steer.checked;
+    effort.disabled = steer.checked;
+  };
+  queue.addEventListener("change", steering);
+  steer.addEventListener("change", steering);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const text = prompt.value;
     // `deliver` only when chosen: a core without steering refuses the field.
     const body = steer.checked ? { prompt: text, deliver: "steer" } : { prompt: text };
-    if (await act(send, steer.checked ? "Steer" : "Send", "POST", "/messages", body)) prompt.value = "";
+    if (!steer.checked && model.value.trim()) body.model = model.value.trim();
+    if (!steer.checked && effort.value) body.effort = effort.value;
+    if (await act(send, steer.checked ? "Steer" : "Send", "POST", "/messages", body)) {
+      prompt.value = "";
+      model.value = "";
+      effort.value = "";
+    }
   });
+
+  // The efforts the session's CLI takes, as the service lists them: asked
+  // once the view names the CLI.
+  let offered = null;
+  const offer = (harness) => {
+    if (offered) return;
+    offered = harness;
+    call("GET", "/v1/capabilities").then((c) => {
+      const names = (c.options && c.options[harness] && c.options[harness].effort) || [];
+      replace(effort, h("option", { value: "" }, "the one in force"), names.map((n) => h("option", { value: n }, n)));
+    }, () => { offered = null; });
+  };
 
   const button = (name, label, title) => {
     const b = h("button", { type: "button", id: name, title }, label);
@@ -75,6 +109,8 @@ export function controls(id, onView) {
     const over = view.state === "closed" || view.state === "failed";
     send.disabled = over;
     prompt.disabled = over;
+    if (view.harness) offer(view.harness);
+    model.placeholder = view.model ? `${view.model} (in force)` : "the CLI's default (in force)";
     buttons.interrupt.disabled = view.state !== "running";
     buttons.stop.disabled = over;
     buttons.resume.disabled = view.state === "closed" || !(view.queue && view.queue.paused);

@@ -278,6 +278,11 @@ fn browser_send_a_prompt_from_the_keyboard() {
 }
 
 #[test]
+fn browser_choose_the_model_and_effort_beside_send() {
+    scenario("switch_model", json!({}));
+}
+
+#[test]
 fn browser_steer_a_running_turn() {
     scenario("steer", json!({}));
 }

@@ -2,7 +2,7 @@
 // tests/console.rs sets), its API, deadlines, and a page in headless
 // Chromium that fails the scenario on any script error or CSP violation.
 
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
@@ -14,6 +14,7 @@ export const env = {
   shots: process.env.CONSOLE_SHOTS,
   chromium: process.env.CONSOLE_CHROMIUM || "/usr/bin/chromium",
   control: process.env.CONSOLE_CONTROL,
+  records: process.env.CONSOLE_RECORDS,
 };
 
 /** Has tests/console.rs restart the service (SIGTERM, start again). */
@@ -40,6 +41,17 @@ export async function start(name, extra) {
   const r = await api("POST", "/v1/sessions", { workspace: "ws-console", folder: join(env.work, name), harness: "claude", ...extra });
   if (r.status !== 201) throw new Error(`start ${name}: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
+}
+
+/** What the fake harnesses recorded for the sessions in `<work>/<name>`,
+ * oldest process first (fixtures/fake_harness.py). */
+export async function records(name) {
+  const folder = join(env.work, name);
+  return readdirSync(env.records)
+    .filter((f) => /^[0-9]+\.json$/.test(f))
+    .map((f) => JSON.parse(readFileSync(join(env.records, f), "utf8")))
+    .filter((r) => r.cwd === folder)
+    .sort((a, b) => a.started_ms - b.started_ms);
 }
 
 /** Waits (at most `ms`) until `f()` gives something truthy; that value. */

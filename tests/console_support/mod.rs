@@ -103,6 +103,7 @@ pub fn scenario_with(
         .env("CONSOLE_WORK", &work)
         .env("CONSOLE_SHOTS", shots())
         .env("CONSOLE_CONTROL", &control)
+        .env("CONSOLE_RECORDS", &svc.records)
         .env("CONSOLE_CHROMIUM", chromium())
         .env("CONSOLE_LIMIT_MS", (LIMIT.as_millis() - 5000).to_string())
         .stdin(Stdio::null())
