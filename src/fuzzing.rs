@@ -120,16 +120,32 @@ pub fn cli_command(data: &[u8]) {
 /// no body). Every refusal is a 400 or 422 with a code and a sentence.
 pub fn api_bodies(data: &[u8]) {
     let _ = bodies::none(data).map_err(refused);
-    if let Ok(m) = bodies::message(data).map_err(refused) {
+    if let Ok((m, images)) = bodies::message(data).map_err(refused) {
         assert!(!m.prompt.trim().is_empty() && !m.prompt.contains('\0'));
+        images_within_caps(&images);
     }
     let _ = bodies::relaunch(data).map_err(refused);
-    if let Ok(start) = bodies::create(data).map_err(refused) {
+    if let Ok((start, images)) = bodies::create(data).map_err(refused) {
         use std::os::unix::ffi::OsStrExt;
+        images_within_caps(&images);
+        assert_eq!(start.attachments.len(), images.len());
         let folder = start.folder.as_os_str().as_bytes();
         assert!(start.folder.is_absolute() && !folder.contains(&0));
         assert!(start.folder.to_string_lossy().chars().count() <= bodies::MAX_FOLDER);
         assert!(!start.workspace.trim().is_empty());
+    }
+}
+
+/// Images the API took keep its caps, and are what their bytes say.
+fn images_within_caps(images: &[crate::attachments::check::Checked]) {
+    use crate::attachments::check::{sniff, MAX_IMAGES, MAX_IMAGE_BYTES, MAX_TOTAL_BYTES};
+    assert!(images.len() <= MAX_IMAGES);
+    let total: usize = images.iter().map(|i| i.data.len()).sum();
+    assert!(total <= MAX_TOTAL_BYTES);
+    for i in images {
+        assert!(i.data.len() <= MAX_IMAGE_BYTES);
+        assert_eq!(sniff(&i.data), Some(i.attachment.media_type));
+        assert_eq!(i.attachment.bytes, i.data.len() as u64);
     }
 }
 

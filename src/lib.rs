@@ -15,6 +15,7 @@
 
 pub mod agent;
 pub mod api;
+pub(crate) mod attachments;
 pub(crate) mod backoff;
 pub mod clock;
 pub mod config;

@@ -40,7 +40,7 @@ fn bad_start_requests_are_refused_with_a_sentence() {
             start_body(&folder, "claude", json!({"bogus": 1})),
             422,
             "unknown_field",
-            "Unknown field \"bogus\". Known fields: workspace, folder, harness, kind, parent, shared_sandbox, request_id, plan_only, project_copy, prompt, approvals, max_cost_usd, max_tokens, model, effort, instructions, mcp_servers.",
+            "Unknown field \"bogus\". Known fields: workspace, folder, harness, kind, parent, shared_sandbox, request_id, plan_only, project_copy, prompt, approvals, max_cost_usd, max_tokens, model, effort, instructions, mcp_servers, attachments.",
         ),
         (
             start_body(&folder, "claude", json!({"kind": "side_chat", "parent": parent, "project_copy": true})),
@@ -113,8 +113,10 @@ fn bad_json_is_400_and_a_large_body_is_413() {
         v["error"],
         "The body is not valid JSON: EOF while parsing a value at line 1 column 14."
     );
-    let big = format!("{{\"prompt\": \"{}\"}}", "x".repeat(1 << 20));
-    let (status, v) = svc.call("POST", "/v1/sessions", Some(&big));
+    // 1 MiB but for a start and a message, which may carry images
+    // (tests/hostile_http.rs refuses theirs past 28 MiB).
+    let big = format!("{{\"max_tokens\": 1, \"x\": \"{}\"}}", "x".repeat(1 << 20));
+    let (status, v) = svc.call("POST", "/v1/sessions/cr_x/budget", Some(&big));
     assert_eq!(status, 413);
     assert_eq!(
         v,

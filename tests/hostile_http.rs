@@ -17,6 +17,10 @@ const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 const TOO_LARGE: &str = r#"{"code":"too_large","error":"The body is larger than 1 MiB."}"#;
 
+/// A start's or a message's refusal: they may carry a prompt's images.
+const TOO_LARGE_WITH_IMAGES: &str =
+    r#"{"code":"too_large","error":"The body is larger than 28 MiB."}"#;
+
 fn head(method: &str, path: &str, token: Option<&str>, extra: &str) -> String {
     let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}{extra}\r\n")
@@ -53,13 +57,13 @@ fn a_huge_declared_body_is_refused_unread_with_or_without_the_token() {
     assert!(a.head.contains("connection: close"), "{}", a.head);
     assert!(closed_within(&mut s, Duration::from_secs(1)));
     // With it: 413 before a byte of the body, then the connection closes.
-    for method in ["GET", "POST"] {
+    for (method, refusal) in [("GET", TOO_LARGE), ("POST", TOO_LARGE_WITH_IMAGES)] {
         let mut s = send(
             addr,
             head(method, "/v1/sessions", Some(TOKEN), huge).as_bytes(),
         );
         let a = read_answer(&mut s, Duration::from_secs(5)).expect("an answer");
-        assert_eq!((a.status, a.body.as_str()), (413, TOO_LARGE));
+        assert_eq!((a.status, a.body.as_str()), (413, refusal));
         assert!(closed_within(&mut s, Duration::from_secs(4)));
     }
     still_answers(&svc);
@@ -255,20 +259,30 @@ fn a_chunked_body_is_counted_as_it_arrives_and_refused_past_one_mebibyte() {
     let svc = Service::start(ROOM_CORE, json!({}));
     let addr = addr(&svc.base);
     // One chunk that declares 256 TiB, or well-formed 64 KiB chunks: either
-    // way 413 once 1 MiB has arrived.
+    // way 413 once the route's cap has arrived (28 MiB for a start, which
+    // may carry images; 1 MiB for a budget).
     let block = vec![b' '; 64 << 10];
-    let one_huge: Vec<u8> = [b"1000000000000\r\n".as_slice(), &block.repeat(20)].concat();
-    let many: Vec<u8> = (0..20)
-        .flat_map(|_| [b"10000\r\n".as_slice(), &block, b"\r\n"].concat())
-        .collect();
-    for body in [one_huge, many] {
-        let mut s = post_head(addr, Some(TOKEN), CHUNKED);
+    let one_huge = |blocks: usize| -> Vec<u8> {
+        [b"1000000000000\r\n".as_slice(), &block.repeat(blocks)].concat()
+    };
+    let many = |blocks: usize| -> Vec<u8> {
+        (0..blocks)
+            .flat_map(|_| [b"10000\r\n".as_slice(), &block, b"\r\n"].concat())
+            .collect()
+    };
+    let cases = [
+        ("/v1/sessions/cr_x/budget", one_huge(20), TOO_LARGE),
+        ("/v1/sessions/cr_x/budget", many(20), TOO_LARGE),
+        ("/v1/sessions", many(16 * 29), TOO_LARGE_WITH_IMAGES),
+    ];
+    for (path, body, refusal) in cases {
+        let mut s = send(addr, head("POST", path, Some(TOKEN), CHUNKED).as_bytes());
         let mut writer = s.try_clone().unwrap();
         let sender = std::thread::spawn(move || {
             let _ = writer.write_all(&body);
         });
         let a = read_answer(&mut s, Duration::from_secs(5)).expect("an answer");
-        assert_eq!((a.status, a.body.as_str()), (413, TOO_LARGE));
+        assert_eq!((a.status, a.body.as_str()), (413, refusal), "{path}");
         drop(s);
         sender.join().unwrap();
     }

@@ -96,7 +96,7 @@ pub enum Begin {
         /// When.
         at: Millis,
         /// The first prompt.
-        prompt: Option<String>,
+        prompt: Option<session::NewPrompt>,
     },
     /// `Session::restore(config, options, record, at)`: a restart.
     Restore {

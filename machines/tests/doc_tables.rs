@@ -895,6 +895,7 @@ fn session_restore_table() -> String {
             id: seq,
             text: "p".into(),
             choice: Default::default(),
+            attachments: Vec::new(),
         },
         launch: false,
         warm: false,
@@ -915,6 +916,7 @@ fn session_restore_table() -> String {
             id: 9,
             text: "queued".into(),
             choice: Default::default(),
+            attachments: Vec::new(),
         }]
         .into(),
         paused: false,

@@ -17,10 +17,10 @@ use proptest::test_runner::TestCaseError;
 use room_machines::copy::{CopyMark, Observation};
 use room_machines::launch;
 use room_machines::session::{
-    retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Budget, Config, DecidedBy,
-    Decision, Effect, Effort, Event, Exit, Failure, Input, LaunchEffect, LaunchInput, ModelChoice,
-    NewPrompt, Options, Outcome, Process, PromptId, Record, RelaunchMode, Session, Signal, Stage,
-    StartFields, TurnSeq, TurnTail, Usage, UsageReport, Usd, KILL_WAIT, MAX_PENDING,
+    retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Attachment, Budget, Config,
+    DecidedBy, Decision, Effect, Effort, Event, Exit, Failure, Input, LaunchEffect, LaunchInput,
+    ModelChoice, NewPrompt, Options, Outcome, Process, PromptId, Record, RelaunchMode, Session,
+    Signal, Stage, StartFields, TurnSeq, TurnTail, Usage, UsageReport, Usd, KILL_WAIT, MAX_PENDING,
 };
 use room_machines::Millis;
 
@@ -140,6 +140,7 @@ fn message() -> impl Strategy<Value = Input> {
                 model: model.map(str::to_string),
                 effort,
             },
+            attachments: Vec::new(),
         })
     })
 }
@@ -408,7 +409,12 @@ impl World {
             choice: ModelChoice::default(),
             effort_at_spawn,
         };
-        let s = Session::new(config_for(linger), opts.clone(), first, 0);
+        let s = Session::new(
+            config_for(linger),
+            opts.clone(),
+            first.map(NewPrompt::from),
+            0,
+        );
         let mut w = World {
             opts,
             linger,
@@ -1646,7 +1652,8 @@ fn the_random_lives_reach_every_situation() {
     );
 }
 
-/// workspace, folder, harness, kind, parent, shared_sandbox, prompt.
+/// workspace, folder, harness, kind, parent, shared_sandbox, prompt, then
+/// model, effort, instructions, mcp_servers, then attachments.
 type Fields = (
     String,
     String,
@@ -1656,7 +1663,17 @@ type Fields = (
     bool,
     Option<String>,
     (Option<String>, Option<String>, Option<String>, Option<u8>),
+    Vec<Attachment>,
 );
+
+/// An image with one of two contents.
+fn attachment() -> impl Strategy<Value = Attachment> {
+    "[ab]".prop_map(|sha256| Attachment {
+        media_type: room_machines::session::ImageType::Png,
+        bytes: 1,
+        sha256,
+    })
+}
 
 fn fields() -> impl Strategy<Value = Fields> {
     (
@@ -1673,6 +1690,7 @@ fn fields() -> impl Strategy<Value = Fields> {
             prop::option::of("[ab]"),
             prop::option::of(0..2u8),
         ),
+        prop::collection::vec(attachment(), 0..2),
     )
 }
 
@@ -1691,6 +1709,7 @@ fn view(f: &Fields, project_copy: bool, plan_only: bool) -> StartFields<'_, u8, 
         mcp_servers: f.7 .3.as_ref(),
         project_copy,
         plan_only,
+        attachments: &f.8,
     }
 }
 
@@ -1709,7 +1728,7 @@ proptest! {
         // Any other start: the first field that differs, in order.
         let differs = [
             a.0 != b.0, a.1 != b.1, a.2 != b.2, a.3 != b.3,
-            a.4 != b.4, a.5 != b.5, a.6 != b.6,
+            a.4 != b.4, a.5 != b.5, a.6 != b.6, a.8 != b.8,
             a.7.0 != b.7.0, a.7.1 != b.7.1, a.7.2 != b.7.2, a.7.3 != b.7.3,
         ];
         let want = room_machines::session::retry::COMPARED

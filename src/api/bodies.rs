@@ -11,13 +11,20 @@ use serde_json::Value;
 
 use room_machines::session::Decision;
 
+use crate::attachments::check::{self, Checked};
 use crate::error::Refusal;
 use crate::harness::options::{check_model, Effort};
 use crate::runtime::{RelaunchMode, Start};
 use crate::sessions::Kind;
 
-/// The largest body accepted (1 MiB).
+/// The largest body accepted (1 MiB), but for the two that may carry a
+/// prompt's images.
 pub(crate) const MAX_BODY: usize = 1 << 20;
+
+/// The largest body of `POST /v1/sessions` and `POST …/messages` (28 MiB):
+/// a prompt's images (20 MiB decoded, a third more in base64) and the rest
+/// of the body.
+pub(crate) const MAX_IMAGES_BODY: usize = 28 << 20;
 
 /// The fields of `POST /v1/sessions` (checked first, to name an unknown one).
 const CREATE_FIELDS: &[&str] = &[
@@ -38,6 +45,7 @@ const CREATE_FIELDS: &[&str] = &[
     "effort",
     "instructions",
     "mcp_servers",
+    "attachments",
 ];
 
 /// `POST /v1/sessions/{id}/messages`.
@@ -55,6 +63,9 @@ pub(crate) struct Message {
     /// The effort from this message's turn on.
     #[serde(default)]
     pub effort: Option<Effort>,
+    /// Its images, as the API takes them ([`check::images`]).
+    #[serde(default)]
+    pub attachments: Option<Value>,
 }
 
 /// Where a message goes.
@@ -93,6 +104,18 @@ pub(crate) struct Relaunch {
 /// Parses a body: 400 for bad JSON, 422 for a non-object, an unknown field
 /// (named) or an invalid value.
 pub(crate) fn parse<T: DeserializeOwned>(body: &[u8], fields: &[&str]) -> Result<T, Refusal> {
+    typed(object(body, fields)?)
+}
+
+/// `value` as a `T`; 422 for an invalid value.
+fn typed<T: DeserializeOwned>(value: Value) -> Result<T, Refusal> {
+    serde_json::from_value(value)
+        .map_err(|e| Refusal::new(422, "invalid_field", format!("Invalid body: {e}.")))
+}
+
+/// A body as a JSON object of the fields `fields` names: 400 for bad JSON,
+/// 422 for a non-object, a field named twice or an unknown field (named).
+fn object(body: &[u8], fields: &[&str]) -> Result<Value, Refusal> {
     let text = if body.iter().all(u8::is_ascii_whitespace) {
         "{}"
     } else {
@@ -124,8 +147,7 @@ pub(crate) fn parse<T: DeserializeOwned>(body: &[u8], fields: &[&str]) -> Result
             ),
         ));
     }
-    serde_json::from_value(value)
-        .map_err(|e| Refusal::new(422, "invalid_field", format!("Invalid body: {e}.")))
+    Ok(value)
 }
 
 /// A JSON text walked only to find an object that names a key twice, which
@@ -193,9 +215,24 @@ pub(crate) fn none(body: &[u8]) -> Result<(), Refusal> {
     parse::<serde::de::IgnoredAny>(body, &[]).map(drop)
 }
 
-/// Parses and validates a start.
-pub(crate) fn create(body: &[u8]) -> Result<Start, Refusal> {
-    let c: Start = parse(body, CREATE_FIELDS)?;
+/// Parses and validates a start, with its first prompt's images.
+pub(crate) fn create(body: &[u8]) -> Result<(Start, Vec<Checked>), Refusal> {
+    let mut value = object(body, CREATE_FIELDS)?;
+    let images = value
+        .as_object_mut()
+        .and_then(|m| m.remove("attachments"))
+        .map(images)
+        .transpose()?
+        .unwrap_or_default();
+    let mut c: Start = typed(value)?;
+    if !images.is_empty() && c.prompt.is_none() {
+        return Err(Refusal::new(
+            422,
+            "invalid_field",
+            "attachments go with a first prompt: this start has none.",
+        ));
+    }
+    c.attachments = images.iter().map(|i| i.attachment.clone()).collect();
     let invalid = |m: &str| Err(Refusal::new(422, "invalid_field", m));
     if c.workspace.trim().is_empty() {
         return invalid("The workspace must not be empty.");
@@ -223,7 +260,12 @@ pub(crate) fn create(body: &[u8]) -> Result<Start, Refusal> {
     }
     limits(c.max_cost_usd, c.max_tokens)?;
     harness_options(&c)?;
-    Ok(c)
+    Ok((c, images))
+}
+
+/// A prompt's images, checked ([`check::images`]); 422 naming the rule.
+fn images(value: Value) -> Result<Vec<Checked>, Refusal> {
+    check::images(value).map_err(|why| Refusal::new(422, "invalid_field", why))
 }
 
 /// The model, effort and instructions a start chose, as its CLI can take
@@ -363,21 +405,28 @@ fn prompt(p: &str) -> Result<(), Refusal> {
 }
 
 /// Parses a message.
-pub(crate) fn message(body: &[u8]) -> Result<Message, Refusal> {
-    let m: Message = parse(body, &["prompt", "deliver", "model", "effort"])?;
+pub(crate) fn message(body: &[u8]) -> Result<(Message, Vec<Checked>), Refusal> {
+    let mut m: Message = parse(
+        body,
+        &["prompt", "deliver", "model", "effort", "attachments"],
+    )?;
     prompt(&m.prompt)?;
     if let Some(why) = m.model.as_deref().map(check_model).and_then(Result::err) {
         return Err(Refusal::new(422, "invalid_field", why));
     }
-    if m.deliver == Deliver::Steer && (m.model.is_some() || m.effort.is_some()) {
+    let attachments = m.attachments.take().filter(|a| !a.is_null());
+    if m.deliver == Deliver::Steer
+        && (m.model.is_some() || m.effort.is_some() || attachments.is_some())
+    {
         return Err(Refusal::new(
             422,
             "invalid_field",
-            "A steered message joins the running turn, whose model and effort are set: \
-             model and effort go with a queued message.",
+            "A steered message joins the running turn as text: model, effort and attachments \
+             go with a queued message.",
         ));
     }
-    Ok(m)
+    let images = attachments.map(images).transpose()?.unwrap_or_default();
+    Ok((m, images))
 }
 
 /// Parses an approval's answer.
@@ -422,7 +471,7 @@ mod tests {
         let e = create(body.to_string().as_bytes()).unwrap_err();
         assert!(e.message.contains("NUL"), "{}", e.message);
         let long = "y".repeat(200 << 10);
-        let m = message(serde_json::json!({ "prompt": long }).to_string().as_bytes()).unwrap();
+        let (m, _) = message(serde_json::json!({ "prompt": long }).to_string().as_bytes()).unwrap();
         assert_eq!(m.prompt.len(), 200 << 10);
     }
 

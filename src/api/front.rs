@@ -18,6 +18,8 @@ pub(crate) struct Front {
     pub stop: watch::Receiver<bool>,
     /// Places for event streams (`MAX_STREAMS`).
     pub streams: Arc<Semaphore>,
+    /// Places for bodies over `MAX_BODY` (`LARGE_BODIES`).
+    pub large_bodies: Arc<Semaphore>,
 }
 
 impl Front {

@@ -5,7 +5,13 @@
 
 use std::time::Duration;
 
-pub(crate) use super::bodies::MAX_BODY;
+pub(crate) use super::bodies::{MAX_BODY, MAX_IMAGES_BODY};
+
+/// How many bodies over [`MAX_BODY`] are read at once: with every
+/// connection sending one, the front end holds at most this many of
+/// [`MAX_IMAGES_BODY`] and 1 MiB for each other connection. One that waits
+/// for its turn longer than [`BODY_TIMEOUT`] is 503 `busy`.
+pub(crate) const LARGE_BODIES: usize = 4;
 
 /// The request line and headers together (16 KiB). Past it hyper answers
 /// `431` with an empty body and closes the connection.

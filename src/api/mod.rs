@@ -84,6 +84,7 @@ pub fn start(shared: &Shared) -> std::io::Result<Server> {
         token,
         stop: stopped.clone(),
         streams: Arc::new(Semaphore::new(limits::MAX_STREAMS)),
+        large_bodies: Arc::new(Semaphore::new(limits::LARGE_BODIES)),
     });
     let thread = std::thread::Builder::new()
         .name("http".into())

@@ -25,14 +25,16 @@ use crate::error::Refusal;
 
 /// How a body read ended short.
 enum Short {
-    /// More than `MAX_BODY` arrived (a chunked body, counted as it came).
+    /// More than the route's cap arrived (a chunked body, counted as it
+    /// came).
     TooLarge,
     /// The connection broke or the body was malformed.
     Broken(hyper::Error),
 }
 
-fn too_large() -> Reply {
-    Refusal::new(413, "too_large", "The body is larger than 1 MiB.").into()
+fn too_large(cap: usize) -> Reply {
+    let sentence = format!("The body is larger than {} MiB.", cap >> 20);
+    Refusal::new(413, "too_large", sentence).into()
 }
 
 /// Serves one request (hyper's service function).
@@ -51,16 +53,38 @@ pub(super) async fn serve(
         return Ok(respond(Reply::unauthorized(), After::Close));
     }
     let (parts, mut body) = request.into_parts();
+    let cap = routes::body_cap(&parts.method, parts.uri.path());
     // The declared length (Content-Length), before anything is read.
-    if body.size_hint().lower() > MAX_BODY as u64 {
+    let hint = body.size_hint();
+    if hint.lower() > cap as u64 {
         tokio::spawn(linger(body));
-        return Ok(respond(too_large(), After::Close));
+        return Ok(respond(too_large(cap), After::Close));
     }
-    let bytes = match tokio::time::timeout(BODY_TIMEOUT, read_body(&mut body)).await {
+    let deadline = tokio::time::Instant::now() + BODY_TIMEOUT;
+    // A body that may be large (declared so, or not declared) waits for a
+    // place among the few read at once.
+    let large = cap > MAX_BODY && hint.upper().map_or(true, |n| n > MAX_BODY as u64);
+    let _place = match large {
+        false => None,
+        true => match tokio::time::timeout_at(deadline, front.large_bodies.clone().acquire_owned())
+            .await
+        {
+            Ok(Ok(place)) => Some(place),
+            _ => {
+                let r = Refusal::new(
+                    503,
+                    "busy",
+                    "Too many large bodies are arriving at once; send this one again in a moment.",
+                );
+                return Ok(respond(r.into(), After::Close));
+            }
+        },
+    };
+    let bytes = match tokio::time::timeout_at(deadline, read_body(&mut body, cap)).await {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(Short::TooLarge)) => {
             tokio::spawn(linger(body));
-            return Ok(respond(too_large(), After::Close));
+            return Ok(respond(too_large(cap), After::Close));
         }
         Ok(Err(Short::Broken(e))) => {
             let r = Refusal::new(400, "bad_body", format!("Cannot read the body: {e}."));
@@ -154,14 +178,14 @@ fn failed(e: tokio::task::JoinError) -> Reply {
     )
 }
 
-/// Reads the whole body, counting bytes as they arrive: past `MAX_BODY`
-/// it stops, whatever was declared.
-async fn read_body(body: &mut Incoming) -> Result<Vec<u8>, Short> {
+/// Reads the whole body, counting bytes as they arrive: past `cap` it
+/// stops, whatever was declared.
+async fn read_body(body: &mut Incoming, cap: usize) -> Result<Vec<u8>, Short> {
     let mut bytes = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(Short::Broken)?;
         if let Some(data) = frame.data_ref() {
-            if bytes.len() + data.len() > MAX_BODY {
+            if bytes.len() + data.len() > cap {
                 return Err(Short::TooLarge);
             }
             bytes.extend_from_slice(data);

@@ -11,12 +11,13 @@
 //! without holding a worker of that pool.
 
 use hyper::Method;
-use room_machines::session::{ModelChoice, TurnSeq};
+use room_machines::session::{ModelChoice, NewPrompt, TurnSeq};
 use serde_json::{json, Value};
 
 use super::bodies;
 use super::follow;
 use super::front::Ctx;
+use super::limits;
 use super::query::Query;
 use super::reply::Reply;
 use crate::error::Refusal;
@@ -211,6 +212,15 @@ pub fn find(method: &Method, path: &str) -> Result<(&'static Route, Vec<String>)
     })
 }
 
+/// The largest body `method` `path` takes: a start's and a message's may
+/// carry a prompt's images.
+pub fn body_cap(method: &Method, path: &str) -> usize {
+    match find(method, path) {
+        Ok((r, _)) if matches!(r.op, Op::Create | Op::Message) => limits::MAX_IMAGES_BODY,
+        _ => limits::MAX_BODY,
+    }
+}
+
 /// An answer now, or one due once a session's turn is gone.
 #[derive(Debug)]
 pub enum Routed {
@@ -288,7 +298,8 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         })),
         Op::List => ok(follow::list(rt, query)?),
         Op::Create => {
-            let (view, created) = rt.create(bodies::create(body)?)?;
+            let (start, images) = bodies::create(body)?;
+            let (view, created) = rt.create(start, images)?;
             Ok(Done::Reply(Reply::json(
                 if created { 201 } else { 200 },
                 view,
@@ -297,13 +308,17 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         Op::Get => ok(rt.get(id)?),
         Op::Events => follow::events(rt, id, query).map(Done::Reply),
         Op::Message => {
-            let m = bodies::message(body)?;
-            let choice = ModelChoice {
-                model: m.model,
-                effort: m.effort,
+            let (m, images) = bodies::message(body)?;
+            let prompt = NewPrompt {
+                text: m.prompt,
+                choice: ModelChoice {
+                    model: m.model,
+                    effort: m.effort,
+                },
+                attachments: images.iter().map(|i| i.attachment.clone()).collect(),
             };
             let steer = m.deliver == bodies::Deliver::Steer;
-            command(rt.message(id, m.prompt, steer, choice)?)
+            command(rt.message(id, steer, prompt, &images)?)
         }
         Op::Budget => {
             let (max_cost_usd, max_tokens) = bodies::budget(body)?;

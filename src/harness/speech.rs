@@ -24,6 +24,8 @@ pub enum Said {
     Prompt {
         /// The prompt.
         text: String,
+        /// The images it carries, in the order the app gave them.
+        images: Vec<Image>,
         /// The model and effort it switches to (none for a new process,
         /// which starts with them).
         switch: ModelChoice,
@@ -46,6 +48,7 @@ impl Said {
     pub fn prompt(text: String) -> Said {
         Said::Prompt {
             text,
+            images: Vec::new(),
             switch: ModelChoice::default(),
         }
     }
@@ -58,6 +61,30 @@ impl Said {
             Said::Interrupt => Carries::Other("an interrupt"),
             Said::Answer(_) => Carries::Other("an approval's answer"),
         }
+    }
+}
+
+/// An image a prompt carries, as the harness gets it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Image {
+    /// Its media type (`image/png`, …), as its bytes say.
+    pub media_type: &'static str,
+    /// Its bytes.
+    pub data: Vec<u8>,
+}
+
+impl Image {
+    /// Its bytes in standard base64, as both CLIs take them.
+    pub fn base64(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(&self.data)
+    }
+}
+
+impl std::fmt::Debug for Image {
+    /// Its type and size: its bytes would flood a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Image({}, {} bytes)", self.media_type, self.data.len())
     }
 }
 

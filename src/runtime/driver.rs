@@ -19,8 +19,9 @@ use room_machines::session::{
 };
 use serde_json::{json, Value};
 
-use super::turns::ProcessStart;
+use super::spawn_order::SpawnOrder;
 use super::Runtime;
+use crate::attachments::store::ImageStore;
 use crate::error::Refusal;
 use crate::journal::NewEvent;
 use crate::sessions::failure_text::describe;
@@ -251,13 +252,16 @@ impl Runtime {
                 resume,
                 plan_only,
                 choice,
+                attachments,
             } => {
-                let start = ProcessStart {
+                let order = SpawnOrder {
+                    prompt,
+                    attachments,
                     resume,
                     plan_only,
                     choice,
                 };
-                self.spawn_turn(s, pass, seq, prompt, start)
+                self.spawn_turn(s, pass, seq, order)
             }
             Effect::DeliverPrompt { seq } => self.deliver(s, pass, seq),
             Effect::Signal { seq, signal } => self.signal_turn(s, seq, signal),
@@ -270,7 +274,8 @@ impl Runtime {
                 seq,
                 prompt,
                 switch,
-            } => self.continue_turn(s, pass, seq, prompt, switch),
+                attachments,
+            } => self.continue_turn(s, pass, seq, (prompt, attachments), switch),
             Effect::AnswerApproval {
                 seq,
                 harness_ref,
@@ -306,6 +311,15 @@ impl Runtime {
         self.store.save(&s.id, &value)?;
         if s.prompts.complete {
             s.prompts.compact(record.core.queue.iter());
+        }
+        // Once the record no longer names a prompt, its images go.
+        if s.images_arriving == 0 {
+            let named = record
+                .core
+                .queue
+                .iter()
+                .chain(record.core.turn.iter().map(|t| &t.prompt));
+            ImageStore::of(self.store.dir(), &s.id).prune(named.flat_map(|p| &p.attachments));
         }
         let spawned = record
             .turn_process
@@ -490,10 +504,12 @@ fn log_event(id: &str, harness: &str, event: &Event) {
             prompt,
             text,
             text_truncated,
+            attachments,
         } => log::debug!(
-            "{id}: prompt {prompt} queued ({} bytes{})",
+            "{id}: prompt {prompt} queued ({} bytes{}, {} images)",
             text.len(),
-            if *text_truncated { ", cut" } else { "" }
+            if *text_truncated { ", cut" } else { "" },
+            attachments.len()
         ),
         Event::State { .. } | Event::NativeId { .. } => log::debug!("{id}: {event:?}"),
         _ => log::info!("{id}: {event:?}"),

@@ -24,6 +24,7 @@ pub(crate) mod permits;
 
 mod reading;
 mod restore;
+mod spawn_order;
 mod talking;
 mod turn_output;
 mod turns;

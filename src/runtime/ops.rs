@@ -11,6 +11,8 @@ use serde_json::{json, Value};
 
 use super::command_answer::CommandAnswer;
 use super::Runtime;
+use crate::attachments::check::Checked;
+use crate::attachments::store::ImageStore;
 use crate::clock::unix_ms;
 use crate::error::Refusal;
 use crate::files;
@@ -33,6 +35,7 @@ fn fields(s: &Start) -> StartFields<'_, Harness, Kind, McpServers> {
         parent: s.parent.as_deref(),
         shared_sandbox: s.shared_sandbox,
         prompt: s.prompt.as_deref(),
+        attachments: &s.attachments,
         model: s.model.as_deref(),
         effort: s.effort.map(|e| e.name()),
         instructions: s.instructions.as_deref(),
@@ -77,7 +80,7 @@ impl Runtime {
     /// The answer shows what the machine knows at once: the launch's first
     /// read of the status file runs on the event pool and shows in the view
     /// a moment later.
-    pub fn create(&self, start: Start) -> Result<(Value, bool), Refusal> {
+    pub fn create(&self, start: Start, images: Vec<Checked>) -> Result<(Value, bool), Refusal> {
         if let Some(why) = approvals::refusal(start.approvals, self.config.agent_uid) {
             return Err(Refusal::new(422, "approvals_refused", why));
         }
@@ -120,7 +123,11 @@ impl Runtime {
             }
             let id = new_id();
             let now = self.clock.now();
-            let prompt = start.prompt.clone();
+            let prompt = start.prompt.clone().map(|text| NewPrompt {
+                text,
+                choice: ModelChoice::default(),
+                attachments: start.attachments.clone(),
+            });
             let m = machine::Session::new(
                 self.machine_config(),
                 sessions::options(&start),
@@ -141,14 +148,17 @@ impl Runtime {
             reg.reserve(&id, &s.start, shared.clone());
             drop(reg);
             s.recording = self.recording(&s, Begin::New { at: now, prompt });
+            // Its images are kept before the record that names them.
+            let kept = ImageStore::of(self.store.dir(), &id).put(&images);
             // The machine's first effect is `Persist`: a kill -9 from here on
             // restores the start and it waits again. A start that cannot be
             // recorded is refused rather than run unrecorded.
-            let pass = match self.persist_first(&mut s) {
+            let pass = match kept.and_then(|()| self.persist_first(&mut s)) {
                 Ok(pass) => pass,
                 Err(e) => {
                     log::error!("{id}: cannot persist the start: {e}");
                     s.prompts.remove();
+                    ImageStore::of(self.store.dir(), &id).prune([]);
                     self.registry().forget(&id, &s.start);
                     return Err(Refusal::new(
                         500,
@@ -209,23 +219,40 @@ impl Runtime {
     pub fn message(
         &self,
         id: &str,
-        prompt: String,
         steer: bool,
-        choice: ModelChoice,
+        prompt: NewPrompt,
+        images: &[Checked],
     ) -> Result<CommandAnswer, Refusal> {
         let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
+        let harness = {
+            let mut s = lock(&s);
+            s.images_arriving += 1;
+            s.start.harness
+        };
+        // Kept before the prompt is, outside the session's lock: a large
+        // image's write holds up no other command of the session.
+        let kept = ImageStore::of(self.store.dir(), id).put(images);
         let mut s = lock(&s);
-        if let Some(Err(why)) = choice.effort.map(|e| s.start.harness.check_effort(e)) {
+        s.images_arriving -= 1;
+        if let Some(Err(why)) = prompt.choice.effort.map(|e| harness.check_effort(e)) {
             return Err(Refusal::new(422, "invalid_field", why));
+        }
+        if let Err(e) = kept {
+            self.store.failed("a message's images", &e);
+            return Err(Refusal::new(
+                500,
+                "state_unwritable",
+                format!(
+                    "Cannot keep the message's images in {}: {e}. It was not queued.",
+                    self.config.state_dir.display()
+                ),
+            ));
         }
         let number = s.machine.record().next_prompt;
         let input = if steer {
-            Input::Steer(prompt)
+            Input::Steer(prompt.text)
         } else {
-            Input::Message(NewPrompt {
-                text: prompt,
-                choice,
-            })
+            Input::Message(prompt)
         };
         self.command(&mut s, input)?;
         let steered = s.machine.steered(number);

@@ -3,12 +3,15 @@
 //! The process's talker words each in its harness's protocol; the turn's
 //! stdin writes it (harness_io/stdin.rs).
 
-use room_machines::session::{DecidedBy, Decision, Input, ModelChoice, PromptId, TurnSeq};
+use room_machines::session::{
+    Attachment, DecidedBy, Decision, Input, ModelChoice, PromptId, TurnSeq,
+};
 
 use super::driver::Pass;
 use super::harness_io::stdin::undelivered;
 use super::Runtime;
-use crate::harness::speech::{Answer, Said};
+use crate::attachments::store::ImageStore;
+use crate::harness::speech::{Answer, Image, Said};
 use crate::sessions::Hosted;
 
 impl Runtime {
@@ -36,7 +39,7 @@ impl Runtime {
         s: &mut Hosted,
         pass: &mut Pass,
         seq: TurnSeq,
-        prompt: String,
+        (prompt, attachments): (String, Vec<Attachment>),
         switch: ModelChoice,
     ) {
         let Some(live) = s.live.as_mut() else {
@@ -58,15 +61,19 @@ impl Runtime {
         // the harness answers (its reader's append takes staged events
         // first) and makes it durable by the pass's end.
         self.stage_events(s, pass);
-        self.say(
-            s,
-            pass,
-            seq,
-            Said::Prompt {
-                text: prompt,
-                switch,
-            },
-        );
+        match self.images(&s.id, &attachments) {
+            Ok(images) => {
+                let said = Said::Prompt {
+                    text: prompt,
+                    images,
+                    switch,
+                };
+                self.say(s, pass, seq, said);
+            }
+            Err(error) => pass
+                .inputs
+                .push_back(Input::PromptUndelivered { seq, error }),
+        }
     }
 
     /// `Steer`: a prompt for the running turn; `SteerUndelivered` when it
@@ -105,6 +112,31 @@ impl Runtime {
     /// writer is reported as what it carried (a prompt, a steer; the rest
     /// only in the log: a turn that is gone or does not read needs it no
     /// more, its end is on its way).
+    /// The images `attachments` names, from session `id`'s store, for the
+    /// harness; why not, when one cannot be read.
+    pub(super) fn images(
+        &self,
+        id: &str,
+        attachments: &[Attachment],
+    ) -> Result<Vec<Image>, String> {
+        let store = ImageStore::of(self.store.dir(), id);
+        attachments
+            .iter()
+            .map(|a| {
+                let data = store.read(a).map_err(|e| {
+                    format!(
+                        "its image {:.12}… cannot be read from the state dir: {e}",
+                        a.sha256
+                    )
+                })?;
+                Ok(Image {
+                    media_type: a.media_type.media_type(),
+                    data,
+                })
+            })
+            .collect()
+    }
+
     fn say(&self, s: &Hosted, pass: &mut Pass, seq: TurnSeq, said: Said) {
         let said = match live(s, seq) {
             Some(live) => live.input.say(said),

@@ -14,6 +14,7 @@ use room_machines::session::{Input, ModelChoice, Process, Signal, TurnSeq};
 use super::driver::Pass;
 use super::harness_io::{self, stdin::undelivered};
 use super::job::Job;
+use super::spawn_order::SpawnOrder;
 use super::Runtime;
 use crate::agent::turn_files::TurnFile;
 use crate::harness::options::Options as HarnessOptions;
@@ -26,17 +27,6 @@ use crate::sessions::turn_now::TurnNow;
 use crate::sessions::{self, turn_key, Hosted};
 use crate::supervise::{TurnKey, TurnRecord};
 
-/// How a turn's new process starts: `SpawnTurn`'s fields beside the turn
-/// and its prompt.
-pub(super) struct ProcessStart {
-    /// The native session it resumes, if any.
-    pub resume: Option<String>,
-    /// Plan only.
-    pub plan_only: bool,
-    /// The model and effort in force.
-    pub choice: ModelChoice,
-}
-
 impl Runtime {
     /// `SpawnTurn`: makes the folder, puts the turn's key on record, starts
     /// the harness through the supervisor and answers `TurnSpawned` (or
@@ -46,10 +36,9 @@ impl Runtime {
         s: &mut Hosted,
         pass: &mut Pass,
         seq: TurnSeq,
-        prompt: String,
-        start: ProcessStart,
+        order: SpawnOrder,
     ) {
-        match self.try_spawn(s, seq, prompt, start) {
+        match self.try_spawn(s, seq, order) {
             Ok(process) => pass.inputs.push_back(Input::TurnSpawned { seq, process }),
             Err(reason) => {
                 s.supervised = None;
@@ -82,14 +71,15 @@ impl Runtime {
         &self,
         s: &mut Hosted,
         seq: TurnSeq,
-        prompt: String,
-        start: ProcessStart,
+        order: SpawnOrder,
     ) -> Result<Process, String> {
-        let ProcessStart {
+        let SpawnOrder {
+            prompt,
+            attachments,
             resume,
             plan_only,
             choice,
-        } = start;
+        } = order;
         let key = TurnKey::new(turn_key(&s.id, seq))?;
         let folder = s.start.folder.clone();
         make_folder(&folder, self.config.agent_uid)
@@ -165,7 +155,7 @@ impl Runtime {
             tree: started.tree,
             input,
             release: Some(Box::new(move || work.release())),
-            prompt: Some(prompt),
+            prompt: Some((prompt, attachments)),
             file,
         }));
         log::info!(
@@ -192,13 +182,26 @@ impl Runtime {
             });
             return;
         };
-        if let Some(prompt) = live.prompt.take() {
-            if let Err(lost) = live.input.say(Said::prompt(prompt)) {
-                for carries in lost {
-                    undelivered(seq, carries, "its stdin takes no more lines", |input| {
-                        pass.inputs.push_back(input)
-                    });
+        if let Some((text, attachments)) = live.prompt.take() {
+            let said = self.images(&s.id, &attachments).map(|images| Said::Prompt {
+                text,
+                images,
+                switch: ModelChoice::default(),
+            });
+            let live = s.live.as_mut().expect("checked above");
+            match said.map(|said| live.input.say(said)) {
+                Ok(Ok(())) => {}
+                Ok(Err(lost)) => {
+                    for carries in lost {
+                        undelivered(seq, carries, "its stdin takes no more lines", |input| {
+                            pass.inputs.push_back(input)
+                        });
+                    }
                 }
+                // The turn ends; its output is still let go below.
+                Err(error) => pass
+                    .inputs
+                    .push_back(Input::PromptUndelivered { seq, error }),
             }
         }
         self.flush_events(s, pass);

@@ -23,8 +23,8 @@ pub(crate) struct LiveTurn {
     /// Lets its output's work go, once the prompt is handed over (the
     /// queue is held until then).
     pub(crate) release: Option<Box<dyn FnOnce() + Send>>,
-    /// Its prompt, until it is handed over.
-    pub(crate) prompt: Option<String>,
+    /// Its prompt and the images it carries, until it is handed over.
+    pub(crate) prompt: Option<(String, Vec<room_machines::session::Attachment>)>,
     /// A file written for the process (claude's MCP config), removed with
     /// it.
     pub(crate) file: Option<TurnFile>,

@@ -97,6 +97,10 @@ pub struct Start {
     /// the CLI).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<McpServers>,
+    /// The first prompt's images, as the session knows them (their bytes
+    /// wait in its image store).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<machine::Attachment>,
 }
 
 impl Start {
@@ -207,6 +211,9 @@ pub(crate) struct Hosted {
     pub journal: Arc<Journal>,
     /// The session's prompt log (the texts of its waiting prompts).
     pub prompts: PromptLog,
+    /// Messages whose images are being kept and whose prompts are not
+    /// accepted yet: while any is, no image is pruned.
+    pub images_arriving: usize,
     /// This session's own handle, for the timer, the pool and turn threads.
     pub me: Weak<Mutex<Hosted>>,
 }
@@ -245,6 +252,7 @@ impl Hosted {
                 recording: None,
                 journal,
                 prompts,
+                images_arriving: 0,
                 me: me.clone(),
             })
         })
@@ -379,7 +387,7 @@ mod tests {
         let mut m = machine::Session::new(
             machine::Config::default(),
             options(&start),
-            start.prompt.clone(),
+            start.prompt.clone().map(machine::NewPrompt::from),
             0,
         );
         let journal = Arc::new(Journal::new(std::path::Path::new("/nonexistent"), "cr_a"));

@@ -86,6 +86,7 @@ pub(crate) fn upgrade(v: Value) -> Result<RecordFile, serde_json::Error> {
             id,
             text: text.into(),
             choice: Default::default(),
+            attachments: Vec::new(),
         })
         .collect();
     let core = Core {

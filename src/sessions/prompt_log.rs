@@ -252,6 +252,7 @@ mod tests {
             id,
             text: text.into(),
             choice: Default::default(),
+            attachments: Vec::new(),
         }
     }
 

@@ -1,9 +1,9 @@
 //! The app's commands (message, stop, interrupt, resume, close, relaunch)
 //! and the service's stop.
 
-use super::choice::ModelChoice;
 use super::event::Event;
 use super::io::{Outcome, Refusal};
+use super::prompt::NewPrompt;
 use super::record::{EndWhy, Stage};
 use super::timers::Deadline;
 use super::values::RelaunchMode;
@@ -23,12 +23,7 @@ impl Session {
         }
     }
 
-    pub(super) fn handle_message(
-        &mut self,
-        now: Millis,
-        text: String,
-        choice: ModelChoice,
-    ) -> Outcome {
+    pub(super) fn handle_message(&mut self, now: Millis, prompt: NewPrompt) -> Outcome {
         if let Some(r) = self.refusal() {
             return Outcome::Refused(r);
         }
@@ -41,7 +36,7 @@ impl Session {
         if self.state.record.queue.len() >= self.config.max_queued_prompts {
             return Outcome::Refused(Refusal::QueueFull);
         }
-        self.accept(text, choice);
+        self.accept(prompt);
         self.pump(now);
         Outcome::Applied
     }

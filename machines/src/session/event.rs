@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::approval::{ApprovalId, DecidedBy, Decision};
+use super::attachment::Attachment;
 use super::budget::Budget;
 use super::failure::Failure;
 use super::record::Shown;
@@ -62,6 +63,10 @@ pub enum Event {
         /// The text was cut.
         #[serde(default)]
         text_truncated: bool,
+        /// The images it carries (their kind, size and sha256, not their
+        /// bytes).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<Attachment>,
     },
     /// A prompt was handed to the running turn (`deliver: steer`).
     PromptSteered {

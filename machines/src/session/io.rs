@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::approval::{ApprovalId, ApprovalMode, DecidedBy, Decision, Request, APPROVAL_TIMEOUT};
+use super::attachment::Attachment;
 use super::budget::Budget;
 use super::choice::ModelChoice;
 use super::event::Event;
@@ -259,10 +260,7 @@ impl Input {
     /// `POST …/messages` that chooses nothing: the prompt runs with the
     /// session's choice in force.
     pub fn message(text: String) -> Input {
-        Input::Message(NewPrompt {
-            text,
-            choice: ModelChoice::default(),
-        })
+        Input::Message(NewPrompt::text(text))
     }
 
     /// Whether the app's answer to this command is due only once the turn
@@ -328,6 +326,9 @@ pub enum Effect {
         /// The model and effort the process runs.
         #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
         choice: ModelChoice,
+        /// The images the prompt carries.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<Attachment>,
     },
     /// Say the turn's prompt on its stdin (which stays open); answer
     /// `PromptUndelivered` if that (or the `Persist` before it) failed.
@@ -359,6 +360,9 @@ pub enum Effect {
         /// run it as chosen.
         #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
         switch: ModelChoice,
+        /// The images the prompt carries.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<Attachment>,
     },
     /// Write a prompt to the running turn's stdin; answer
     /// `SteerUndelivered` if that fails.

@@ -97,6 +97,7 @@ impl Session {
             seq,
             prompt: prompt.text.to_string(),
             switch: was.changes_to(&now_chosen),
+            attachments: prompt.attachments.clone(),
         });
         self.await_sign_of_life(now);
     }

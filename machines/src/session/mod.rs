@@ -105,6 +105,7 @@
 
 mod approval;
 mod approvals;
+mod attachment;
 mod budget;
 mod choice;
 mod commands;
@@ -147,6 +148,7 @@ pub use approval::{
     Approval, ApprovalId, ApprovalMode, DecidedBy, Decision, Request as ApprovalRequest,
     APPROVAL_TIMEOUT, MAX_PENDING,
 };
+pub use attachment::{Attachment, ImageType, IMAGE_TYPES};
 pub use budget::Budget;
 pub use choice::{Effort, ModelChoice, EFFORTS};
 pub use event::Event;
@@ -238,13 +240,18 @@ pub struct Session {
 impl Session {
     /// A new start at `now`: its record is persisted first, its first
     /// prompt (if any) queued, and its launch begun (the copy wait).
-    pub fn new(config: Config, options: Options, prompt: Option<String>, now: Millis) -> Session {
+    pub fn new(
+        config: Config,
+        options: Options,
+        prompt: Option<NewPrompt>,
+        now: Millis,
+    ) -> Session {
         let budget = options.budget;
         let mut s = Session::around(config, options, Record::new());
         s.state.record.budget = budget;
         s.dirty = true;
-        if let Some(text) = prompt {
-            s.accept(text, ModelChoice::default());
+        if let Some(prompt) = prompt {
+            s.accept(prompt);
         }
         s.begin_launch(now, false);
         s.finish();
@@ -361,7 +368,7 @@ impl Session {
     /// nothing and emit nothing.
     pub fn handle(&mut self, now: Millis, input: Input) -> Outcome {
         let outcome = match input {
-            Input::Message(NewPrompt { text, choice }) => self.handle_message(now, text, choice),
+            Input::Message(prompt) => self.handle_message(now, prompt),
             Input::Steer(text) => self.handle_steer(now, text),
             Input::SetBudget(budget) => self.handle_set_budget(now, budget),
             Input::Stop => self.handle_stop(now),
@@ -451,7 +458,12 @@ impl Session {
     /// (cut to fit a journal line). The record is not marked for `Persist`:
     /// the prompt goes to the prompt log (`PersistPrompt`), and a record
     /// read back with its log holds it ([`Record::with_logged`]).
-    fn accept(&mut self, text: String, choice: ModelChoice) {
+    fn accept(&mut self, new: NewPrompt) {
+        let NewPrompt {
+            text,
+            choice,
+            attachments,
+        } = new;
         let (shown, text_truncated) = excerpt(&text, PROMPT_TEXT_MAX);
         let r = &mut self.state.record;
         let id = r.next_prompt;
@@ -460,6 +472,7 @@ impl Session {
             id,
             text: text.into(),
             choice,
+            attachments: attachments.clone(),
         };
         r.queue.push_back(prompt.clone());
         self.appended.push(prompt);
@@ -467,6 +480,7 @@ impl Session {
             prompt: id,
             text: shown,
             text_truncated,
+            attachments,
         });
     }
 
@@ -541,6 +555,7 @@ impl Session {
             resume: r.native_id.clone(),
             plan_only,
             choice: self.options.choice.with(&r.chosen).with(&prompt.choice),
+            attachments: prompt.attachments.clone(),
         });
         r.turn = Some(Turn::asked(seq, prompt, launch));
     }

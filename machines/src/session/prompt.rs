@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::attachment::Attachment;
 use super::choice::ModelChoice;
 use super::values::PromptId;
 
@@ -15,11 +16,14 @@ pub struct Prompt {
     /// The model and effort it chose for its turn and the turns after it.
     #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
     pub choice: ModelChoice,
+    /// The images it carries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
 }
 
-/// A message as the app sent it: its text, and what it chose for its turn
-/// and the turns after it. Written as its text alone when it chose
-/// nothing, as every message was before a message could choose, so
+/// A message as the app sent it: its text, what it chose for its turn and
+/// the turns after it, and the images it carries. Written as its text
+/// alone when it has nothing else, as every message was before, so
 /// recorded timelines replay either way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewPrompt {
@@ -27,6 +31,31 @@ pub struct NewPrompt {
     pub text: String,
     /// The model and effort it chose.
     pub choice: ModelChoice,
+    /// The images it carries.
+    pub attachments: Vec<Attachment>,
+}
+
+impl NewPrompt {
+    /// A message of text alone.
+    pub fn text(text: String) -> NewPrompt {
+        NewPrompt {
+            text,
+            choice: ModelChoice::default(),
+            attachments: Vec::new(),
+        }
+    }
+}
+
+impl From<String> for NewPrompt {
+    fn from(text: String) -> NewPrompt {
+        NewPrompt::text(text)
+    }
+}
+
+impl From<&str> for NewPrompt {
+    fn from(text: &str) -> NewPrompt {
+        NewPrompt::text(text.into())
+    }
 }
 
 /// [`NewPrompt`] as JSON: a string, or its text beside its choice.
@@ -34,20 +63,23 @@ pub struct NewPrompt {
 #[serde(untagged)]
 enum NewPromptJson {
     Text(String),
-    Choosing {
+    Full {
         text: String,
         #[serde(flatten)]
         choice: ModelChoice,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<Attachment>,
     },
 }
 
 impl Serialize for NewPrompt {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.choice.is_empty() {
+        match self.choice.is_empty() && self.attachments.is_empty() {
             true => NewPromptJson::Text(self.text.clone()),
-            false => NewPromptJson::Choosing {
+            false => NewPromptJson::Full {
                 text: self.text.clone(),
                 choice: self.choice.clone(),
+                attachments: self.attachments.clone(),
             },
         }
         .serialize(s)
@@ -57,11 +89,16 @@ impl Serialize for NewPrompt {
 impl<'de> Deserialize<'de> for NewPrompt {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NewPrompt, D::Error> {
         Ok(match NewPromptJson::deserialize(d)? {
-            NewPromptJson::Text(text) => NewPrompt {
+            NewPromptJson::Text(text) => NewPrompt::text(text),
+            NewPromptJson::Full {
                 text,
-                choice: ModelChoice::default(),
+                choice,
+                attachments,
+            } => NewPrompt {
+                text,
+                choice,
+                attachments,
             },
-            NewPromptJson::Choosing { text, choice } => NewPrompt { text, choice },
         })
     }
 }

@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use super::attachment::Attachment;
+
 /// The fields of a start that a retry is compared on, in the order a
 /// conflict names them (`harness`, `kind` and `mcp_servers` are the
 /// runtime's own types).
@@ -25,6 +27,8 @@ pub struct StartFields<'a, H, K, M> {
     pub shared_sandbox: bool,
     /// `prompt`: the first prompt.
     pub prompt: Option<&'a str>,
+    /// `attachments`: the first prompt's images.
+    pub attachments: &'a [Attachment],
     /// `model`.
     pub model: Option<&'a str>,
     /// `effort`, by its wire name.
@@ -40,7 +44,7 @@ pub struct StartFields<'a, H, K, M> {
 }
 
 /// The fields a conflict can name, in the order they are compared.
-pub const COMPARED: [&str; 11] = [
+pub const COMPARED: [&str; 12] = [
     "workspace",
     "folder",
     "harness",
@@ -48,6 +52,7 @@ pub const COMPARED: [&str; 11] = [
     "parent",
     "shared_sandbox",
     "prompt",
+    "attachments",
     "model",
     "effort",
     "instructions",
@@ -68,6 +73,7 @@ pub fn retry_difference<H: PartialEq, K: PartialEq, M: PartialEq>(
         was.parent == retry.parent,
         was.shared_sandbox == retry.shared_sandbox,
         was.prompt == retry.prompt,
+        was.attachments == retry.attachments,
         was.model == retry.model,
         was.effort == retry.effort,
         was.instructions == retry.instructions,

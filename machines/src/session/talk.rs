@@ -9,6 +9,7 @@ use super::event::Event;
 use super::excerpt::{excerpt, PROMPT_TEXT_MAX};
 use super::failure::FAILURE_TEXT_MAX;
 use super::io::{Effect, Outcome};
+use super::prompt::NewPrompt;
 use super::record::{Phase, Prompt, PromptId, Run, Stage, Turn, TurnSeq};
 use super::timers::Deadline;
 use super::usage::UsageReport;
@@ -35,7 +36,7 @@ impl Session {
 
     pub(super) fn handle_steer(&mut self, now: Millis, text: String) -> Outcome {
         if !self.steerable() || self.budget_spent() {
-            return self.handle_message(now, text, ModelChoice::default());
+            return self.handle_message(now, NewPrompt::text(text));
         }
         let seq = self.state.record.turn.as_ref().map(|t| t.seq);
         let seq = seq.expect("steerable");
@@ -82,6 +83,7 @@ impl Session {
         }
         self.enqueue(Prompt {
             choice: ModelChoice::default(),
+            attachments: Vec::new(),
             id: prompt,
             text: text.into(),
         });

@@ -42,7 +42,7 @@ impl T {
         let mut s = Session::new(
             Config::default(),
             options(promised),
-            prompt.map(String::from),
+            prompt.map(NewPrompt::from),
             0,
         );
         let e = drain(&mut s);
@@ -180,6 +180,7 @@ fn a_new_start_is_persisted_before_its_launch_begins() {
                 id: 1,
                 text: "hello".into(),
                 choice: Default::default(),
+                attachments: Vec::new(),
             }),
             Effect::Persist,
             // The session's first event is its state.
@@ -190,6 +191,7 @@ fn a_new_start_is_persisted_before_its_launch_begins() {
                 prompt: 1,
                 text: "hello".into(),
                 text_truncated: false,
+                attachments: Vec::new(),
             }),
             launch_effect(LaunchEffect::Watch),
             launch_effect(LaunchEffect::Observe),
@@ -238,6 +240,7 @@ fn no_turn_is_spawned_before_the_permit_and_the_first_prompt_goes_with_the_permi
                 resume: None,
                 plan_only: false,
                 choice: Default::default(),
+                attachments: Vec::new(),
             }
         ]
     );
@@ -319,6 +322,7 @@ fn later_turns_resume_the_native_session_one_at_a_time() {
             resume: Some("n1".into()),
             plan_only: false,
             choice: Default::default(),
+            attachments: Vec::new(),
         }
     ));
     let e = t.go(Input::message("three".into()));
@@ -398,6 +402,7 @@ fn interrupt_ends_the_turn_and_the_queue_goes_on() {
             resume: Some("n1".into()),
             plan_only: false,
             choice: Default::default(),
+            attachments: Vec::new(),
         }
     ));
     t.go(Input::TurnSpawned { seq: 3, process: P });
@@ -522,6 +527,7 @@ fn a_later_prompt_that_cannot_be_spawned_fails_visibly_and_the_queue_moves_on() 
             resume: Some("n1".into()),
             plan_only: false,
             choice: Default::default(),
+            attachments: Vec::new(),
         }
     ));
 }
@@ -673,6 +679,7 @@ fn restore_kills_a_survivor_before_anything_else_runs() {
             resume: Some("n1".into()),
             plan_only: false,
             choice: Default::default(),
+            attachments: Vec::new(),
         }],
         "never reported in: queued again, ahead of the rest"
     );
@@ -762,6 +769,7 @@ fn a_turn_asked_for_but_never_spawned_is_queued_again_on_restore() {
         resume: Some("n1".into()),
         plan_only: false,
         choice: Default::default(),
+        attachments: Vec::new(),
     }));
 }
 
@@ -938,6 +946,7 @@ fn retry_differing_only_in_project_copy_or_plan_only_is_the_same_start() {
         mcp_servers: None::<&()>,
         project_copy: true,
         plan_only: false,
+        attachments: &[],
     };
     let retry = StartFields {
         project_copy: false,

@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use crate::harness::figures::{cost, count};
 use crate::harness::refusal::Why;
+use crate::harness::speech::Image;
 
 /// The arguments, after the program, that put claude on this protocol;
 /// the permission mode, allowed tools and `--resume <id>` follow them.
@@ -71,8 +72,48 @@ pub enum Outgoing<'a> {
 pub struct UserMessage<'a> {
     /// Always `user`.
     pub role: &'static str,
+    /// What the user wrote, with the images they gave.
+    pub content: Content<'a>,
+}
+
+/// A user message's content: its text alone, or content blocks when it
+/// carries images (the images first, then the text, as the Agent SDK
+/// sends them).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Content<'a> {
     /// The text, as the user wrote it.
-    pub content: &'a str,
+    Text(&'a str),
+    /// Image blocks, then a text block.
+    Blocks(Vec<Block<'a>>),
+}
+
+/// One content block of a user message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block<'a> {
+    /// An image, inline.
+    Image {
+        /// Its bytes, in base64.
+        source: ImageSource<'a>,
+    },
+    /// Text.
+    Text {
+        /// The text.
+        text: &'a str,
+    },
+}
+
+/// An inline image's bytes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImageSource<'a> {
+    /// Always `base64`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: &'a str,
+    /// The bytes in standard base64.
+    pub data: String,
 }
 
 /// A control request room-core sends.
@@ -192,10 +233,31 @@ impl Outgoing<'_> {
 
 /// A prompt or a steer.
 pub fn user_message(text: &str) -> String {
+    user_message_with(text, &[])
+}
+
+/// A prompt with images: image blocks, then the text.
+pub fn user_message_with(text: &str, images: &[Image]) -> String {
+    let content = if images.is_empty() {
+        Content::Text(text)
+    } else {
+        let mut blocks: Vec<Block> = images
+            .iter()
+            .map(|i| Block::Image {
+                source: ImageSource {
+                    kind: "base64",
+                    media_type: i.media_type,
+                    data: i.base64(),
+                },
+            })
+            .collect();
+        blocks.push(Block::Text { text });
+        Content::Blocks(blocks)
+    };
     Outgoing::User {
         message: UserMessage {
             role: "user",
-            content: text,
+            content,
         },
     }
     .line()

@@ -29,7 +29,9 @@ use super::protocol::{self as claude, CliRequest, Incoming};
 use crate::harness::bounds::{REF_MAX, TEXT_MAX};
 use crate::harness::head::{fields, Scalar};
 use crate::harness::refusal::{Named, Refused, Unreadable, Why, INPUTS_MAX};
-use crate::harness::speech::{cut, denial_text, input_text, Carries, Heard, Hearing, Out, Said};
+use crate::harness::speech::{
+    cut, denial_text, input_text, Carries, Heard, Hearing, Image, Out, Said,
+};
 
 /// What an answer to a refused request carries, for the log.
 const REFUSAL: &str = "an answer to a request room-core refused";
@@ -55,8 +57,8 @@ struct Switching {
     request_id: String,
     /// The model asked for.
     model: String,
-    /// The prompt; none once an interrupt withdrew it.
-    text: Option<String>,
+    /// The prompt and its images; none once an interrupt withdrew it.
+    prompt: Option<(String, Vec<Image>)>,
 }
 
 impl ClaudeTalk {
@@ -65,6 +67,7 @@ impl ClaudeTalk {
         let out = match said {
             Said::Prompt {
                 text,
+                images,
                 switch: ModelChoice {
                     model: Some(model), ..
                 },
@@ -75,7 +78,7 @@ impl ClaudeTalk {
                 self.switching = Some(Switching {
                     request_id,
                     model,
-                    text: Some(text),
+                    prompt: Some((text, images)),
                 });
                 // Carries the prompt: if it cannot be written, neither can
                 // the prompt.
@@ -84,8 +87,8 @@ impl ClaudeTalk {
                     carries: Carries::Prompt,
                 }
             }
-            Said::Prompt { text, .. } => Out {
-                line: claude::user_message(&text),
+            Said::Prompt { text, images, .. } => Out {
+                line: claude::user_message_with(&text, &images),
                 carries: Carries::Prompt,
             },
             Said::Steer { prompt, text } => Out {
@@ -95,7 +98,7 @@ impl ClaudeTalk {
             Said::Interrupt => {
                 // A prompt still waiting for its switch never goes.
                 if let Some(switching) = &mut self.switching {
-                    switching.text = None;
+                    switching.prompt = None;
                 }
                 Out::other(claude::interrupt("room-core-interrupt"), "an interrupt")
             }
@@ -186,12 +189,12 @@ impl ClaudeTalk {
         let Some(switching) = self.switching.take_if(|s| s.request_id == request_id) else {
             return;
         };
-        let Some(text) = switching.text else {
+        let Some((text, images)) = switching.prompt else {
             return;
         };
         match error {
             None => hearing.writes.push(Out {
-                line: claude::user_message(&text),
+                line: claude::user_message_with(&text, &images),
                 carries: Carries::Prompt,
             }),
             Some(why) => {

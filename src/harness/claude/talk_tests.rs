@@ -252,6 +252,7 @@ fn a_request_not_read_whole_is_answered_from_its_start() {
 fn switching(model: &str, text: &str) -> Said {
     Said::Prompt {
         text: text.into(),
+        images: Vec::new(),
         switch: ModelChoice {
             model: Some(model.into()),
             effort: None,

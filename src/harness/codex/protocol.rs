@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use crate::harness::figures::count;
 use crate::harness::refusal::Why;
+use crate::harness::speech::Image;
 
 /// The arguments, after the program, that start the app server on stdio.
 pub(crate) const PROTOCOL_ARGS: [&str; 1] = ["app-server"];
@@ -181,7 +182,7 @@ pub(crate) struct ThreadResumeParams<'a> {
     pub open: ThreadStartParams<'a>,
 }
 
-/// One piece of user input (only text is used).
+/// One piece of user input.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub(crate) enum UserInput<'a> {
@@ -189,6 +190,12 @@ pub(crate) enum UserInput<'a> {
     Text {
         /// The text.
         text: &'a str,
+    },
+    /// An image, inline as a `data:` URL (codex passes it to the model as
+    /// it is; no file to write or remove).
+    Image {
+        /// `data:<media type>;base64,<bytes>`.
+        url: String,
     },
 }
 
@@ -307,15 +314,24 @@ pub(crate) fn turn_start(
     id: u64,
     thread_id: &str,
     text: &str,
+    images: &[Image],
     model: Option<&str>,
     effort: Option<&str>,
 ) -> String {
+    // The images first, then the text, as codex's own clients send them.
+    let mut input: Vec<UserInput> = images
+        .iter()
+        .map(|i| UserInput::Image {
+            url: format!("data:{};base64,{}", i.media_type, i.base64()),
+        })
+        .collect();
+    input.push(UserInput::Text { text });
     request(
         id,
         "turn/start",
         TurnStartParams {
             thread_id,
-            input: vec![UserInput::Text { text }],
+            input,
             model,
             effort,
         },

@@ -244,6 +244,7 @@ fn encoders_write_what_the_real_cli_was_sent() {
         s["id"].as_u64().unwrap(),
         s["params"]["threadId"].as_str().unwrap(),
         s["params"]["input"][0]["text"].as_str().unwrap(),
+        &[],
         None,
         None,
     ));

@@ -26,7 +26,7 @@ use crate::harness::bounds::{REF_MAX, TEXT_MAX};
 use crate::harness::head::{fields, Scalar};
 use crate::harness::refusal::{Named, Refused, Unreadable, Why};
 use crate::harness::speech::{
-    cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Out, Said,
+    cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Image, Out, Said,
 };
 
 /// The most requests of room-core's remembered while codex has not
@@ -83,7 +83,7 @@ pub struct CodexTalk {
     opened: bool,
     thread: Option<String>,
     /// The prompt, until the thread is open.
-    prompt: Option<String>,
+    prompt: Option<(String, Vec<Image>)>,
     /// The running turn, once `turn/start`'s answer names it.
     turn: Option<String>,
     /// `turn/start` is sent and not answered yet.
@@ -116,7 +116,11 @@ impl CodexTalk {
     /// The lines that say `said` now; what cannot go yet is held.
     pub fn say(&mut self, said: Said) -> Vec<Out> {
         match said {
-            Said::Prompt { text, switch } => self.prompt(text, switch),
+            Said::Prompt {
+                text,
+                images,
+                switch,
+            } => self.prompt(text, images, switch),
             Said::Steer { prompt, text } => match self.turn.clone() {
                 Some(turn) => vec![self.steer(&turn, prompt, text)],
                 None if self.awaits_turn() && self.held.len() < HELD_MAX => {
@@ -156,8 +160,8 @@ impl CodexTalk {
                 Some(Waiting::Thread) => match codex::thread_id(&result) {
                     Some(thread) => {
                         self.thread = Some(thread);
-                        if let Some(text) = self.prompt.take() {
-                            hearing.writes.push(self.turn_start(text, None));
+                        if let Some((text, images)) = self.prompt.take() {
+                            hearing.writes.push(self.turn_start(text, &images, None));
                         }
                     }
                     None => {
@@ -240,18 +244,18 @@ impl CodexTalk {
         self.starting || self.prompt.is_some()
     }
 
-    fn prompt(&mut self, text: String, switch: ModelChoice) -> Vec<Out> {
+    fn prompt(&mut self, text: String, images: Vec<Image>, switch: ModelChoice) -> Vec<Out> {
         // codex keeps a turn's model and effort for the turns after it.
         if let Some(effort) = switch.effort {
             self.opening.effort = Some(effort.name());
         }
         if self.thread.is_some() {
-            return vec![self.turn_start(text, switch.model.as_deref())];
+            return vec![self.turn_start(text, &images, switch.model.as_deref())];
         }
         if switch.model.is_some() {
             self.opening.model = switch.model;
         }
-        self.prompt = Some(text);
+        self.prompt = Some((text, images));
         if self.opened {
             return Vec::new();
         }
@@ -296,7 +300,7 @@ impl CodexTalk {
         .collect()
     }
 
-    fn turn_start(&mut self, text: String, model: Option<&str>) -> Out {
+    fn turn_start(&mut self, text: String, images: &[Image], model: Option<&str>) -> Out {
         self.starting = true;
         let id = self.ask(Waiting::Turn);
         Out {
@@ -304,6 +308,7 @@ impl CodexTalk {
                 id,
                 self.thread.as_deref().unwrap_or_default(),
                 &text,
+                images,
                 model,
                 self.opening.effort,
             ),

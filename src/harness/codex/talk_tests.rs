@@ -358,6 +358,7 @@ fn a_warm_turn_that_switches_names_its_model_and_the_effort_stays_for_the_next()
     hear_all(&mut talk, &lines[..=done]);
     let next = talk.say(Said::Prompt {
         text: "again".into(),
+        images: Vec::new(),
         switch: ModelChoice {
             model: Some("gpt-5.1-codex-mini".into()),
             effort: Some(Effort::High),

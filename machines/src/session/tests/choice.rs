@@ -15,6 +15,7 @@ fn message(text: &str, choice: ModelChoice) -> Input {
     Input::Message(NewPrompt {
         text: text.into(),
         choice,
+        attachments: Vec::new(),
     })
 }
 
@@ -125,6 +126,7 @@ fn a_lingering_process_is_told_what_changes_and_nothing_when_nothing_does() {
                 seq: 3,
                 prompt: "three".into(),
                 switch: chose(Some("opus"), None),
+                attachments: Vec::new(),
             }
         ),
         "only the model changes (the effort was already medium): {e:?}"
@@ -144,6 +146,7 @@ fn a_lingering_process_is_told_what_changes_and_nothing_when_nothing_does() {
                 seq: 4,
                 prompt: "four".into(),
                 switch: chose(None, Some(Effort::Xhigh)),
+                attachments: Vec::new(),
             }
         ),
         "{e:?}"
@@ -200,6 +203,7 @@ fn an_effort_a_process_takes_only_at_its_start_ends_the_linger_and_runs_in_a_new
                 seq: 4,
                 prompt: "four".into(),
                 switch: chose(Some("opus"), None),
+                attachments: Vec::new(),
             }
         ),
         "{e:?}"
@@ -220,6 +224,7 @@ fn a_warm_turn_restored_from_the_journal_keeps_its_prompts_choice() {
         id: 3,
         text: "three".into(),
         choice: chose(Some("opus"), None),
+        attachments: Vec::new(),
     };
     let record = before
         .with_logged([prompt])

@@ -62,6 +62,7 @@ fn the_turns_end_stops_the_grace_and_the_kill_wait() {
             resume: Some("n1".into()),
             plan_only: false,
             choice: Default::default(),
+            attachments: Vec::new(),
         }
     ));
     assert_eq!(t.s.poll_timeout(), None, "nothing of turn 2 is due");

@@ -90,6 +90,7 @@ fn a_queued_message_is_one_append_to_the_prompt_log_and_reads_back_with_it() {
         id,
         text: "queued".into(),
         choice: Default::default(),
+        attachments: Vec::new(),
     };
     assert_eq!(e[0], Effect::PersistPrompt(prompt.clone()), "{e:?}");
     assert!(!e.contains(&Effect::Persist), "{e:?}");
@@ -127,6 +128,7 @@ fn warm_follow_up() -> T {
             seq: 3,
             prompt: "three".into(),
             switch: Default::default(),
+            attachments: Vec::new(),
         }
     ));
     t
@@ -182,6 +184,7 @@ fn a_warm_follow_up_with_no_sign_of_life_runs_once_more_in_a_new_process() {
             resume: Some("n1".into()),
             plan_only: false,
             choice: Default::default(),
+            attachments: Vec::new(),
         }
     ));
     assert_eq!(t.s.record().retrying, Some(3));

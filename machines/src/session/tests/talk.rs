@@ -283,6 +283,7 @@ fn a_finished_turn_ends_at_once_and_its_process_lingers_for_the_next_prompt() {
             seq: 3,
             prompt: "three".into(),
             switch: Default::default(),
+            attachments: Vec::new(),
         }
     ));
     assert_eq!(spawns(&e), 0, "no new process");
@@ -336,6 +337,7 @@ fn a_queued_prompt_goes_straight_to_the_finished_turns_process() {
             seq: 3,
             prompt: "queued".into(),
             switch: Default::default(),
+            attachments: Vec::new(),
         }
     ));
     assert_eq!(

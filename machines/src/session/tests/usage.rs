@@ -221,11 +221,13 @@ fn a_queued_prompts_event_carries_its_text_cut_to_fit_a_journal_line() {
                 id: 2,
                 text: "a\nb".into(),
                 choice: Default::default(),
+                attachments: Vec::new(),
             }),
             Effect::Emit(Event::PromptQueued {
                 prompt: 2,
                 text: "a\nb".into(),
                 text_truncated: false,
+                attachments: Vec::new(),
             })
         ]
     );
@@ -269,7 +271,8 @@ fn records_and_events_written_before_usage_still_read() {
         Event::PromptQueued {
             prompt: 1,
             text: String::new(),
-            text_truncated: false
+            text_truncated: false,
+            attachments: Vec::new(),
         }
     );
     // A record with totals keeps them across a write and a read.

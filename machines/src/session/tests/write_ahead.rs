@@ -34,6 +34,7 @@ fn a_warm_follow_up_logs_its_prompt_and_writes_no_record() {
             id: 3,
             text: "three".into(),
             choice: Default::default(),
+            attachments: Vec::new(),
         }),
         "the prompt is durable before it is said: {e:?}"
     );
@@ -44,6 +45,7 @@ fn a_warm_follow_up_logs_its_prompt_and_writes_no_record() {
                 seq: 3,
                 prompt: "three".into(),
                 switch: Default::default(),
+                attachments: Vec::new(),
             }
         ),
         "{e:?}"
@@ -121,6 +123,7 @@ fn crashed(on_record: bool) -> Record {
         id: 3,
         text: "three".into(),
         choice: Default::default(),
+        attachments: Vec::new(),
     }])
 }
 
@@ -185,6 +188,7 @@ fn a_warm_turn_its_harness_never_printed_for_runs_again_as_the_next_turn() {
                 resume: Some("n1".into()),
                 plan_only: false,
                 choice: Default::default(),
+                attachments: Vec::new(),
             }],
             "on record: {on_record}"
         );
