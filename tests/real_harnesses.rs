@@ -736,6 +736,81 @@ fn codex_switches_model_and_effort_when_a_message_asks() {
     );
 }
 
+/// A 1x1 PNG, in base64.
+const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+/// A 1x1 GIF, in base64.
+const GIF_B64: &str = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7";
+
+/// A prompt's images reach the model, the start's and then a warm
+/// follow-up's, each in the request of its own turn: claude sends an
+/// `image` block (`source.data`), codex an `input_image` (a `data:` URL);
+/// either way the bytes the app gave, in base64.
+fn images_reach_the_model(test: &str, harness: &str) {
+    let Some(real) = Real::start(test, harness, json!({"linger_ms": 60000}), vec![]) else {
+        return;
+    };
+    let folder = real.svc.folder("code");
+    let png = json!({"type": "image", "media_type": "image/png", "data": PNG_B64});
+    let s = real.svc.start_session(start_body(
+        &folder,
+        harness,
+        json!({"prompt": "what is in the picture?", "attachments": [png]}),
+    ));
+    let id = id_of(&s);
+    real.model.await_answers(harness, 1);
+    real.await_idle(&id);
+    let gif = json!({"type": "image", "media_type": "image/gif", "data": GIF_B64});
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "and this one?", "attachments": [gif]}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let requests = real.model.await_answers(harness, 2);
+    real.await_idle(&id);
+    let (first, second) = (seen(&requests[0]), seen(&requests[1]));
+    assert!(first.contains(PNG_B64), "{harness}: {first}");
+    assert!(!first.contains(GIF_B64), "{harness}: {first}");
+    match harness {
+        "claude" => {
+            assert!(second.contains(GIF_B64), "{second}");
+            assert!(second.contains("\"media_type\":\"image/gif\""), "{second}");
+        }
+        // codex sends a PNG as it is, and another kind re-encoded as a PNG:
+        // the follow-up's message is an image, then its text.
+        _ => {
+            let last = last_user_message(&requests[1]["body"]);
+            let kinds: Vec<&str> = last.iter().filter_map(|c| c["type"].as_str()).collect();
+            assert_eq!(kinds, ["input_image", "input_text"], "{second}");
+            let url = last[0]["image_url"].as_str().unwrap_or_default();
+            assert!(url.starts_with("data:image/"), "{url}");
+            assert_ne!(url, format!("data:image/png;base64,{PNG_B64}"), "{second}");
+            assert_eq!(last[1]["text"], "and this one?");
+        }
+    }
+    let view = real.svc.session(&id);
+    assert_eq!(view["error"], Value::Null, "{view}");
+}
+
+/// The content of the last user message of a codex Responses request.
+fn last_user_message(body: &Value) -> Vec<Value> {
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["role"] == "user")
+        .last()
+        .and_then(|m| m["content"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn claude_sees_the_images_a_prompt_carries() {
+    images_reach_the_model("claude_sees_the_images_a_prompt_carries", "claude");
+}
+
+fn codex_sees_the_images_a_prompt_carries() {
+    images_reach_the_model("codex_sees_the_images_a_prompt_carries", "codex");
+}
+
 /// Where each CLI puts the instructions: claude in its system prompt's
 /// last block, codex in a developer message of its input.
 fn instructions_seen(harness: &str, body: &Value) -> String {
@@ -881,6 +956,18 @@ fn codex_starts_an_mcp_server_the_app_gave_it_with_its_secret() {
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();
     let trials = vec![
+        trial(
+            "claude_sees_the_images_a_prompt_carries",
+            Some("claude"),
+            false,
+            claude_sees_the_images_a_prompt_carries,
+        ),
+        trial(
+            "codex_sees_the_images_a_prompt_carries",
+            Some("codex"),
+            false,
+            codex_sees_the_images_a_prompt_carries,
+        ),
         trial(
             "claude_switches_model_and_effort_when_a_message_asks",
             Some("claude"),

@@ -218,14 +218,11 @@ pub(crate) fn none(body: &[u8]) -> Result<(), Refusal> {
 /// Parses and validates a start, with its first prompt's images.
 pub(crate) fn create(body: &[u8]) -> Result<(Start, Vec<Checked>), Refusal> {
     let mut value = object(body, CREATE_FIELDS)?;
-    let images = value
-        .as_object_mut()
-        .and_then(|m| m.remove("attachments"))
-        .map(images)
-        .transpose()?
-        .unwrap_or_default();
+    let attachments = value.as_object_mut().and_then(|m| m.remove("attachments"));
+    let given = attachments.is_some();
+    let images = attachments.map(images).transpose()?.unwrap_or_default();
     let mut c: Start = typed(value)?;
-    if !images.is_empty() && c.prompt.is_none() {
+    if given && c.prompt.is_none() {
         return Err(Refusal::new(
             422,
             "invalid_field",

@@ -18,6 +18,13 @@ pub(crate) const MAX_IMAGE_BYTES: usize = 5 << 20;
 /// The most a prompt's images hold together, decoded (20 MiB).
 pub(crate) const MAX_TOTAL_BYTES: usize = 20 << 20;
 
+/// Standard base64 with its padding, its last character's unused bits
+/// ignored (as the spec's pattern, which cannot see them, takes them).
+const STANDARD_LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
+
 /// An image as the API takes it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -91,7 +98,7 @@ fn one(item: Value) -> Result<Checked, String> {
             MAX_IMAGE_BYTES >> 20
         ));
     }
-    let data = base64::engine::general_purpose::STANDARD
+    let data = STANDARD_LENIENT
         .decode(body.data.as_bytes())
         .map_err(|e| format!("data is not standard base64 ({e})."))?;
     if data.len() > MAX_IMAGE_BYTES {
