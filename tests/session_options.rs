@@ -578,17 +578,13 @@ fn a_message_choosing_what_its_cli_cannot_take_is_refused_and_queues_nothing() {
     await_ended(&svc, &id, 1);
     let cases = [
         (
-            json!({"effort": "minimal"}),
-            "claude takes effort low, medium, high, xhigh or max, not minimal.",
-        ),
-        (
             json!({"model": "-x"}),
             "model must be 1 to 128 characters of letters, digits and . _ : / @ -, not starting with -.",
         ),
         (
             json!({"model": "opus", "deliver": "steer"}),
-            "A steered message joins the running turn, whose model and effort are set: model and \
-             effort go with a queued message.",
+            "A steered message joins the running turn as text: model, effort and attachments go \
+             with a queued message.",
         ),
     ];
     for (choice, error) in cases {
@@ -599,6 +595,16 @@ fn a_message_choosing_what_its_cli_cannot_take_is_refused_and_queues_nothing() {
             "{choice}"
         );
     }
+    // The session's CLI decides which efforts it takes: its state, a 409.
+    let (status, v) = send_choosing(&svc, &id, "x", json!({"effort": "minimal"}));
+    assert_eq!(
+        (status, &v["code"], v["error"].as_str().unwrap_or_default()),
+        (
+            409,
+            &json!("effort_not_taken"),
+            "This session runs claude, which takes effort low, medium, high, xhigh or max, not minimal."
+        )
+    );
     let prompts: Vec<Value> = all_events(&svc, &id, 1024)
         .into_iter()
         .filter(|e| e["kind"] == "prompt_queued")

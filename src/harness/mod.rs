@@ -82,8 +82,17 @@ impl Harness {
         }
     }
 
-    /// `effort` when its CLI takes it; else what it takes, as the API says.
+    /// `effort` when its CLI takes it; else what it takes, as the API says
+    /// (`claude takes effort low, …, not minimal.`).
     pub fn check_effort(self, effort: Effort) -> Result<(), String> {
+        self.takes_effort(effort)
+            .map_err(|takes| format!("{} {takes}", self.name()))
+    }
+
+    /// `effort` when its CLI takes it; else the efforts it takes, as the
+    /// end of a sentence that names the CLI (`takes effort low, …, not
+    /// minimal.`).
+    pub fn takes_effort(self, effort: Effort) -> Result<(), String> {
         let takes = self.efforts();
         if takes.contains(&effort) {
             return Ok(());
@@ -91,8 +100,7 @@ impl Harness {
         let names: Vec<&str> = takes.iter().map(|e| e.name()).collect();
         let (last, rest) = names.split_last().expect("every CLI takes some");
         Err(format!(
-            "{} takes effort {} or {last}, not {}.",
-            self.name(),
+            "takes effort {} or {last}, not {}.",
             rest.join(", "),
             effort.name()
         ))

@@ -215,7 +215,8 @@ impl Runtime {
     /// machine has it once the steer's line was handed to the harness's
     /// stdin or given back: `steered` only for a line that was. A queued
     /// message may choose the model and effort from its turn on (an
-    /// effort the session's CLI does not take is refused).
+    /// effort the session's CLI does not take is a 409) and carry images,
+    /// kept before the prompt is accepted.
     pub fn message(
         &self,
         id: &str,
@@ -234,8 +235,15 @@ impl Runtime {
         let kept = ImageStore::of(self.store.dir(), id).put(images);
         let mut s = lock(&s);
         s.images_arriving -= 1;
-        if let Some(Err(why)) = prompt.choice.effort.map(|e| harness.check_effort(e)) {
-            return Err(Refusal::new(422, "invalid_field", why));
+        // The session's CLI is its state, not the request's: 409, as for a
+        // closed session.
+        if let Some(Err(takes)) = prompt.choice.effort.map(|e| harness.takes_effort(e)) {
+            let name = harness.name();
+            return Err(Refusal::new(
+                409,
+                "effort_not_taken",
+                format!("This session runs {name}, which {takes}"),
+            ));
         }
         if let Err(e) = kept {
             self.store.failed("a message's images", &e);
