@@ -7,6 +7,7 @@
 import { ApiError, call, sessionPath } from "./api.js";
 import { h, replace } from "./dom.js";
 import { duration, json } from "./format.js";
+import { imagePicker } from "./images.js";
 
 /** The controls of session `id`; `update(view)` keeps them in step with it. */
 export function controls(id, onView) {
@@ -40,6 +41,7 @@ export function controls(id, onView) {
   // after Send, so the keyboard goes prompt, deliver, Send as before.
   const model = h("input", { id: "send-model", name: "model", autocomplete: "off", placeholder: "the one in force" });
   const effort = h("select", { id: "send-effort", name: "effort" }, h("option", { value: "" }, "the one in force"));
+  const images = imagePicker("send-images", prompt);
   const choice = h("details", { class: "choice", id: "send-choice" },
     h("summary", {}, "Model and effort from this turn on"),
     h("label", { for: "send-model" }, "Model"), model,
@@ -50,11 +52,12 @@ export function controls(id, onView) {
     h("fieldset", {}, h("legend", {}, "Deliver"),
       h("label", {}, queue, " queue (after the running turn)"),
       h("label", {}, steer, " steer (into the running turn)")),
-    send, choice);
-  // A steer joins the running turn, whose model and effort are set.
+    send, choice, images.el);
+  // A steer joins the running turn as text: its model and effort are set.
   const steering = () => {
     model.disabled = steer.checked;
     effort.disabled = steer.checked;
+    images.el.querySelector("input").disabled = steer.checked;
   };
   queue.addEventListener("change", steering);
   steer.addEventListener("change", steering);
@@ -65,10 +68,13 @@ export function controls(id, onView) {
     const body = steer.checked ? { prompt: text, deliver: "steer" } : { prompt: text };
     if (!steer.checked && model.value.trim()) body.model = model.value.trim();
     if (!steer.checked && effort.value) body.effort = effort.value;
+    const attachments = steer.checked ? undefined : await images.attachments();
+    if (attachments) body.attachments = attachments;
     if (await act(send, steer.checked ? "Steer" : "Send", "POST", "/messages", body)) {
       prompt.value = "";
       model.value = "";
       effort.value = "";
+      images.clear();
     }
   });
 

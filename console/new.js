@@ -1,10 +1,11 @@
 // The "New session" form: a start (`POST /v1/sessions`) from the person,
 // with the choices the service offers for the chosen CLI (its efforts, from
-// `GET /v1/capabilities`). What the service refuses shows as its own
+// `GET /v1/capabilities`) and images for the first prompt. What the service refuses shows as its own
 // sentence and starts nothing; a start it takes opens its session.
 
 import { call } from "./api.js";
 import { h, replace } from "./dom.js";
+import { imagePicker } from "./images.js";
 
 /** A labelled field: its label, the input, and a hint under it. */
 function field(input, label, hint) {
@@ -44,6 +45,7 @@ export function newPage(main, setStatus) {
     instructions: h("textarea", { id: "new-instructions", name: "instructions", rows: 3 }),
     prompt: h("textarea", { id: "new-prompt", name: "prompt", rows: 4 }),
   };
+  const images = imagePicker("new-images", f.prompt);
   const said = h("p", { class: "said", id: "new-said", role: "status" });
   const start = h("button", { type: "submit", id: "new-start" }, "Start");
   const form = h("form", { class: "new-session", "aria-label": "New session" },
@@ -55,6 +57,7 @@ export function newPage(main, setStatus) {
     field(f.approvals, "Approvals", "auto: the service's modes answer; app: each request waits for an answer here"),
     field(f.instructions, "Instructions", "added to the harness's system prompt"),
     field(f.prompt, "First prompt"),
+    images.el,
     h("div", { class: "buttons" }, start), said);
   replace(main, h("section", { class: "new" }, h("h1", {}, "New session"), form));
 
@@ -83,7 +86,10 @@ export function newPage(main, setStatus) {
     said.classList.remove("bad");
     said.textContent = "Starting…";
     try {
-      const s = await call("POST", "/v1/sessions", startBody(f));
+      const body = startBody(f);
+      const attachments = await images.attachments();
+      if (attachments) body.attachments = attachments;
+      const s = await call("POST", "/v1/sessions", body);
       if (alive) location.hash = `#/sessions/${encodeURIComponent(s.id)}`;
     } catch (err) {
       if (!alive) return;

@@ -283,6 +283,11 @@ fn browser_choose_the_model_and_effort_beside_send() {
 }
 
 #[test]
+fn browser_send_images_picked_and_pasted() {
+    scenario("images", json!({}));
+}
+
+#[test]
 fn browser_steer_a_running_turn() {
     scenario("steer", json!({}));
 }

@@ -62,6 +62,7 @@ pub const FILES: &[File] = &[
     file!("new.js", JS),
     file!("session.js", JS),
     file!("controls.js", JS),
+    file!("images.js", JS),
     file!("conversation.js", JS),
     file!("harness.js", JS),
     file!("timeline.js", JS),
