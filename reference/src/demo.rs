@@ -4,8 +4,9 @@
 //! `ready`, and shows it started with the names its harness saw. The second
 //! part (`loop_part`) runs a loop's check script through the reference
 //! website and shows what `room-cli loop list` says afterwards. The third
-//! (`options_part`) starts a session with a model, an effort and
-//! instructions and shows what its harness got; with `--keep` it leaves a
+//! (`options_part`) starts a session with a model, an effort,
+//! instructions and an image, shows what its harness got, and switches its
+//! model with a message; with `--keep` it leaves a
 //! session waiting for an approval and the service running, and prints the
 //! console's address.
 

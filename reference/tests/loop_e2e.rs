@@ -439,7 +439,10 @@ fn the_demo_runs_a_loop_and_shows_what_loop_list_shows() {
         "   --model \"claude-haiku-4-5\"",
         "   --effort \"low\"",
         "   --append-system-prompt \"Answer in one short line.\"",
-        "Done: the session ran with the model, effort and instructions the app chose.",
+        "== the harness answered: ok (I see 1 image: image/png of 70 bytes)",
+        "   each turn_started names its model: [\"claude-haiku-4-5\",\"opus\"]",
+        "Done: the session ran with the model, effort, instructions and image the app chose, \
+         and a message switched its model.",
     ] {
         assert!(text.contains(want), "{want:?} missing from:\n{text}");
     }
