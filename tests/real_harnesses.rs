@@ -797,8 +797,8 @@ fn last_user_message(body: &Value) -> Vec<Value> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|i| i["role"] == "user")
-        .last()
+        .rev()
+        .find(|i| i["role"] == "user")
         .and_then(|m| m["content"].as_array().cloned())
         .unwrap_or_default()
 }

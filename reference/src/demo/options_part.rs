@@ -91,13 +91,13 @@ pub fn run(core: &Service, root: &Path) -> Result<(), Error> {
 fn answer(core: &Service, id: &str) -> String {
     room_kit::events::all_events(core, id, 1024)
         .into_iter()
+        .rev()
         .filter(|e| e["kind"] == "harness" && e["data"]["type"] == "assistant")
-        .filter_map(|e| {
+        .find_map(|e| {
             e["data"]["message"]["content"][0]["text"]
                 .as_str()
                 .map(str::to_string)
         })
-        .last()
         .unwrap_or_default()
 }
 
