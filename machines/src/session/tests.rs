@@ -1,5 +1,6 @@
 //! Behaviours of the session machine, one test each.
 
+mod attachments;
 mod budget;
 mod choice;
 mod left_behind;
