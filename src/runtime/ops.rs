@@ -21,7 +21,7 @@ use crate::harness::{approvals, Harness};
 use crate::journal::Journal;
 use crate::sessions::prompt_log::PromptLog;
 use crate::sessions::recording::Recording;
-use crate::sessions::{self, lock, new_id, view, Extras, Hosted, Kind, Start};
+use crate::sessions::{self, lock, new_id, view, Extras, Hosted, Kind, SessionRef, Start};
 use room_machines::session::RelaunchMode;
 use room_machines::timeline::Begin;
 
@@ -225,18 +225,9 @@ impl Runtime {
         images: &[Checked],
     ) -> Result<CommandAnswer, Refusal> {
         let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
-        let harness = {
-            let mut s = lock(&s);
-            s.images_arriving += 1;
-            s.start.harness
-        };
-        // Kept before the prompt is, outside the session's lock: a large
-        // image's write holds up no other command of the session.
-        let kept = ImageStore::of(self.store.dir(), id).put(images);
-        let mut s = lock(&s);
-        s.images_arriving -= 1;
-        // The session's CLI is its state, not the request's: 409, as for a
-        // closed session.
+        // The session's CLI (fixed at its start) is its state, not the
+        // request's: 409, as for a closed session.
+        let harness = lock(&s).start.harness;
         if let Some(Err(takes)) = prompt.choice.effort.map(|e| harness.takes_effort(e)) {
             let name = harness.name();
             return Err(Refusal::new(
@@ -245,16 +236,13 @@ impl Runtime {
                 format!("This session runs {name}, which {takes}"),
             ));
         }
-        if let Err(e) = kept {
-            self.store.failed("a message's images", &e);
-            return Err(Refusal::new(
-                500,
-                "state_unwritable",
-                format!(
-                    "Cannot keep the message's images in {}: {e}. It was not queued.",
-                    self.config.state_dir.display()
-                ),
-            ));
+        let kept = (!images.is_empty()).then(|| self.keep_images(&s, id, images));
+        let mut s = lock(&s);
+        // Its images may be pruned again once its prompt is on the record,
+        // which it is (or is refused) before this lock is let go.
+        if let Some(kept) = kept {
+            s.images_arriving -= 1;
+            kept?;
         }
         let number = s.machine.record().next_prompt;
         let input = if steer {
@@ -268,6 +256,27 @@ impl Runtime {
         view["delivered"] = json!(if steered { "steered" } else { "queued" });
         view["prompt"] = json!(number);
         Ok(CommandAnswer { view, turn: None })
+    }
+
+    /// Keeps a message's images before its prompt is accepted, outside the
+    /// session's lock (a large image's write holds up no other command of
+    /// the session). No image of the session is pruned from here until the
+    /// caller, holding the lock again, counts the message as arrived.
+    fn keep_images(&self, s: &SessionRef, id: &str, images: &[Checked]) -> Result<(), Refusal> {
+        lock(s).images_arriving += 1;
+        ImageStore::of(self.store.dir(), id)
+            .put(images)
+            .map_err(|e| {
+                self.store.failed("a message's images", &e);
+                Refusal::new(
+                    500,
+                    "state_unwritable",
+                    format!(
+                        "Cannot keep the message's images in {}: {e}. It was not queued.",
+                        self.config.state_dir.display()
+                    ),
+                )
+            })
     }
 
     /// `POST /v1/sessions/{id}/budget`: the session's new budget.

@@ -2,28 +2,24 @@
 //! to all of it at the first look, SIGKILL to what is left once the grace
 //! is over, done when nothing is left (or [`KILL_WAIT`] after the SIGKILL).
 //! Each look returns when the next is due, so one thread ends any number of
-//! trees side by side, never sleeping on one. It serves callers that keep
-//! no clock of their own ([`Supervisor::terminate`],
-//! [`Supervisor::terminate_all`]); the service's turns are ended by the
-//! session machine's signals and grace ([`Supervisor::signal`]), their
-//! trees watched by the watcher.
+//! trees side by side, never sleeping on one. Only the tests use it
+//! ([`Supervisor::terminate`], [`Supervisor::terminate_all`]): the
+//! service's turns are ended by the session machine's signals and grace
+//! ([`Supervisor::signal`], signalling.rs), their trees watched by the
+//! watcher.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::cgroup;
-use super::members::{Member, TreeLook};
-use super::process::{self, Stat, KILL_WAIT};
-use super::{reap, Ended, Mode, Supervisor, Tree, MAX_POLL};
+use super::process::KILL_WAIT;
+use super::signalling::TreeSignals;
+use super::{reap, Ended, Supervisor, Tree, MAX_POLL};
 
 /// One tree being ended.
 #[derive(Debug)]
 struct TreeEnding {
-    look: TreeLook,
-    /// (pid, start time or 0, signal) already sent.
-    signalled: HashSet<(u32, u64, i32)>,
+    signals: TreeSignals,
     ended: Ended,
     signal: Signal,
     kill_at: Instant,
@@ -38,8 +34,7 @@ impl TreeEnding {
     /// at once.
     fn new(tree: Tree, now: Instant, grace: Duration) -> TreeEnding {
         TreeEnding {
-            look: TreeLook::new(tree),
-            signalled: HashSet::new(),
+            signals: TreeSignals::new(tree),
             ended: Ended::default(),
             signal: Signal::SIGTERM,
             kill_at: now + grace,
@@ -57,7 +52,10 @@ impl TreeEnding {
 
     fn finish(&mut self) {
         self.done = true;
-        self.look.finish(&mut self.ended);
+        if let Some(problem) = self.signals.problem.take() {
+            self.ended.problem = Some(problem);
+        }
+        self.signals.look.finish(&mut self.ended);
     }
 }
 
@@ -85,66 +83,6 @@ impl Supervisor {
         endings.into_iter().map(|e| e.ended).collect()
     }
 
-    /// Sends `signal` once to everything of `tree` that runs now (the
-    /// leader through its pidfd, every member found as
-    /// [`terminate`](Self::terminate) finds them) and returns at once: the
-    /// caller keeps the grace itself (the session machine's kill grace) and
-    /// sends SIGKILL when it is over. Returns the pids signalled.
-    pub fn signal(&self, tree: &Tree, signal: Signal) -> Vec<u32> {
-        let table = self.table();
-        let mut once = self.begin_end(tree.clone(), Instant::now());
-        let pids = self.signal_tree(&mut once, &table, signal);
-        if !pids.contains(&tree.pid) {
-            // The look missed the leader (a no-op if it has exited).
-            tree.signal_leader(signal);
-        }
-        pids
-    }
-
-    /// Sends `signal` to what of `e`'s tree has not had it; returns the pids
-    /// still running.
-    fn signal_tree(&self, e: &mut TreeEnding, table: &[Stat], signal: Signal) -> Vec<u32> {
-        let running = self.running(&mut e.look, table);
-        let cgroup = match (&self.mode, &e.look.tree.cgroup) {
-            (Mode::Cgroup(root), Some(dir)) => Some((root.path_of(dir).unwrap_or_default(), dir)),
-            _ => None,
-        };
-        if let Some((_, dir)) = &cgroup {
-            if signal == Signal::SIGKILL && !running.is_empty() {
-                if let Err(err) = cgroup::kill(dir) {
-                    e.ended.problem = Some(format!("cannot kill {}: {err}", dir.display()));
-                }
-            }
-        }
-        for &Member {
-            pid, start_time, ..
-        } in &running
-        {
-            if !e
-                .signalled
-                .insert((pid, start_time.unwrap_or(0), signal as i32))
-            {
-                continue;
-            }
-            match (&cgroup, start_time) {
-                (Some((path, _)), _) => {
-                    process::signal_checked(pid, signal, || cgroup::holds(path, pid));
-                }
-                (None, Some(start)) => {
-                    process::signal_exact(pid, start, signal);
-                }
-                (None, None) => {}
-            }
-        }
-        // The group as a whole too, for what forked since the scan (its
-        // number is the turn's while a member is in it).
-        if running.iter().any(|m| m.in_group) {
-            let pgid = nix::unistd::Pid::from_raw(e.look.tree.pid as i32);
-            let _ = nix::sys::signal::killpg(pgid, signal);
-        }
-        running.iter().map(|m| m.pid).collect()
-    }
-
     /// Starts ending `tree` (its grace from `now`): feed it to
     /// [`look`](Self::look) until it is done.
     fn begin_end(&self, tree: Tree, now: Instant) -> TreeEnding {
@@ -163,7 +101,7 @@ impl Supervisor {
                 if e.signal == Signal::SIGTERM && now >= e.kill_at {
                     e.signal = Signal::SIGKILL;
                     e.ended.forced = true;
-                    e.look.tree.signal_leader(Signal::SIGKILL);
+                    e.signals.look.tree.signal_leader(Signal::SIGKILL);
                 }
             }
             // Orphans of these trees that have exited are our zombies.
@@ -171,7 +109,7 @@ impl Supervisor {
             let table = self.table();
             let mut finished = false;
             for e in endings.iter_mut().filter(|e| due(e)) {
-                let left = self.signal_tree(e, &table, e.signal);
+                let left = self.signal_tree(&mut e.signals, &table, e.signal);
                 if left.is_empty() {
                     e.finish();
                     finished = true;

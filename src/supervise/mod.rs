@@ -12,11 +12,10 @@
 //!   without a signal or a clock: it tells what its first look found left
 //!   behind and when nothing is left (removing the cgroup), or gives a tree
 //!   up when told.
-//! - [`Supervisor::terminate`] (and [`Supervisor::terminate_all`], one
-//!   grace for all) is the same with a grace of the supervisor's own, for
-//!   callers that keep no clock: SIGTERM to the whole tree, SIGKILL to what
-//!   is left after `kill_grace_ms`, and it returns when nothing of it is
-//!   left.
+//! - `Supervisor::terminate` (and `terminate_all`, one grace for all),
+//!   built only for the tests (`ending.rs`), is the same with a grace of
+//!   the supervisor's own: SIGTERM to the whole tree, SIGKILL to what is
+//!   left after `kill_grace_ms`, and it returns when nothing of it is left.
 //! - [`Supervisor::kill_survivor`] kills, after a restart, what a persisted
 //!   [`TurnRecord`] still names (a pid only if its start time matches).
 //!
@@ -25,12 +24,17 @@
 //! PR_SET_CHILD_SUBREAPER ([`group`]). Reaping: [`reap`]. Output: [`output`].
 
 pub mod cgroup;
+// Ending a tree on a clock of the supervisor's own: the service's turns are
+// ended by the session machine's signals and grace, so only the tests (of
+// the supervision modes themselves) step trees to their end this way.
+#[cfg(any(test, feature = "_internal_test_exports"))]
 pub mod ending;
 pub(crate) mod group;
 mod members;
 pub mod output;
 pub mod process;
 pub(crate) mod reap;
+mod signalling;
 pub mod spawn;
 pub mod watcher;
 mod watching;
