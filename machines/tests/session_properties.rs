@@ -133,14 +133,18 @@ fn message() -> impl Strategy<Value = Input> {
         1 => Just(Some(Effort::Low)),
         1 => Just(Some(Effort::High))
     ];
-    ("[a-z]{1,3}", model, effort).prop_map(|(text, model, effort)| {
+    let images = prop_oneof![
+        4 => Just(Vec::new()),
+        1 => prop::collection::vec(attachment(), 1..3)
+    ];
+    ("[a-z]{1,3}", model, effort, images).prop_map(|(text, model, effort, attachments)| {
         Input::Message(NewPrompt {
             text,
             choice: ModelChoice {
                 model: model.map(str::to_string),
                 effort,
             },
-            attachments: Vec::new(),
+            attachments,
         })
     })
 }
@@ -369,6 +373,12 @@ struct World {
     last: Outcome,
     /// What each logged prompt chose.
     choices: BTreeMap<PromptId, ModelChoice>,
+    /// The images each logged prompt carries.
+    images: BTreeMap<PromptId, Vec<Attachment>>,
+    /// The images each new process was handed (`SpawnTurn`), by turn.
+    spawned_images: BTreeMap<TurnSeq, Vec<Attachment>>,
+    /// The prompt of the last turn started.
+    started_prompt: Option<PromptId>,
     /// The model and effort in force, as the turns started so far chose.
     in_force: ModelChoice,
     /// What each new process was asked to run (`SpawnTurn`), by turn.
@@ -454,6 +464,9 @@ impl World {
             in_force: ModelChoice::default(),
             spawned_with: BTreeMap::new(),
             switched: ModelChoice::default(),
+            images: BTreeMap::new(),
+            spawned_images: BTreeMap::new(),
+            started_prompt: None,
         };
         let effects: Vec<Effect> = std::iter::from_fn(|| w.s.poll_effect()).collect();
         w.trace.push(format!("new: {effects:?}"));
@@ -908,6 +921,14 @@ impl World {
                     if let Some(spawned) = self.spawned_with.get(turn) {
                         prop_assert_eq!(spawned, &self.in_force, "turn {}'s process", turn);
                     }
+                    let carries = self.images.get(prompt).cloned().unwrap_or_default();
+                    if let Some(handed) = self.spawned_images.get(turn) {
+                        prop_assert_eq!(handed, &carries, "turn {}'s images", turn);
+                    }
+                    if !carries.is_empty() {
+                        self.seen.insert("a turn with images".into());
+                    }
+                    self.started_prompt = Some(*prompt);
                     self.switched = was.changes_to(&self.in_force);
                     self.tail = Some(TurnTail {
                         turn: *turn,
@@ -939,6 +960,7 @@ impl World {
                             .is_some_and(|t| t.prompt.id == prompt.id);
                     prop_assert!(queued, "logged prompt {} is nowhere", prompt.id);
                     self.choices.insert(prompt.id, prompt.choice.clone());
+                    self.images.insert(prompt.id, prompt.attachments.clone());
                     self.logged.push(prompt.clone());
                 }
                 Effect::NoteSpawn { seq } => noted = Some(*seq),
@@ -964,8 +986,18 @@ impl World {
                     );
                     self.asked_to_stop.push((*seq, self.now, self.run));
                 }
-                Effect::ContinueTurn { seq, switch, .. } => {
+                Effect::ContinueTurn {
+                    seq,
+                    switch,
+                    attachments,
+                    ..
+                } => {
                     prop_assert!(self.linger > 0, "{e:?} with no lingering");
+                    let carries = self
+                        .started_prompt
+                        .and_then(|p| self.images.get(&p).cloned())
+                        .unwrap_or_default();
+                    prop_assert_eq!(attachments, &carries, "turn {}'s images", seq);
                     prop_assert_eq!(switch, &self.switched, "turn {}'s switch", seq);
                     prop_assert!(
                         !(self.opts.effort_at_spawn && switch.effort.is_some()),
@@ -1099,8 +1131,14 @@ impl World {
                         _ => {}
                     }
                 }
-                Effect::SpawnTurn { seq, choice, .. } => {
+                Effect::SpawnTurn {
+                    seq,
+                    choice,
+                    attachments,
+                    ..
+                } => {
                     self.spawned_with.insert(*seq, choice.clone());
+                    self.spawned_images.insert(*seq, attachments.clone());
                     let r = self.s.record();
                     prop_assert!(
                         !self.closed && r.stage != Stage::Closed,
@@ -1576,6 +1614,7 @@ fn the_random_lives_reach_every_situation() {
         "a model switched in place",
         "an effort switched in place",
         "a linger ended for an effort",
+        "a turn with images",
         "crashed with a line journalled, not fed",
         "a turn restored from the journal, printed: true",
         "a turn restored from the journal, printed: false",
