@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine as _;
-use room_kit::events::{all_events, journal, turn_ended};
+use room_kit::events::{all_events, await_turns_ended, journal};
 use room_kit::*;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -38,21 +38,6 @@ fn seen(media_type: &str, data: &str) -> Value {
     json!({"media_type": media_type, "bytes": raw.len(), "sha256": sha})
 }
 
-/// Waits until session `id` has journalled `n` turn ends and is idle.
-fn await_ended(svc: &Service, id: &str, n: usize) {
-    wait_until(
-        &format!("{n} turns of {id} ended"),
-        Duration::from_secs(10),
-        || {
-            let ended = all_events(svc, id, 1024)
-                .into_iter()
-                .filter(turn_ended)
-                .count();
-            (ended >= n && svc.session(id)["state"] == "idle").then_some(())
-        },
-    );
-}
-
 /// Session `id`'s image store in the state dir.
 fn store(state: &Path, id: &str) -> std::path::PathBuf {
     state.join("sessions").join(format!("{id}.images"))
@@ -68,7 +53,7 @@ fn a_starts_images_reach_claude_as_image_blocks_and_the_journal_keeps_no_bytes()
         json!({"prompt": "what is this?", "attachments": [image("image/png", PNG)]}),
     ));
     let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
+    await_turns_ended(&svc, &id, 1);
     let record = svc.await_record(&folder, 1, Duration::from_secs(10));
     assert_eq!(record["prompts"], json!(["what is this?"]), "{record}");
     assert_eq!(record["images"], json!([[seen("image/png", PNG)]]));
@@ -107,14 +92,14 @@ fn a_messages_images_reach_codex_and_a_lingering_claude_in_order() {
         let folder = svc.folder(&format!("{harness}-images"));
         let s = svc.start_session(start_body(&folder, harness, json!({"prompt": "first"})));
         let id = s["id"].as_str().unwrap().to_string();
-        await_ended(&svc, &id, 1);
+        await_turns_ended(&svc, &id, 1);
         let (status, v) = svc.post(
             &format!("/v1/sessions/{id}/messages"),
             json!({"prompt": "compare them",
                    "attachments": [image("image/gif", GIF), image("image/png", PNG)]}),
         );
         assert_eq!(status, 200, "{v}");
-        await_ended(&svc, &id, 2);
+        await_turns_ended(&svc, &id, 2);
         let records = svc.records_in(&folder);
         assert_eq!(records.len(), 1, "{harness}: one process");
         assert_eq!(
@@ -132,7 +117,7 @@ fn a_queued_prompts_images_survive_a_kill_9() {
     let folder = svc.folder("kept");
     let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
     let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
+    await_turns_ended(&svc, &id, 1);
     let (status, _) = svc.post(&format!("/v1/sessions/{id}/stop"), json!({}));
     assert_eq!(status, 200);
     let (status, v) = svc.post(
@@ -148,7 +133,7 @@ fn a_queued_prompts_images_survive_a_kill_9() {
     assert_eq!(status, 200, "{v}");
     let record = svc.await_record(&folder, 2, Duration::from_secs(10));
     assert_eq!(record["images"], json!([[seen("image/png", PNG)]]));
-    await_ended(&svc, &id, 2);
+    await_turns_ended(&svc, &id, 2);
     assert!(!store(&svc.state, &id).exists());
 }
 
@@ -158,7 +143,7 @@ fn images_that_break_a_rule_are_refused_with_the_rule_named_and_nothing_is_kept(
     let folder = svc.folder("refused-images");
     let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
     let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
+    await_turns_ended(&svc, &id, 1);
     let messages = format!("/v1/sessions/{id}/messages");
     let cases = [
         (

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use room_kit::events::{all_events, turn_ended};
+use room_kit::events::{all_events, await_turns_ended, turn_ended};
 use room_kit::procs::{alive, exited_within, turn_processes};
 use room_kit::*;
 use serde_json::{json, Value};
@@ -20,16 +20,13 @@ fn ended(svc: &Service, id: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Waits until session `id` has journalled `n` turn ends and is idle.
+/// Waits until session `id` has journalled `n` turn ends and is idle;
+/// their data.
 fn await_ended(svc: &Service, id: &str, n: usize) -> Vec<Value> {
-    wait_until(
-        &format!("{n} turns of {id} ended"),
-        Duration::from_secs(10),
-        || {
-            let e = ended(svc, id);
-            (e.len() >= n && svc.session(id)["state"] == "idle").then_some(e)
-        },
-    )
+    await_turns_ended(svc, id, n)
+        .into_iter()
+        .map(|e| e["data"].clone())
+        .collect()
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use room_kit::events::{all_events, turn_ended};
+use room_kit::events::{all_events, await_turns_ended};
 use room_kit::*;
 use serde_json::{json, Value};
 
@@ -18,21 +18,6 @@ const INSTRUCTIONS: &str = "--answer in French; \"quote\" $HOME\nsecond line";
 
 fn options() -> Value {
     json!({"model": "claude-fake-2", "effort": "high", "instructions": INSTRUCTIONS})
-}
-
-/// Waits until session `id` has journalled `n` turn ends and is idle.
-fn await_ended(svc: &Service, id: &str, n: usize) {
-    wait_until(
-        &format!("{n} turns of {id} ended"),
-        Duration::from_secs(10),
-        || {
-            let ended = all_events(svc, id, 1024)
-                .into_iter()
-                .filter(turn_ended)
-                .count();
-            (ended >= n && svc.session(id)["state"] == "idle").then_some(())
-        },
-    );
 }
 
 /// Sends `prompt` to session `id`, which takes it.
@@ -83,10 +68,10 @@ fn claude_gets_the_model_effort_and_instructions_on_every_turn() {
             &json!(INSTRUCTIONS)
         )
     );
-    await_ended(&svc, &id, 1);
+    await_turns_ended(&svc, &id, 1);
     // A warm follow-up goes to the same process.
     send(&svc, &id, "warm");
-    await_ended(&svc, &id, 2);
+    await_turns_ended(&svc, &id, 2);
     // After a restart the next turn resumes in a new process, as it does
     // after a relaunch.
     svc.kill9();
@@ -129,9 +114,9 @@ fn codex_gets_the_model_and_instructions_on_its_thread_and_the_effort_on_each_tu
     let body = json!({"model": "gpt-fake-2", "effort": "minimal", "instructions": INSTRUCTIONS});
     let s = svc.start_session(start_body(&folder, "codex", body));
     let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
+    await_turns_ended(&svc, &id, 1);
     send(&svc, &id, "warm");
-    await_ended(&svc, &id, 2);
+    await_turns_ended(&svc, &id, 2);
     let record = svc.await_record(&folder, 1, Duration::from_secs(10));
     assert_eq!(record["thread"]["method"], "thread/start");
     assert_eq!(
@@ -325,7 +310,7 @@ fn mcp_session(svc: &Service, harness: &str) -> (String, Value) {
             "web": {"url": "https://mcp.example.com/mcp", "headers": ["Authorization"]},
         })
     );
-    await_ended(svc, &id, 1);
+    await_turns_ended(svc, &id, 1);
     let record = svc.await_record(&folder, 1, Duration::from_secs(10));
     no_secret("the argv", &record["argv"].to_string());
     no_secret("the harness's environment", &record["env"].to_string());
@@ -475,7 +460,7 @@ fn a_message_switches_a_lingering_claudes_model_in_place_and_its_effort_in_a_new
     let body = json!({"model": "claude-fake-2", "effort": "high"});
     let s = svc.start_session(start_body(&folder, "claude", body));
     let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
+    await_turns_ended(&svc, &id, 1);
 
     // The model changes in the lingering process: `set_model`, then the prompt.
     let (status, v) = send_choosing(&svc, &id, "on opus", json!({"model": "opus"}));
@@ -484,7 +469,7 @@ fn a_message_switches_a_lingering_claudes_model_in_place_and_its_effort_in_a_new
         (&v["delivered"], &v["prompt"]),
         (&json!("queued"), &json!(2))
     );
-    await_ended(&svc, &id, 2);
+    await_turns_ended(&svc, &id, 2);
     let records = svc.records_in(&folder);
     assert_eq!(records.len(), 1, "the same process: {records:?}");
     assert_eq!(records[0]["set_models"], json!(["opus"]), "{}", records[0]);
@@ -509,7 +494,7 @@ fn a_message_switches_a_lingering_claudes_model_in_place_and_its_effort_in_a_new
         .as_array()
         .unwrap()
         .contains(&json!("--resume")));
-    await_ended(&svc, &id, 3);
+    await_turns_ended(&svc, &id, 3);
 
     // What is in force survives a restart.
     svc.kill9();
@@ -527,7 +512,7 @@ fn a_message_switches_a_lingering_claudes_model_in_place_and_its_effort_in_a_new
         claude_options(&third["argv"]),
         ["--model opus", "--effort max"]
     );
-    await_ended(&svc, &id, 4);
+    await_turns_ended(&svc, &id, 4);
     assert_eq!(
         started_models(&svc, &id),
         [
@@ -545,7 +530,7 @@ fn a_message_switches_codexs_model_and_effort_on_its_turn_and_after() {
     let folder = svc.folder("codex-switch");
     let s = svc.start_session(start_body(&folder, "codex", json!({"effort": "low"})));
     let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
+    await_turns_ended(&svc, &id, 1);
     let (status, v) = send_choosing(
         &svc,
         &id,
@@ -553,9 +538,9 @@ fn a_message_switches_codexs_model_and_effort_on_its_turn_and_after() {
         json!({"model": "gpt-fake-3", "effort": "xhigh"}),
     );
     assert_eq!(status, 200, "{v}");
-    await_ended(&svc, &id, 2);
+    await_turns_ended(&svc, &id, 2);
     send(&svc, &id, "after");
-    await_ended(&svc, &id, 3);
+    await_turns_ended(&svc, &id, 3);
     let records = svc.records_in(&folder);
     assert_eq!(records.len(), 1, "one process: {records:?}");
     let r = &records[0];
@@ -575,7 +560,7 @@ fn a_message_choosing_what_its_cli_cannot_take_is_refused_and_queues_nothing() {
     let folder = svc.folder("switch-refused");
     let s = svc.start_session(start_body(&folder, "claude", json!({})));
     let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
+    await_turns_ended(&svc, &id, 1);
     let cases = [
         (
             json!({"model": "-x"}),
@@ -618,7 +603,7 @@ fn a_model_switch_claude_refuses_keeps_the_prompt_first_and_says_why() {
     let folder = svc.folder("claude-switch-refused");
     let s = svc.start_session(start_body(&folder, "claude", json!({})));
     let id = s["id"].as_str().unwrap().to_string();
-    await_ended(&svc, &id, 1);
+    await_turns_ended(&svc, &id, 1);
     let (status, v) = send_choosing(&svc, &id, "never ran", json!({"model": "refused-model"}));
     assert_eq!(status, 200, "{v}");
     let view = wait_until("the queue paused", Duration::from_secs(10), || {

@@ -92,6 +92,15 @@ impl T {
         t
     }
 
+    /// Turn `seq`'s harness says it is done, having reported no usage.
+    fn finished(&mut self, seq: TurnSeq) -> Vec<Effect> {
+        self.go(Input::TurnFinished {
+            seq,
+            failed: None,
+            usage: None,
+        })
+    }
+
     /// Turn `seq`'s process exits.
     fn end(&mut self, seq: TurnSeq, exit: Exit) -> Vec<Effect> {
         self.go(Input::TurnEnded {

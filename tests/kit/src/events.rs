@@ -61,3 +61,19 @@ pub fn kinds(events: &[Value]) -> Vec<String> {
 pub fn turn_ended(e: &Value) -> bool {
     e["kind"] == "turn_ended"
 }
+
+/// Waits (10 s at most) until session `id` has journalled `n` turn ends
+/// and is idle; returns its `turn_ended` events.
+pub fn await_turns_ended(svc: &Service, id: &str, n: usize) -> Vec<Value> {
+    wait_until(
+        &format!("{n} turns of {id} ended"),
+        Duration::from_secs(10),
+        || {
+            let ended: Vec<Value> = all_events(svc, id, 1024)
+                .into_iter()
+                .filter(turn_ended)
+                .collect();
+            (ended.len() >= n && svc.session(id)["state"] == "idle").then_some(ended)
+        },
+    )
+}

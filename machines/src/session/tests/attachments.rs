@@ -41,11 +41,7 @@ fn a_lingering_process_gets_the_images_of_the_prompt_it_runs() {
     let mut t = T::idle();
     t.s.config.linger = 30_000;
     t.next_turn("two");
-    t.go(Input::TurnFinished {
-        seq: 2,
-        failed: None,
-        usage: None,
-    });
+    t.finished(2);
     let e = t.go(with_images("three", vec![png("c")]));
     assert!(
         has(

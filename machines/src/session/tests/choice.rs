@@ -113,11 +113,7 @@ fn the_choice_in_force_is_on_record_and_survives_a_restart() {
 fn a_lingering_process_is_told_what_changes_and_nothing_when_nothing_does() {
     let mut t = idle(LINGER, false);
     t.next_turn("two");
-    t.go(Input::TurnFinished {
-        seq: 2,
-        failed: None,
-        usage: None,
-    });
+    t.finished(2);
     let e = t.go(message("three", chose(Some("opus"), Some(Effort::Medium))));
     assert!(
         has(
@@ -133,11 +129,7 @@ fn a_lingering_process_is_told_what_changes_and_nothing_when_nothing_does() {
     );
     assert_eq!(started_models(&e), [Some("opus".to_string())]);
     t.named(3);
-    t.go(Input::TurnFinished {
-        seq: 3,
-        failed: None,
-        usage: None,
-    });
+    t.finished(3);
     let e = t.go(message("four", chose(Some("opus"), Some(Effort::Xhigh))));
     assert!(
         has(
@@ -157,11 +149,7 @@ fn a_lingering_process_is_told_what_changes_and_nothing_when_nothing_does() {
 fn an_effort_a_process_takes_only_at_its_start_ends_the_linger_and_runs_in_a_new_one() {
     let mut t = idle(LINGER, true);
     t.next_turn("two");
-    t.go(Input::TurnFinished {
-        seq: 2,
-        failed: None,
-        usage: None,
-    });
+    t.finished(2);
     let e = t.go(message("three", chose(None, Some(Effort::High))));
     assert!(has(&e, &Effect::CloseInput { seq: 2 }), "{e:?}");
     assert!(
@@ -190,11 +178,7 @@ fn an_effort_a_process_takes_only_at_its_start_ends_the_linger_and_runs_in_a_new
     // A model alone still changes in place.
     t.go(Input::TurnSpawned { seq: 3, process: P });
     t.named(3);
-    t.go(Input::TurnFinished {
-        seq: 3,
-        failed: None,
-        usage: None,
-    });
+    t.finished(3);
     let e = t.go(message("four", chose(Some("opus"), Some(Effort::High))));
     assert!(
         has(
@@ -214,11 +198,7 @@ fn an_effort_a_process_takes_only_at_its_start_ends_the_linger_and_runs_in_a_new
 fn a_warm_turn_restored_from_the_journal_keeps_its_prompts_choice() {
     let mut t = idle(LINGER, false);
     t.next_turn("two");
-    t.go(Input::TurnFinished {
-        seq: 2,
-        failed: None,
-        usage: None,
-    });
+    t.finished(2);
     let before = t.s.record().clone();
     let prompt = Prompt {
         id: 3,

@@ -11,11 +11,7 @@ fn lingering() -> T {
     let mut t = T::idle();
     t.s.config.linger = LINGER;
     t.next_turn("two");
-    t.go(Input::TurnFinished {
-        seq: 2,
-        failed: None,
-        usage: None,
-    });
+    t.finished(2);
     t
 }
 
@@ -66,11 +62,7 @@ fn a_warm_turn_that_names_the_same_session_writes_no_record_and_a_new_one_does()
     assert!(!has(&e, &Effect::Persist), "{e:?}");
     assert!(t.s.record().turn.as_ref().unwrap().reported());
     // The next write carries it.
-    let e = t.go(Input::TurnFinished {
-        seq: 3,
-        failed: None,
-        usage: None,
-    });
+    let e = t.finished(3);
     assert_eq!(e[0], Effect::Persist);
 
     let mut t = lingering();
