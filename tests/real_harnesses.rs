@@ -860,13 +860,14 @@ fn codex_runs_the_model_effort_and_instructions_the_app_chose() {
 // ------------------------------------------------------------ MCP servers
 
 /// A session's MCP server (fixtures/mcp_probe.py) is started by the CLI
-/// with its secret environment and asked for its tools; with `calls`, the
-/// model calls its tool and the result comes back to the model. The secret
-/// shows nowhere but in the server. Both CLIs defer MCP tools behind a
-/// tool search the fake model does not speak: claude offers them at once
-/// with `ENABLE_TOOL_SEARCH=false` (passed as an operator's `harness_env`),
-/// codex has no such switch, so its check stops at the server's tools.
-fn an_mcp_server_serves_the_cli(test: &str, harness: &str, calls: bool) {
+/// with its secret environment and asked for its tools; the model calls
+/// its tool, which runs without asking (`approvals: auto`), and the result
+/// comes back to the model. The secret shows nowhere but in the server.
+/// Both CLIs defer MCP tools behind a tool search: claude offers them at
+/// once with `ENABLE_TOOL_SEARCH=false` (passed as an operator's
+/// `harness_env`); codex finds them through its `tool_search`, which the
+/// fake model calls first.
+fn an_mcp_server_serves_the_cli(test: &str, harness: &str) {
     let env = vec![("ENABLE_TOOL_SEARCH".to_string(), "false".to_string())];
     let config = json!({"harness_env": ["ENABLE_TOOL_SEARCH"]});
     let Some(real) = Real::start(test, harness, config, env) else {
@@ -905,27 +906,23 @@ fn an_mcp_server_serves_the_cli(test: &str, harness: &str, calls: bool) {
         .iter()
         .filter_map(|m| m["method"].as_str())
         .collect();
-    let wanted: &[&str] = if calls {
-        &["initialize", "tools/list", "tools/call"]
-    } else {
-        &["initialize", "tools/list"]
-    };
-    for m in wanted {
-        assert!(methods.contains(m), "{harness} never sent {m}: {methods:?}");
+    for m in ["initialize", "tools/list", "tools/call"] {
+        assert!(
+            methods.contains(&m),
+            "{harness} never sent {m}: {methods:?}"
+        );
     }
     let journal =
         serde_json::to_string(&room_kit::events::all_events(&real.svc, &id, 1024)).unwrap();
-    if calls {
-        let result = requests
-            .iter()
-            .find_map(tool_result)
-            .expect("the tool's result went back to the model");
-        assert!(
-            result.contains("PROBE_RESULT hello probe token=set"),
-            "{harness}: {result}"
-        );
-        assert!(journal.contains("PROBE_RESULT"), "the call is journalled");
-    }
+    let result = requests
+        .iter()
+        .find_map(tool_result)
+        .expect("the tool's result went back to the model");
+    assert!(
+        result.contains("PROBE_RESULT hello probe token=set"),
+        "{harness}: {result}"
+    );
+    assert!(journal.contains("PROBE_RESULT"), "the call is journalled");
     for (what, text) in [
         ("journal", journal),
         ("view", real.svc.session(&id).to_string()),
@@ -936,19 +933,11 @@ fn an_mcp_server_serves_the_cli(test: &str, harness: &str, calls: bool) {
 }
 
 fn claude_calls_an_mcp_servers_tool_the_app_gave_it() {
-    an_mcp_server_serves_the_cli(
-        "claude_calls_an_mcp_servers_tool_the_app_gave_it",
-        "claude",
-        true,
-    );
+    an_mcp_server_serves_the_cli("claude_calls_an_mcp_servers_tool_the_app_gave_it", "claude");
 }
 
-fn codex_starts_an_mcp_server_the_app_gave_it_with_its_secret() {
-    an_mcp_server_serves_the_cli(
-        "codex_starts_an_mcp_server_the_app_gave_it_with_its_secret",
-        "codex",
-        false,
-    );
+fn codex_calls_an_mcp_servers_tool_the_app_gave_it() {
+    an_mcp_server_serves_the_cli("codex_calls_an_mcp_servers_tool_the_app_gave_it", "codex");
 }
 
 // ------------------------------------------------------------ the list
@@ -987,10 +976,10 @@ fn main() -> std::process::ExitCode {
             claude_calls_an_mcp_servers_tool_the_app_gave_it,
         ),
         trial(
-            "codex_starts_an_mcp_server_the_app_gave_it_with_its_secret",
+            "codex_calls_an_mcp_servers_tool_the_app_gave_it",
             Some("codex"),
             false,
-            codex_starts_an_mcp_server_the_app_gave_it_with_its_secret,
+            codex_calls_an_mcp_servers_tool_the_app_gave_it,
         ),
         trial(
             "claude_runs_the_model_effort_and_instructions_the_app_chose",

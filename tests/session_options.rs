@@ -374,9 +374,13 @@ fn codex_gets_its_mcp_servers_in_its_threads_config() {
     let (id, record) = mcp_session(&svc, "codex");
     assert_eq!(
         record["thread"]["config"],
+        // Under `approvals: auto` their tools run without asking, as
+        // claude's do.
         json!({"mcp_servers": {
-            "probe": {"command": "/usr/bin/env", "args": ["--", "x"], "env": {"PROBE_TOKEN": SECRET}},
-            "web": {"url": "https://mcp.example.com/mcp", "http_headers": {"Authorization": HEADER_SECRET}},
+            "probe": {"command": "/usr/bin/env", "args": ["--", "x"], "env": {"PROBE_TOKEN": SECRET},
+                      "default_tools_approval_mode": "approve"},
+            "web": {"url": "https://mcp.example.com/mcp", "http_headers": {"Authorization": HEADER_SECRET},
+                    "default_tools_approval_mode": "approve"},
         }}),
         "{record}"
     );

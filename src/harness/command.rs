@@ -117,7 +117,9 @@ pub fn build(
             (Harness::Claude, None) => {
                 return Err("its MCP servers' config file was not written".into())
             }
-            (Harness::Codex, _) => opening.config = Some(mcp::codex_config(servers)),
+            (Harness::Codex, _) => {
+                opening.config = Some(mcp::codex_config(servers, modes.tools_unasked()))
+            }
         }
     }
     Ok(TurnSpec {

@@ -218,12 +218,20 @@ pub fn claude_config(servers: &McpServers) -> Value {
 
 /// codex's thread `config` for them: its `mcp_servers` table, as its
 /// config.toml writes it (`command`, `args`, `env`; `url`,
-/// `http_headers`).
-pub fn codex_config(servers: &McpServers) -> Value {
+/// `http_headers`). With `unasked`, their tools run without asking
+/// (`default_tools_approval_mode: approve`), as claude's do through
+/// `--allowedTools`; otherwise codex asks, as it does for any tool.
+pub fn codex_config(servers: &McpServers, unasked: bool) -> Value {
+    let approve = |mut server: Value| {
+        if unasked {
+            server["default_tools_approval_mode"] = json!("approve");
+        }
+        server
+    };
     let servers = by_name(
         servers,
-        |command, s| json!({"command": command, "args": s.args, "env": s.env}),
-        |url, s| json!({"url": url, "http_headers": s.headers}),
+        |command, s| approve(json!({"command": command, "args": s.args, "env": s.env})),
+        |url, s| approve(json!({"url": url, "http_headers": s.headers})),
     );
     json!({ "mcp_servers": servers })
 }
@@ -302,11 +310,20 @@ mod tests {
             }})
         );
         assert_eq!(
-            codex_config(&s),
+            codex_config(&s, false),
             json!({"mcp_servers": {
                 "files": {"command": "/usr/bin/mcp-files", "args": ["-v"], "env": {"TOKEN": "s3cret"}},
                 "web": {"url": "https://mcp.example.com/mcp", "http_headers": {"Authorization": "Bearer s3cret"}},
             }})
+        );
+        let unasked = codex_config(&s, true);
+        assert_eq!(
+            unasked["mcp_servers"]["files"]["default_tools_approval_mode"],
+            "approve"
+        );
+        assert_eq!(
+            unasked["mcp_servers"]["web"]["default_tools_approval_mode"],
+            "approve"
         );
     }
 }

@@ -88,6 +88,13 @@ pub struct Modes {
 }
 
 impl Modes {
+    /// Whether tools run without asking: the modes allow some up front
+    /// (not `approvals: app`, not `plan_only`). The session's own MCP
+    /// servers' tools are then among them, for either CLI.
+    pub fn tools_unasked(&self) -> bool {
+        !self.claude_allowed_tools.is_empty()
+    }
+
     /// A turn of a session whose app answers approvals (`approvals: app`):
     /// claude in its `default` mode with no tool allowed up front, so every
     /// tool use that changes something (Write, Edit, Bash) is asked about;
