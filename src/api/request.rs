@@ -53,7 +53,11 @@ pub(super) async fn serve(
         return Ok(respond(Reply::unauthorized(), After::Close));
     }
     let (parts, mut body) = request.into_parts();
-    let cap = routes::body_cap(&parts.method, parts.uri.path());
+    // The route is looked up once, before the body: it decides the cap.
+    let routed = routes::find(&parts.method, parts.uri.path());
+    let cap = routed
+        .as_ref()
+        .map_or(MAX_BODY, |(route, _)| routes::body_cap(route.op));
     // The declared length (Content-Length), before anything is read.
     let hint = body.size_hint();
     if hint.lower() > cap as u64 {
@@ -103,7 +107,7 @@ pub(super) async fn serve(
         }
     };
     drop(body);
-    let found = routes::find(&parts.method, parts.uri.path()).and_then(|(route, ids)| {
+    let found = routed.and_then(|(route, ids)| {
         let query = Query::parse(parts.uri.query(), route.params)?;
         Ok((route.op, ids, query))
     });

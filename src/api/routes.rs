@@ -212,11 +212,11 @@ pub fn find(method: &Method, path: &str) -> Result<(&'static Route, Vec<String>)
     })
 }
 
-/// The largest body `method` `path` takes: a start's and a message's may
-/// carry a prompt's images.
-pub fn body_cap(method: &Method, path: &str) -> usize {
-    match find(method, path) {
-        Ok((r, _)) if matches!(r.op, Op::Create | Op::Message) => limits::MAX_IMAGES_BODY,
+/// The largest body `op` takes: a start's and a message's may carry a
+/// prompt's images.
+pub fn body_cap(op: Op) -> usize {
+    match op {
+        Op::Create | Op::Message => limits::MAX_IMAGES_BODY,
         _ => limits::MAX_BODY,
     }
 }
