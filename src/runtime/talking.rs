@@ -108,10 +108,6 @@ impl Runtime {
         self.say(s, pass, seq, Said::Answer(answer));
     }
 
-    /// Says `said` to turn `seq`'s process; what cannot be handed to its
-    /// writer is reported as what it carried (a prompt, a steer; the rest
-    /// only in the log: a turn that is gone or does not read needs it no
-    /// more, its end is on its way).
     /// The images `attachments` names, from session `id`'s store, for the
     /// harness; why not, when one cannot be read.
     pub(super) fn images(
@@ -119,6 +115,10 @@ impl Runtime {
         id: &str,
         attachments: &[Attachment],
     ) -> Result<Vec<Image>, String> {
+        // Most prompts carry none: no path is made for them.
+        if attachments.is_empty() {
+            return Ok(Vec::new());
+        }
         let store = ImageStore::of(self.store.dir(), id);
         attachments
             .iter()
@@ -137,6 +137,10 @@ impl Runtime {
             .collect()
     }
 
+    /// Says `said` to turn `seq`'s process; what cannot be handed to its
+    /// writer is reported as what it carried (a prompt, a steer; the rest
+    /// only in the log: a turn that is gone or does not read needs it no
+    /// more, its end is on its way).
     fn say(&self, s: &Hosted, pass: &mut Pass, seq: TurnSeq, said: Said) {
         let said = match live(s, seq) {
             Some(live) => live.input.say(said),
