@@ -229,7 +229,7 @@ pub(crate) fn create(body: &[u8]) -> Result<(Start, Vec<Checked>), Refusal> {
             "attachments go with a first prompt: this start has none.",
         ));
     }
-    c.attachments = images.iter().map(|i| i.attachment.clone()).collect();
+    c.attachments = check::named(&images);
     let invalid = |m: &str| Err(Refusal::new(422, "invalid_field", m));
     if c.workspace.trim().is_empty() {
         return invalid("The workspace must not be empty.");

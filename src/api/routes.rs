@@ -315,7 +315,7 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
                     model: m.model,
                     effort: m.effort,
                 },
-                attachments: images.iter().map(|i| i.attachment.clone()).collect(),
+                attachments: crate::attachments::check::named(&images),
             };
             let steer = m.deliver == bodies::Deliver::Steer;
             command(rt.message(id, steer, prompt, &images)?)

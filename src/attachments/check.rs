@@ -45,6 +45,12 @@ pub struct Checked {
     pub data: Vec<u8>,
 }
 
+/// What the session knows of `images`: each one's kind, size and sha256,
+/// in order.
+pub(crate) fn named(images: &[Checked]) -> Vec<Attachment> {
+    images.iter().map(|i| i.attachment.clone()).collect()
+}
+
 /// The images of `value` (the body's `attachments`), checked; the first
 /// rule broken, in a sentence, otherwise.
 pub(crate) fn images(value: Value) -> Result<Vec<Checked>, String> {
@@ -117,7 +123,7 @@ fn one(item: Value) -> Result<Checked, String> {
             declared.media_type()
         ));
     }
-    let sha256 = hex(&Sha256::digest(&data));
+    let sha256 = format!("{:x}", Sha256::digest(&data));
     Ok(Checked {
         attachment: Attachment {
             media_type: found,
@@ -141,11 +147,6 @@ pub(crate) fn sniff(data: &[u8]) -> Option<ImageType> {
     } else {
         None
     }
-}
-
-/// `bytes` in lowercase hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -176,8 +177,11 @@ mod tests {
         assert_eq!(got.len(), 1);
         let a = &got[0].attachment;
         assert_eq!((a.media_type, a.bytes), (ImageType::Png, PNG.len() as u64));
-        assert_eq!(a.sha256, hex(&Sha256::digest(PNG)));
-        assert_eq!(a.sha256.len(), 64);
+        // `sha256sum` of those bytes.
+        assert_eq!(
+            a.sha256,
+            "2b1da20a14b97d8f01f0a809d9f7d53eeefc59df6312eaa5a0c8b5c1228d1d7f"
+        );
         assert_eq!(got[0].data, PNG);
     }
 
