@@ -17,22 +17,23 @@ use proptest::test_runner::TestCaseError;
 use room_machines::copy::{CopyMark, Observation};
 use room_machines::launch;
 use room_machines::session::{
-    retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Attachment, Budget, Config,
-    DecidedBy, Decision, Effect, Effort, Event, Exit, Failure, Input, LaunchEffect, LaunchInput,
-    ModelChoice, NewPrompt, Options, Outcome, Process, PromptId, Record, RelaunchMode, Session,
-    Signal, Stage, StartFields, TurnSeq, TurnTail, Usage, UsageReport, Usd, KILL_WAIT, MAX_PENDING,
+    retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Attachment, Boundary, Budget,
+    Config, DecidedBy, Decision, Effect, Effort, Event, Exit, Failure, Input, LaunchEffect,
+    LaunchInput, ModelChoice, NewPrompt, Options, Outcome, Process, PromptId, Record, RelaunchMode,
+    Session, Signal, Stage, StartFields, Timer, TurnSeq, TurnTail, Usage, UsageReport, Usd,
+    KILL_WAIT, MAX_PENDING,
 };
 use room_machines::Millis;
 
 type Check = Result<(), TestCaseError>;
 
 fn config() -> Config {
-    config_for(0)
+    config_for(0, false)
 }
 
 /// The limits, for a harness whose process lingers `linger` ms after its
-/// turn.
-fn config_for(linger: Millis) -> Config {
+/// turn, with the folder recorded at turn boundaries or not.
+fn config_for(linger: Millis, snapshots: bool) -> Config {
     Config {
         launch: launch::Config {
             copy_wait: 5_000,
@@ -44,6 +45,8 @@ fn config_for(linger: Millis) -> Config {
         approval_timeout: 1_500,
         linger,
         max_queued_prompts: 6,
+        snapshots,
+        snapshot_wait: 1_200,
     }
 }
 
@@ -73,6 +76,8 @@ enum Act {
     Report(bool, Usage),
     /// The restore's `KillSurvivor` is done.
     SurvivorGone,
+    /// The snapshot asked for before the next turn is taken.
+    Snapshot,
     /// kill -9 and a restart.
     Restart,
     /// kill -9 and a restart, with a line the current turn's harness
@@ -237,6 +242,7 @@ fn quiet_act() -> impl Strategy<Value = Act> {
         3 => exit().prop_map(Act::End),
         2 => Just(Act::Finish(false)),
         3 => Just(Act::SteerLost),
+        3 => Just(Act::Snapshot),
     ]
 }
 
@@ -255,6 +261,7 @@ fn warm_act() -> impl Strategy<Value = Act> {
         1 => Just(Act::Crash),
         1 => Just(Act::Restart),
         2 => Just(Act::SurvivorGone),
+        3 => Just(Act::Snapshot),
     ]
 }
 
@@ -278,6 +285,7 @@ fn act() -> impl Strategy<Value = Act> {
         2 => Just(Act::Finish(false)),
         1 => Just(Act::Finish(true)),
         3 => Just(Act::SteerLost),
+        3 => Just(Act::Snapshot),
         2 => raw().prop_map(Act::Raw),
         1 => (0..5u64).prop_map(|seq| Act::Raw(Input::OutputCapped {
             seq,
@@ -385,6 +393,13 @@ struct World {
     spawned_with: BTreeMap<TurnSeq, ModelChoice>,
     /// What the last started turn changed of the choice in force.
     switched: ModelChoice,
+    /// The folder is recorded at turn boundaries.
+    snapshots: bool,
+    /// This run's outstanding ask for the snapshot before a turn.
+    snapshot_asked: Option<TurnSeq>,
+    /// The turn whose snapshot before it was taken (or waited out) since
+    /// it was last asked for: the one turn that may start.
+    snapshot_ready: Option<TurnSeq>,
     /// Every step, for the failure report.
     trace: Vec<String>,
     /// What the run reached (applied inputs, effects, events), for the
@@ -410,6 +425,7 @@ impl World {
             promised,
             linger,
             effort_at_spawn,
+            snapshots,
         } = life;
         let opts = Options {
             promised,
@@ -420,7 +436,7 @@ impl World {
             effort_at_spawn,
         };
         let s = Session::new(
-            config_for(linger),
+            config_for(linger, snapshots),
             opts.clone(),
             first.map(NewPrompt::from),
             0,
@@ -467,6 +483,9 @@ impl World {
             images: BTreeMap::new(),
             spawned_images: BTreeMap::new(),
             started_prompt: None,
+            snapshots,
+            snapshot_asked: None,
+            snapshot_ready: None,
         };
         let effects: Vec<Effect> = std::iter::from_fn(|| w.s.poll_effect()).collect();
         w.trace.push(format!("new: {effects:?}"));
@@ -640,6 +659,15 @@ impl World {
                     })?;
                 }
             }
+            Act::Snapshot => {
+                if let Some(turn) = self.snapshot_asked.take() {
+                    self.snapshot_ready = Some(turn);
+                    self.feed(Input::Snapshotted {
+                        turn,
+                        at: Boundary::Before,
+                    })?;
+                }
+            }
             Act::Grant => {}
         }
         Ok(())
@@ -649,8 +677,13 @@ impl World {
         let target = self.now + dt;
         for _ in 0..10_000 {
             match self.s.poll_timeout() {
-                Some((at, _)) if at <= target => {
+                Some((at, timer)) if at <= target => {
                     self.now = self.now.max(at);
+                    if timer == Timer::SnapshotWait {
+                        // The turn starts without it.
+                        self.seen.insert("a snapshot's wait ran out".into());
+                        self.snapshot_ready = self.snapshot_asked.take();
+                    }
                     self.feed(Input::Timeout)?;
                 }
                 _ => {
@@ -700,9 +733,11 @@ impl World {
         self.held_since = None;
         self.spawn = None;
         self.survivor = None;
+        self.snapshot_asked = None;
+        self.snapshot_ready = None;
         self.must_wait_from = (self.persisted.stage == Stage::Starting).then_some(self.now);
         self.s = Session::restore(
-            config_for(self.linger),
+            config_for(self.linger, self.snapshots),
             self.opts.clone(),
             self.on_disk(),
             self.now,
@@ -964,6 +999,24 @@ impl World {
                     self.logged.push(prompt.clone());
                 }
                 Effect::NoteSpawn { seq } => noted = Some(*seq),
+                Effect::Snapshot { turn, at } => {
+                    prop_assert!(self.snapshots, "{e:?} with snapshots off");
+                    match at {
+                        Boundary::Before => {
+                            // A new launch asks again (the folder may have
+                            // changed during its wait).
+                            self.snapshot_asked = Some(*turn);
+                            self.snapshot_ready = None;
+                        }
+                        Boundary::After => {
+                            let ended = effects.iter().any(|x| {
+                                matches!(x, Effect::Emit(Event::TurnEnded { turn: t, .. }) if t == turn)
+                            });
+                            prop_assert!(ended, "turn {} recorded after, with no turn_ended", turn);
+                            self.seen.insert("a folder recorded after a turn".into());
+                        }
+                    }
+                }
                 Effect::CloseInput { seq } => {
                     self.closed_input.insert((*seq, self.run));
                     if let Some(Input::Message(NewPrompt { choice, .. })) = input {
@@ -992,6 +1045,7 @@ impl World {
                     attachments,
                     ..
                 } => {
+                    self.folder_was_recorded(*seq)?;
                     prop_assert!(self.linger > 0, "{e:?} with no lingering");
                     let carries = self
                         .started_prompt
@@ -1137,6 +1191,7 @@ impl World {
                     attachments,
                     ..
                 } => {
+                    self.folder_was_recorded(*seq)?;
                     self.spawned_with.insert(*seq, choice.clone());
                     self.spawned_images.insert(*seq, attachments.clone());
                     let r = self.s.record();
@@ -1152,8 +1207,15 @@ impl World {
                         self.spawn
                     );
                     if r.stage == Stage::Starting {
+                        // Or the snapshot the permit's holder waited for.
+                        let held = self.granted > self.released;
                         prop_assert!(
-                            matches!(input, Some(Input::Launch(LaunchInput::PermitGranted))),
+                            matches!(input, Some(Input::Launch(LaunchInput::PermitGranted)))
+                                || (held
+                                    && matches!(
+                                        input,
+                                        Some(Input::Snapshotted { .. } | Input::Timeout)
+                                    )),
                             "a first turn without its permit ({input:?})"
                         );
                     }
@@ -1359,6 +1421,21 @@ impl World {
     }
 
     /// A turn that got SIGTERM gets SIGKILL within the grace unless it ended.
+    /// Turn `seq` starts (a spawn, or a lingering process): with snapshots
+    /// on, only once the snapshot before it was taken or waited out.
+    fn folder_was_recorded(&mut self, seq: TurnSeq) -> Check {
+        if self.snapshots {
+            prop_assert_eq!(
+                self.snapshot_ready.take(),
+                Some(seq),
+                "turn {} started before its folder was recorded",
+                seq
+            );
+            self.seen.insert("a turn waited for its snapshot".into());
+        }
+        Ok(())
+    }
+
     fn kill_follows_term(&self) -> Check {
         let grace = config().kill_grace;
         self.follows_within(grace, &self.terms, &self.kills, "got SIGTERM", "SIGKILL")
@@ -1410,11 +1487,13 @@ impl World {
         Ok(())
     }
 
-    /// A permit is never held past the startup timeout: a harness that
-    /// does not name its session in time gives it back.
+    /// A permit is never held past the startup timeout (after the wait for
+    /// the first turn's snapshot, when there is one): a harness that does
+    /// not name its session in time gives it back.
     fn permit_within_startup_timeout(&self) -> Check {
         if let Some(since) = self.held_since {
-            let limit = since + config().startup_timeout;
+            let c = config_for(self.linger, self.snapshots);
+            let limit = since + c.startup_timeout + if c.snapshots { c.snapshot_wait } else { 0 };
             prop_assert!(
                 self.now <= limit,
                 "a permit granted at {since} is still held at {} (limit {limit})",
@@ -1435,6 +1514,8 @@ impl World {
                 .turn
                 .as_ref()
                 .is_some_and(|t| t.launch && !t.reported());
+        // A launch whose first turn waits for its snapshot holds its permit.
+        let starting = starting || self.s.state().snapshot.holds_launch;
         let held = self.granted - self.released;
         prop_assert!(
             held == 0 || (held == 1 && starting),
@@ -1504,14 +1585,22 @@ struct Life {
     linger: Millis,
     /// Its harness takes an effort only when its process starts.
     effort_at_spawn: bool,
+    /// Its folder is recorded at turn boundaries.
+    snapshots: bool,
 }
 
 fn life() -> impl Strategy<Value = Life> {
-    (any::<bool>(), linger(), any::<bool>()).prop_map(|(promised, linger, effort_at_spawn)| Life {
-        promised,
-        linger,
-        effort_at_spawn,
-    })
+    // A third of the lives record their folder: they take longer to run
+    // each turn, and the rest must still reach every other situation.
+    let snapshots = prop_oneof![2 => Just(false), 1 => Just(true)];
+    (any::<bool>(), linger(), any::<bool>(), snapshots).prop_map(
+        |(promised, linger, effort_at_spawn, snapshots)| Life {
+            promised,
+            linger,
+            effort_at_spawn,
+            snapshots,
+        },
+    )
 }
 
 fn run(life: Life, first: Option<String>, acts: Vec<Act>) -> Result<World, TestCaseError> {
@@ -1577,7 +1666,7 @@ fn the_random_lives_reach_every_situation() {
     let mut runner = TestRunner::deterministic();
     let strategy = (life(), prop::option::of("[a-z]{1,3}"), acts());
     let mut seen = BTreeSet::new();
-    for _ in 0..8000 {
+    for _ in 0..10_000 {
         let (life, first, acts) = strategy.new_tree(&mut runner).unwrap().current();
         seen.extend(run(life, first, acts).unwrap().seen);
     }
@@ -1588,6 +1677,7 @@ fn the_random_lives_reach_every_situation() {
             promised: false,
             linger: 1_000,
             effort_at_spawn: false,
+            snapshots: false,
         };
         seen.extend(run(life, None, acts).unwrap().seen);
     }
@@ -1606,6 +1696,7 @@ fn the_random_lives_reach_every_situation() {
             promised: false,
             linger: 60_000,
             effort_at_spawn: i % 2 == 0,
+            snapshots: i % 3 == 0,
         };
         seen.extend(run(life, Some("a".into()), acts).unwrap().seen);
     }
@@ -1615,6 +1706,10 @@ fn the_random_lives_reach_every_situation() {
         "an effort switched in place",
         "a linger ended for an effort",
         "a turn with images",
+        "a turn waited for its snapshot",
+        "a snapshot's wait ran out",
+        "a folder recorded after a turn",
+        "applied Snapshotted",
         "crashed with a line journalled, not fed",
         "a turn restored from the journal, printed: true",
         "a turn restored from the journal, printed: false",

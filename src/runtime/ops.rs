@@ -55,6 +55,9 @@ impl Runtime {
             approval_timeout: self.config.approval_timeout_ms,
             linger: self.config.linger_ms,
             max_queued_prompts: self.config.max_queued_prompts,
+            // The runtime does not take snapshots yet.
+            snapshots: false,
+            snapshot_wait: machine::SNAPSHOT_WAIT,
         }
     }
 

@@ -11,7 +11,7 @@ use super::event::Event;
 use super::launch_io::LaunchInput;
 use super::prompt::{NewPrompt, Prompt};
 use super::usage::UsageReport;
-use super::values::{Exit, JournalCap, RelaunchMode};
+use super::values::{Boundary, Exit, JournalCap, RelaunchMode};
 use super::values::{Process, PromptId, TurnSeq};
 use crate::launch;
 use crate::launch::LaunchEffect;
@@ -34,6 +34,10 @@ pub const LINGER: Millis = 30_000;
 pub const PERSIST_RETRY: Millis = 1_000;
 /// `max_queued_prompts`: the most prompts a session holds waiting.
 pub const MAX_QUEUED_PROMPTS: usize = 1000;
+/// The longest a turn waits for the snapshot of its folder before it: a
+/// snapshot is bounded by its own deadline (60 s by default), and this
+/// leaves it room to say why it failed.
+pub const SNAPSHOT_WAIT: Millis = 65_000;
 
 /// The session's limits; the defaults are the constants above and the launch's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +59,18 @@ pub struct Config {
     /// (a prompt that comes back to the queue is never refused).
     #[serde(default = "max_queued_prompts")]
     pub max_queued_prompts: usize,
+    /// The session's folder is recorded at turn boundaries (`Snapshot`):
+    /// no turn starts before its folder is recorded.
+    #[serde(default)]
+    pub snapshots: bool,
+    /// How long a turn waits for the snapshot before it; then it starts
+    /// without.
+    #[serde(default = "snapshot_wait")]
+    pub snapshot_wait: Millis,
+}
+
+fn snapshot_wait() -> Millis {
+    SNAPSHOT_WAIT
 }
 
 fn approval_timeout() -> Millis {
@@ -74,6 +90,8 @@ impl Default for Config {
             approval_timeout: APPROVAL_TIMEOUT,
             linger: LINGER,
             max_queued_prompts: MAX_QUEUED_PROMPTS,
+            snapshots: false,
+            snapshot_wait: SNAPSHOT_WAIT,
         }
     }
 }
@@ -240,6 +258,14 @@ pub enum Input {
         /// The turn.
         seq: TurnSeq,
     },
+    /// `Snapshot` is done: the folder is recorded, or could not be (the
+    /// runtime journals which).
+    Snapshotted {
+        /// The turn.
+        turn: TurnSeq,
+        /// Which side of it.
+        at: Boundary,
+    },
     /// `KillSurvivor` is done: nothing of the restored turn runs any more.
     SurvivorGone {
         /// The turn.
@@ -364,6 +390,14 @@ pub enum Effect {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         attachments: Vec<Attachment>,
     },
+    /// Record the session's folder `at` turn `turn`'s boundary; answer
+    /// `Snapshotted` once it is recorded or cannot be.
+    Snapshot {
+        /// The turn.
+        turn: TurnSeq,
+        /// Which side of it.
+        at: Boundary,
+    },
     /// Write a prompt to the running turn's stdin; answer
     /// `SteerUndelivered` if that fails.
     Steer {
@@ -435,6 +469,8 @@ pub enum Timer {
     Linger,
     /// The record that could not be written is written again.
     PersistRetry,
+    /// The next turn starts without the snapshot it waits for.
+    SnapshotWait,
     /// A pending approval request is denied unanswered.
     Approval,
 }

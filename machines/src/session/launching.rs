@@ -21,6 +21,7 @@ impl Session {
             relaunch,
         };
         self.launch = Some(Launch::new(self.config.launch, plan, now));
+        self.forget_snapshot();
         self.pump_launch(now);
     }
 
@@ -91,10 +92,14 @@ impl Session {
     /// The permit is held: run the head of the queue as the launch's first
     /// turn. With nothing to run (a paused or empty queue, or a turn still
     /// ending) the launch completes at once and the harness runs later.
-    fn start_harness(&mut self, now: Millis) {
+    pub(super) fn start_harness(&mut self, now: Millis) {
         let r = &self.state.record;
         if r.paused || r.turn.is_some() || r.queue.is_empty() {
             self.complete_launch(now, None);
+            return;
+        }
+        if !self.folder_recorded(now) {
+            self.state.snapshot.holds_launch = true;
             return;
         }
         self.spawn_turn(true);

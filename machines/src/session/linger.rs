@@ -54,6 +54,8 @@ impl Session {
             by: None,
             usage,
         });
+        let t = self.state.record.turn.clone().expect("the live turn");
+        self.record_after(&t);
         let until = now.saturating_add(self.config.linger);
         self.state.timers.set(Deadline::Linger, until);
         self.pump(now);

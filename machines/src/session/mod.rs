@@ -125,6 +125,7 @@ mod prompt;
 pub mod record;
 pub mod retry;
 mod signals;
+mod snapshots;
 mod spending;
 mod tail;
 mod talk;
@@ -156,7 +157,7 @@ pub use excerpt::{excerpt, PROMPT_TEXT_MAX};
 pub use failure::{CutBy, Failure, FAILURE_TEXT_MAX};
 pub use io::{
     Config, Effect, Input, Options, Outcome, Refusal, Signal, Timer, KILL_GRACE, KILL_WAIT, LINGER,
-    MAX_QUEUED_PROMPTS, PERSIST_RETRY, STARTUP_TIMEOUT,
+    MAX_QUEUED_PROMPTS, PERSIST_RETRY, SNAPSHOT_WAIT, STARTUP_TIMEOUT,
 };
 pub use launch_io::LaunchInput;
 pub use record::{
@@ -164,10 +165,11 @@ pub use record::{
     TurnSeq,
 };
 pub use retry::{retry_difference, StartFields};
+pub use snapshots::SnapshotGate;
 pub use tail::TurnTail;
 pub use timers::{Deadline, TimerTable};
 pub use usage::{Usage, UsageReport, Usd};
-pub use values::{Exit, JournalCap, RelaunchMode};
+pub use values::{Boundary, Exit, JournalCap, RelaunchMode};
 
 /// Everything a session knows, in memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -189,6 +191,9 @@ pub struct State {
     /// turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signalled: Option<Signal>,
+    /// The snapshot the next turn waits for.
+    #[serde(default)]
+    pub snapshot: SnapshotGate,
 }
 
 /// What this run said on the current turn's stdin. Not in the record: a
@@ -299,6 +304,7 @@ impl Session {
                 timers: TimerTable::default(),
                 stdin: Stdin::default(),
                 signalled: None,
+                snapshot: SnapshotGate::default(),
             },
             launch: None,
             staged: Vec::new(),
@@ -392,6 +398,7 @@ impl Session {
             }
             Input::TurnEnded { seq, exit, detail } => self.handle_ended(now, seq, exit, detail),
             Input::LeftBehind { seq } => self.handle_left_behind(now, seq),
+            Input::Snapshotted { turn, at } => self.handle_snapshotted(now, turn, at),
             Input::SurvivorGone { seq } => self.handle_survivor_gone(now, seq),
             Input::OutputCapped { seq, cap } => self.handle_output_capped(now, seq, cap),
             Input::PersistFailed { error } => self.handle_persist_failed(now, error),
@@ -526,12 +533,14 @@ impl Session {
             && !r.queue.is_empty()
             && !self.budget_spent();
         if may && r.turn.is_none() {
-            self.spawn_turn(false);
+            if self.folder_recorded(now) {
+                self.spawn_turn(false);
+            }
         } else if may && self.lingering() {
-            if self.takes_in_place() {
-                self.continue_turn(now);
-            } else {
+            if !self.takes_in_place() {
                 self.end_linger(now);
+            } else if self.folder_recorded(now) {
+                self.continue_turn(now);
             }
         }
     }

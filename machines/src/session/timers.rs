@@ -29,18 +29,21 @@ pub enum Deadline {
     StartupTimeout,
     /// The record that could not be written is written again then.
     PersistRetry,
+    /// The next turn starts then without the snapshot it waits for.
+    SnapshotWait,
 }
 
 impl Deadline {
     /// Every kind, in the order [`TimerTable::next`] prefers them when two
     /// fall due at once.
-    pub const ALL: [Deadline; 6] = [
+    pub const ALL: [Deadline; 7] = [
         Deadline::KillGrace,
         Deadline::KillWait,
         Deadline::InterruptGrace,
         Deadline::Linger,
         Deadline::StartupTimeout,
         Deadline::PersistRetry,
+        Deadline::SnapshotWait,
     ];
 
     /// The name `poll_timeout` gives it.
@@ -52,6 +55,7 @@ impl Deadline {
             Deadline::Linger => Timer::Linger,
             Deadline::StartupTimeout => Timer::StartupTimeout,
             Deadline::PersistRetry => Timer::PersistRetry,
+            Deadline::SnapshotWait => Timer::SnapshotWait,
         }
     }
 

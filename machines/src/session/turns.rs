@@ -257,6 +257,7 @@ impl Session {
             by: turn.ending,
             usage,
         });
+        self.record_after(&turn);
         self.settle(now, turn, stdin, End::Exited(exit, detail));
         self.carry_on(now);
         Outcome::Applied
@@ -283,6 +284,7 @@ impl Session {
             by: Some(turn.ending.unwrap_or(EndWhy::Restore)),
             usage,
         });
+        self.record_after(&turn);
         // A restored turn: this run said nothing on its stdin.
         let stdin = std::mem::take(&mut self.state.stdin);
         self.settle(now, turn, stdin, End::Gone);
@@ -337,6 +339,7 @@ impl Session {
             applied = true;
         }
         applied |= self.linger_over(now);
+        applied |= self.snapshot_wait_over(now);
         applied |= self.retry_persist(now);
         applied |= self.approvals_timed_out(now);
         let launch_due = self

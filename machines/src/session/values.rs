@@ -117,3 +117,13 @@ pub struct Process {
     /// never mistakes a recycled pid for the turn.
     pub start_time: u64,
 }
+
+/// Which side of a turn a snapshot records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Boundary {
+    /// The folder as the turn finds it, taken before it starts.
+    Before,
+    /// The folder as the turn left it, taken once its end is journalled.
+    After,
+}

@@ -1,0 +1,127 @@
+//! The folder recorded at turn boundaries (docs/api.md, "Snapshots"): no
+//! turn starts before its folder is recorded, so what the turn changes is
+//! told apart from what changed before it; a turn that is over has its
+//! folder recorded after it. The runtime takes the snapshots (as the agent
+//! account, on a thread of its own); the machine only says when, and waits
+//! for the one before a turn at most [`Config::snapshot_wait`].
+//!
+//! [`Config::snapshot_wait`]: super::Config::snapshot_wait
+
+use serde::{Deserialize, Serialize};
+
+use super::io::Effect;
+use super::record::{Phase, Turn, TurnSeq};
+use super::timers::Deadline;
+use super::values::Boundary;
+use super::{Outcome, Session};
+use crate::time::Millis;
+
+/// The snapshot before the next turn: asked for, and whether it came back
+/// (or its wait ran out). Not in the record: a restart asks again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotGate {
+    /// The turn whose `Before` snapshot is asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<TurnSeq>,
+    /// The turn whose `Before` snapshot is done (or given up): it may start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<TurnSeq>,
+    /// The launch's permit is held and its first turn waits for the
+    /// snapshot: its answer starts the harness.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub holds_launch: bool,
+}
+
+impl Session {
+    /// Whether the next turn may start as far as its snapshot goes: it is
+    /// taken, its wait ran out, or snapshots are off. Otherwise asks for
+    /// it (once) and sets its deadline; `Snapshotted` or the deadline
+    /// starts the turn then.
+    pub(super) fn folder_recorded(&mut self, now: Millis) -> bool {
+        if !self.config.snapshots {
+            return true;
+        }
+        let next = self.state.record.next_turn;
+        let gate = &mut self.state.snapshot;
+        if gate.ready == Some(next) {
+            return true;
+        }
+        if gate.asked != Some(next) {
+            gate.asked = Some(next);
+            self.staged.push(Effect::Snapshot {
+                turn: next,
+                at: Boundary::Before,
+            });
+            let until = now.saturating_add(self.config.snapshot_wait);
+            self.state.timers.set(Deadline::SnapshotWait, until);
+        }
+        false
+    }
+
+    /// A turn just ended (its `turn_ended` is staged): its folder is
+    /// recorded after it, when its harness had its prompt (a turn that
+    /// never ran changed nothing).
+    pub(super) fn record_after(&mut self, turn: &Turn) {
+        let ran = matches!(turn.phase, Phase::Prompted(_) | Phase::Lingering { .. });
+        if self.config.snapshots && ran {
+            self.staged.push(Effect::Snapshot {
+                turn: turn.seq,
+                at: Boundary::After,
+            });
+        }
+    }
+
+    /// The runtime took (or could not take) a snapshot. Only the one
+    /// before the next turn is waited for: that turn may start now.
+    pub(super) fn handle_snapshotted(
+        &mut self,
+        now: Millis,
+        turn: TurnSeq,
+        at: Boundary,
+    ) -> Outcome {
+        let gate = self.state.snapshot;
+        if at != Boundary::Before || gate.asked != Some(turn) || gate.ready == Some(turn) {
+            return Outcome::Ignored;
+        }
+        self.folder_ready(now, turn);
+        Outcome::Applied
+    }
+
+    /// The snapshot before the next turn took longer than its wait: the
+    /// turn starts without it (its diff says so). Whether it was due.
+    pub(super) fn snapshot_wait_over(&mut self, now: Millis) -> bool {
+        if !self.state.timers.is_due(Deadline::SnapshotWait, now) {
+            return false;
+        }
+        match self.state.snapshot.asked {
+            Some(turn) => self.folder_ready(now, turn),
+            None => self.state.timers.stop(Deadline::SnapshotWait),
+        }
+        true
+    }
+
+    /// Turn `turn` may start: the launch it held goes on, or the queue. A
+    /// turn that does not start now (the queue was paused meanwhile) asks
+    /// again when it does, since the folder may change until then.
+    fn folder_ready(&mut self, now: Millis, turn: TurnSeq) {
+        self.state.timers.stop(Deadline::SnapshotWait);
+        self.state.snapshot.ready = Some(turn);
+        if std::mem::take(&mut self.state.snapshot.holds_launch) {
+            if self.launch_live() {
+                self.start_harness(now);
+            }
+        } else {
+            self.pump(now);
+        }
+        if self.state.record.next_turn == turn {
+            self.state.snapshot = SnapshotGate::default();
+        }
+    }
+
+    /// A launch begins: what was asked or taken before it is stale (the
+    /// launch may wait for a copy first).
+    pub(super) fn forget_snapshot(&mut self) {
+        self.state.snapshot = SnapshotGate::default();
+        self.state.timers.stop(Deadline::SnapshotWait);
+    }
+}
