@@ -165,11 +165,10 @@ pub use record::{
     TurnSeq,
 };
 pub use retry::{retry_difference, StartFields};
-pub use snapshots::SnapshotGate;
 pub use tail::TurnTail;
 pub use timers::{Deadline, TimerTable};
 pub use usage::{Usage, UsageReport, Usd};
-pub use values::{Boundary, Exit, JournalCap, RelaunchMode};
+pub use values::{Boundary, Exit, JournalCap, RelaunchMode, SnapshotGate};
 
 /// Everything a session knows, in memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

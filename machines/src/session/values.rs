@@ -127,3 +127,19 @@ pub enum Boundary {
     /// The folder as the turn left it, taken once its end is journalled.
     After,
 }
+
+/// The snapshot before the next turn: asked for, and whether it came back
+/// (or its wait ran out). Not in the record: a restart asks again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotGate {
+    /// The turn whose `Before` snapshot is asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<TurnSeq>,
+    /// The turn whose `Before` snapshot is done (or given up): it may start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<TurnSeq>,
+    /// The launch's permit is held and its first turn waits for the
+    /// snapshot: its answer starts the harness.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub holds_launch: bool,
+}
