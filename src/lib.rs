@@ -34,6 +34,7 @@ pub mod procfs;
 pub(crate) mod runtime;
 pub mod service;
 pub(crate) mod sessions;
+pub mod snapshot;
 pub mod store;
 pub mod supervise;
 mod sys;

@@ -29,6 +29,11 @@ or config error.
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // The snapshot walker (room_core::snapshot): the service runs its own
+    // binary so, as the agent account; not a user's mode, so not in USAGE.
+    if args == ["--snapshot-walk"] {
+        std::process::exit(room_core::snapshot::walker_main());
+    }
     let console_url = args.first().is_some_and(|a| a == "--console-url");
     if console_url {
         args.remove(0);

@@ -1,0 +1,277 @@
+//! Snapshots of a session's folder at turn boundaries, and the diffs
+//! between them (ARCHITECTURE.md §17).
+//!
+//! A snapshot records every regular file's bytes and permission bits,
+//! symbolic links as links (their targets kept, never followed) and
+//! folders (so empty ones survive), by paths relative to the folder with
+//! `/`. FIFOs, sockets and devices are named in [`Taken::Tree`]'s
+//! `skipped` with their kind and never opened; so are files the walk may
+//! not read, names that are not UTF-8, and files that changed while they
+//! were read. The `.git` folder and the rest of [`Limits::ignore`] are left
+//! out without a word per file.
+//!
+//! The store is `<state_dir>/snapshots/`: content-addressed objects
+//! (`objects/`, [`objects`]) for files' bytes and folders' listings
+//! ([`tree`]), shared across turns and sessions, so a turn costs what it
+//! changed; and a stat cache per folder (`cache/`, [`cache`]), so a file
+//! whose stat has not moved is not read again.
+//!
+//! The service never reads the agent's folder itself: the walk runs in a
+//! helper process, the service's own binary as `room-core
+//! --snapshot-walk` ([`walker_main`]), started as the agent account
+//! ([`take`]), and its answer ([`protocol`]) is hostile input, bounded and
+//! checked. The same helper runs when there is no agent account, so there
+//! is one code path.
+//!
+//! [`Snapshots::changes`] and [`Snapshots::unified`] compare two trees
+//! ([`diff`], [`unified`]).
+
+mod cache;
+mod diff;
+mod objects;
+mod protocol;
+mod take;
+mod tree;
+mod unified;
+mod walk;
+
+use std::collections::HashMap;
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use diff::{Change, FileChange, Kind, ModeChange};
+pub use tree::{Entry, EntryKind, Tree, TreeId};
+pub use unified::Unified;
+
+use crate::store::DIR_MODE;
+use crate::supervise::cgroup::CgroupRoot;
+use cache::StatCache;
+use objects::Objects;
+
+/// What one snapshot may cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// The most bytes of regular files (their sizes added before anything
+    /// is read); 1 GiB by default.
+    pub max_bytes: u64,
+    /// The most entries (files, links, folders and the rest); 200,000 by
+    /// default.
+    pub max_entries: u64,
+    /// What is left out: a name without `/` at any depth, a path with `/`
+    /// from the top of the folder; `[".git"]` by default.
+    pub ignore: Vec<String>,
+    /// How long one snapshot may take, from the walker's start to its last
+    /// byte; 60 s by default.
+    pub deadline: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_bytes: 1 << 30,
+            max_entries: 200_000,
+            ignore: vec![".git".into()],
+            deadline: Duration::from_secs(60),
+        }
+    }
+}
+
+/// An entry a snapshot did not record, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// Its path from the folder (a name that is not UTF-8 shown lossily).
+    pub path: String,
+    /// Why, as a phrase: "a FIFO (named pipe), not opened", "cannot be
+    /// read: Permission denied", "changed while it was read", ….
+    pub why: String,
+}
+
+/// What [`Snapshots::take`] gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Taken {
+    /// The folder was recorded.
+    Tree {
+        /// The tree's id.
+        id: TreeId,
+        /// What was not recorded, and why.
+        skipped: Vec<Skipped>,
+    },
+    /// The folder is over a limit (the sentence names it): not a failure.
+    TooLarge {
+        /// Which limit, as a sentence.
+        why: String,
+    },
+    /// The snapshot could not be made (the deadline, a walker that could
+    /// not start or broke the protocol, a folder that cannot be opened).
+    Failed {
+        /// Why, as a sentence.
+        why: String,
+    },
+}
+
+/// What one snapshot did, beside its result: what shows the cache at work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Entries recorded.
+    pub entries: u64,
+    /// Regular files whose bytes the walker sent (their stat had moved).
+    pub files_read: u64,
+    /// Bytes of those files.
+    pub bytes_read: u64,
+    /// Regular files taken from the stat cache, not read.
+    pub files_cached: u64,
+    /// Folder listings that were new to the store.
+    pub listings_new: u64,
+}
+
+/// The snapshot store, and how snapshots are taken.
+#[derive(Debug)]
+pub struct Snapshots {
+    dir: PathBuf,
+    objects: Objects,
+    limits: Limits,
+    account: Option<crate::supervise::Account>,
+    helper: PathBuf,
+    cgroups: Option<CgroupRoot>,
+    /// The stat cache of each folder taken since the store was opened.
+    caches: Mutex<HashMap<PathBuf, Arc<StatCache>>>,
+}
+
+impl Snapshots {
+    /// Opens (and makes) the store under `<state_dir>/snapshots` (0700).
+    /// `account` is the agent account the walker runs as (`None`: the
+    /// service's own); `helper` is the program run as the walker, with
+    /// `--snapshot-walk` (the service passes `std::env::current_exe()`).
+    pub fn open(
+        state_dir: &Path,
+        limits: Limits,
+        account: Option<crate::supervise::Account>,
+        helper: PathBuf,
+    ) -> io::Result<Snapshots> {
+        let dir = state_dir.join("snapshots");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(DIR_MODE)
+            .create(dir.join("cache"))?;
+        let objects = Objects::open(dir.join("objects"))?;
+        Ok(Snapshots {
+            dir,
+            objects,
+            limits,
+            account,
+            helper,
+            cgroups: None,
+            caches: Mutex::default(),
+        })
+    }
+
+    /// Runs each walker in a cgroup of its own below `root` (as a turn
+    /// runs in `room-core/<key>`), `room-core/snapshot-<uuid>`, killed
+    /// whole with `cgroup.kill` and removed after: whatever the walker
+    /// started, however it detached, ends with it.
+    pub fn in_cgroups(mut self, root: CgroupRoot) -> Snapshots {
+        self.cgroups = Some(root);
+        self
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Records `folder` (absolute) now. Blocking, bounded by
+    /// [`Limits::deadline`]; call it on a thread of its own, never a
+    /// shared one.
+    pub fn take(&self, folder: &Path) -> Taken {
+        self.take_counted(folder).0
+    }
+
+    /// [`Snapshots::take`], and what it read and what it took from the
+    /// stat cache.
+    pub fn take_counted(&self, folder: &Path) -> (Taken, Counts) {
+        let cache_file = cache::file_of(&self.dir.join("cache"), folder);
+        let old = {
+            let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
+            caches
+                .entry(folder.to_path_buf())
+                .or_insert_with(|| Arc::new(StatCache::load(&cache_file)))
+                .clone()
+        };
+        let (got, ended) = match take::walk(self, folder, &old) {
+            Ok(x) => x,
+            Err(why) => return (Taken::Failed { why }, Counts::default()),
+        };
+        let mut counts = got.counts;
+        match ended {
+            take::Ended::TooLarge(why) => return (Taken::TooLarge { why }, counts),
+            take::Ended::Failed(why) => return (Taken::Failed { why }, counts),
+            take::Ended::Done => {}
+        }
+        let (id, new) = match tree::store(&self.objects, &got.entries) {
+            Ok(x) => x,
+            Err(e) => {
+                let why = format!("cannot store the snapshot: {e}");
+                return (Taken::Failed { why }, counts);
+            }
+        };
+        counts.listings_new = new;
+        if got.cache != *old {
+            // The cache only saves reads: a failed write costs the next
+            // snapshot its reads, nothing else.
+            if let Err(e) = got.cache.save(&cache_file) {
+                log::warn!(
+                    "cannot keep the snapshot cache of {}: {e}",
+                    folder.display()
+                );
+            }
+            let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
+            caches.insert(folder.to_path_buf(), Arc::new(got.cache));
+        }
+        let skipped = got.skipped;
+        (Taken::Tree { id, skipped }, counts)
+    }
+
+    /// What changed from tree `before` to tree `after` (both ids from
+    /// [`Snapshots::take`]), sorted by path.
+    pub fn changes(&self, before: &TreeId, after: &TreeId) -> io::Result<Vec<FileChange>> {
+        let (a, b) = (self.tree(before)?, self.tree(after)?);
+        Ok(diff::changes(&self.objects, &a, &b)?
+            .into_iter()
+            .map(|c| c.change)
+            .collect())
+    }
+
+    /// The unified diff text of those changes (git's form), at most `cap`
+    /// bytes, cut at a hunk or line boundary; binary files are named, not
+    /// shown.
+    pub fn unified(&self, before: &TreeId, after: &TreeId, cap: usize) -> io::Result<Unified> {
+        let (a, b) = (self.tree(before)?, self.tree(after)?);
+        let changes = diff::changes(&self.objects, &a, &b)?;
+        unified::render(&self.objects, &changes, cap)
+    }
+
+    /// Tree `id` itself, read back from the store (every object checked
+    /// against its name).
+    pub fn tree(&self, id: &TreeId) -> io::Result<Tree> {
+        tree::load(&self.objects, id)
+    }
+
+    /// The bytes of file object `sha256` (a [`EntryKind::File`]'s), checked
+    /// against its name.
+    pub fn file_bytes(&self, sha256: &str, size: u64) -> io::Result<Vec<u8>> {
+        self.objects.get(sha256, size)
+    }
+}
+
+/// The walker's whole run: `room-core --snapshot-walk` calls this and
+/// exits with what it returns. It reads its request on stdin and answers on
+/// stdout; nothing else calls it.
+#[doc(hidden)]
+pub fn walker_main() -> i32 {
+    walk::main()
+}

@@ -1,0 +1,229 @@
+//! The content-addressed store: `<state>/snapshots/objects/<2 hex>/<62
+//! hex>`, each object named by the sha256 of its bytes, which the service
+//! computes itself from the bytes it holds (never taken from the walker),
+//! written whole and durably (a temp file, fsync, rename, the folder
+//! fsync'd) and privately (0600 files, 0700 folders). An object already
+//! there is not written again: files, folders' listings and trees are
+//! shared across turns and sessions.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::store::{write_private, DIR_MODE, FILE_MODE};
+
+/// Bytes kept in memory before an object being received goes to a temp file.
+const SPILL: usize = 4 << 20;
+
+/// The object store.
+#[derive(Debug, Clone)]
+pub(crate) struct Objects {
+    dir: PathBuf,
+}
+
+/// The sha256 of `bytes` as 64 lowercase hex digits.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// Whether `s` is 64 lowercase hex digits.
+pub(crate) fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn mkdir_private(dir: &Path) -> io::Result<bool> {
+    match std::fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+impl Objects {
+    /// Opens (and makes) the store at `dir`.
+    pub(crate) fn open(dir: PathBuf) -> io::Result<Objects> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(DIR_MODE)
+            .create(dir.join("tmp"))?;
+        Ok(Objects { dir })
+    }
+
+    /// Where object `sha` is.
+    pub(crate) fn path(&self, sha: &str) -> PathBuf {
+        self.dir.join(&sha[..2]).join(&sha[2..])
+    }
+
+    /// Whether object `sha` is stored.
+    pub(crate) fn has(&self, sha: &str) -> bool {
+        self.path(sha).is_file()
+    }
+
+    /// Stores `bytes` (if not there yet) and returns their sha256.
+    pub(crate) fn put(&self, bytes: &[u8]) -> io::Result<String> {
+        let sha = sha256_hex(bytes);
+        if !self.has(&sha) {
+            self.fan_out(&sha)?;
+            write_private(&self.path(&sha), bytes)?;
+        }
+        Ok(sha)
+    }
+
+    /// Makes the folder object `sha` goes in, durably.
+    fn fan_out(&self, sha: &str) -> io::Result<()> {
+        if mkdir_private(&self.dir.join(&sha[..2]))? {
+            sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// The bytes of object `sha`, checked against its name; at most `max`.
+    pub(crate) fn get(&self, sha: &str, max: u64) -> io::Result<Vec<u8>> {
+        if !is_sha256(sha) {
+            return Err(io::Error::other(format!("{sha:.80} is not a sha256")));
+        }
+        let mut bytes = Vec::new();
+        File::open(self.path(sha))?
+            .take(max.saturating_add(1))
+            .read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > max {
+            return Err(io::Error::other(format!(
+                "object {sha} is larger than {max} bytes"
+            )));
+        }
+        if sha256_hex(&bytes) != sha {
+            return Err(io::Error::other(format!(
+                "object {sha} does not hold the bytes it is named by"
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// A writer for an object received in pieces.
+    pub(crate) fn writer(&self) -> ObjectWriter<'_> {
+        ObjectWriter {
+            objects: self,
+            hasher: Sha256::new(),
+            buf: Vec::new(),
+            spilled: None,
+            len: 0,
+        }
+    }
+}
+
+/// An object received in pieces: kept in memory up to 4 MiB, then in a
+/// temp file in `objects/tmp`; hashed as it comes.
+pub(crate) struct ObjectWriter<'a> {
+    objects: &'a Objects,
+    hasher: Sha256,
+    buf: Vec<u8>,
+    spilled: Option<(File, PathBuf)>,
+    len: u64,
+}
+
+impl ObjectWriter<'_> {
+    /// Adds `bytes`.
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.hasher.update(bytes);
+        self.len += bytes.len() as u64;
+        if self.spilled.is_none() && self.buf.len() + bytes.len() > SPILL {
+            let tmp = self
+                .objects
+                .dir
+                .join("tmp")
+                .join(uuid::Uuid::new_v4().simple().to_string());
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(FILE_MODE)
+                .open(&tmp)?;
+            f.write_all(&std::mem::take(&mut self.buf))?;
+            self.spilled = Some((f, tmp));
+        }
+        match &mut self.spilled {
+            Some((f, _)) => f.write_all(bytes),
+            None => {
+                self.buf.extend_from_slice(bytes);
+                Ok(())
+            }
+        }
+    }
+
+    /// How many bytes came so far.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Stores the object (if not there yet); its sha256 and size.
+    pub(crate) fn finish(mut self) -> io::Result<(String, u64)> {
+        let sha = format!("{:x}", self.hasher.clone().finalize());
+        let objects = self.objects;
+        match self.spilled.take() {
+            None => {
+                if !objects.has(&sha) {
+                    objects.fan_out(&sha)?;
+                    write_private(&objects.path(&sha), &self.buf)?;
+                }
+            }
+            Some((f, tmp)) => {
+                let stored = (|| {
+                    if objects.has(&sha) {
+                        return Ok(());
+                    }
+                    f.sync_all()?;
+                    objects.fan_out(&sha)?;
+                    let to = objects.path(&sha);
+                    std::fs::rename(&tmp, &to)?;
+                    sync_dir(to.parent().expect("in a fan-out folder"))
+                })();
+                let _ = std::fs::remove_file(&tmp);
+                stored?;
+            }
+        }
+        Ok((sha, self.len))
+    }
+}
+
+impl Drop for ObjectWriter<'_> {
+    fn drop(&mut self) {
+        if let Some((_, tmp)) = self.spilled.take() {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_are_named_by_their_bytes_and_checked_when_read() {
+        let dir = std::env::temp_dir().join(format!("room-core-objects-{}", uuid::Uuid::new_v4()));
+        let objects = Objects::open(dir.clone()).unwrap();
+        let sha = objects.put(b"abc").unwrap();
+        assert_eq!(
+            sha,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(objects.get(&sha, 10).unwrap(), b"abc");
+        let mut w = objects.writer();
+        let big = vec![7u8; SPILL + 10];
+        w.write(&big[..SPILL]).unwrap();
+        w.write(&big[SPILL..]).unwrap();
+        let (big_sha, len) = w.finish().unwrap();
+        assert_eq!(len, big.len() as u64);
+        assert_eq!(objects.get(&big_sha, len).unwrap(), big);
+        std::fs::write(objects.path(&sha), b"abd").unwrap();
+        let e = objects.get(&sha, 10).unwrap_err().to_string();
+        assert!(e.contains("does not hold the bytes it is named by"), "{e}");
+        assert!(std::fs::read_dir(dir.join("tmp")).unwrap().next().is_none());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

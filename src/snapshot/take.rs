@@ -1,0 +1,396 @@
+//! One snapshot, on the service's side: the walker started as the agent
+//! account (as the harness version check is: [`crate::supervise::spawn`],
+//! no capabilities, `no_new_privs`, an empty environment, cwd `/`, its own
+//! process group, `dies_with_spawner`, and a cgroup of its own when the
+//! snapshots were given a cgroup root), the request written to it, and its
+//! answer read as hostile input: within the deadline, at most `max_bytes`
+//! of file bytes plus [`MAX_OVERHEAD`] in all, every length and path
+//! bounded and checked, every object's sha256 computed here from the bytes
+//! received. The walker's whole group (and cgroup) is killed once its
+//! answer is read or the deadline passes.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{self, BufReader, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+use super::cache::{Known, StatCache, RACY};
+use super::objects::Objects;
+use super::protocol::{
+    bad, end, get_str, get_u8, read_chunk_len, Frame, Request, ANSWER_MAGIC, MAX_OVERHEAD,
+    MAX_PATH, MAX_WHY,
+};
+use super::tree::{parent, Entry, EntryKind};
+use super::{Counts, Skipped, Snapshots};
+use crate::supervise::{cgroup, spawn, SpawnSpec};
+
+/// How the walk ended.
+pub(crate) enum Ended {
+    /// Every entry was sent.
+    Done,
+    /// Over a limit (the walker's sentence).
+    TooLarge(String),
+    /// The walker could not go on (its sentence).
+    Failed(String),
+}
+
+/// What the walker's answer gave.
+#[derive(Default)]
+pub(crate) struct Received {
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) skipped: Vec<Skipped>,
+    pub(crate) cache: StatCache,
+    pub(crate) counts: Counts,
+}
+
+/// The walker's stdout, read within a deadline and up to a cap.
+struct Bounded {
+    pipe: File,
+    end: Instant,
+    read: u64,
+    cap: u64,
+}
+
+impl Read for Bounded {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let left = self.end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "the deadline"));
+            }
+            let mut fds = [PollFd::new(self.pipe.as_fd(), PollFlags::POLLIN)];
+            let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, timeout) {
+                Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+                Ok(_) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let n = self.pipe.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.cap {
+            return Err(bad(&format!("it sent more than {} bytes", self.cap)));
+        }
+        Ok(n)
+    }
+}
+
+/// Runs the walker on `folder` and reads its answer; the sentence of a
+/// failure otherwise.
+pub(crate) fn walk(
+    snaps: &Snapshots,
+    folder: &Path,
+    old: &StatCache,
+) -> Result<(Received, Ended), String> {
+    let limits = &snaps.limits;
+    let start = Instant::now();
+    let end = start + limits.deadline;
+    let began_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    let root = folder
+        .to_str()
+        .ok_or_else(|| format!("{} is not UTF-8", folder.display()))?;
+    let request = Request {
+        root: root.to_string(),
+        max_bytes: limits.max_bytes,
+        max_entries: limits.max_entries,
+        ignore: limits.ignore.clone(),
+        cached: old.files.iter().map(|(p, k)| (p.clone(), k.key)).collect(),
+    }
+    .encode();
+    let mut spec = SpawnSpec::new(&snaps.helper, "/");
+    spec.args = vec!["--snapshot-walk".into()];
+    spec.account = snaps.account.clone();
+    spec.dies_with_spawner = true;
+    if let Some(cgroups) = &snaps.cgroups {
+        let key = format!("snapshot-{}", uuid::Uuid::new_v4().simple());
+        let dir = cgroups
+            .create(&key)
+            .map_err(|e| format!("cannot create the walker's cgroup: {e}"))?;
+        spec.cgroup = Some(dir);
+    }
+    let cgroup_dir = spec.cgroup.clone();
+    let spawned = spawn(&spec);
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(dir) = &cgroup_dir {
+                let _ = cgroup::remove(dir, end);
+            }
+            return Err(format!(
+                "cannot run the snapshot walker {}: {e}",
+                snaps.helper.display()
+            ));
+        }
+    };
+    drop(child.stderr.take());
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take().map(OwnedFd::from).map(File::from);
+    let received = std::thread::scope(|s| {
+        s.spawn(move || {
+            if let Some(mut stdin) = stdin {
+                // A walker that reads nothing is killed at the deadline,
+                // which ends this write (EPIPE).
+                let _ = stdin.write_all(&request);
+            }
+        });
+        let received = match stdout {
+            Some(pipe) => {
+                let mut r = BufReader::with_capacity(
+                    256 * 1024,
+                    Bounded {
+                        pipe,
+                        end,
+                        read: 0,
+                        cap: limits.max_bytes.saturating_add(MAX_OVERHEAD),
+                    },
+                );
+                receive(&mut r, &snaps.objects, old, limits, began_ns)
+            }
+            None => Err(io::Error::other("no stdout")),
+        };
+        // Unreaped, the leader keeps its group's number: this reaches only
+        // what the walker started.
+        let _ = killpg(Pid::from_raw(child.pgid() as i32), Signal::SIGKILL);
+        if let Some(dir) = &cgroup_dir {
+            let _ = cgroup::kill(dir);
+        }
+        received
+    });
+    let _ = child.wait();
+    if let Some(dir) = &cgroup_dir {
+        let _ = cgroup::remove(dir, Instant::now() + crate::supervise::KILL_WAIT);
+    }
+    received.map_err(|e| match e.kind() {
+        io::ErrorKind::TimedOut => format!(
+            "the snapshot of {} did not finish within {} s (its deadline)",
+            folder.display(),
+            limits.deadline.as_secs_f64()
+        ),
+        io::ErrorKind::UnexpectedEof => {
+            "the snapshot walker ended before it had answered".to_string()
+        }
+        _ => format!("the snapshot walker's answer was refused: {e}"),
+    })
+}
+
+/// Reads the answer: every frame checked, every file's bytes stored under
+/// the sha256 computed here.
+fn receive(
+    r: &mut impl Read,
+    objects: &Objects,
+    old: &StatCache,
+    limits: &super::Limits,
+    began_ns: i64,
+) -> io::Result<(Received, Ended)> {
+    let mut magic = [0u8; 8];
+    r.read_exact(&mut magic)?;
+    if &magic != ANSWER_MAGIC {
+        return Err(bad("it does not start as an answer"));
+    }
+    let racy_from = began_ns - RACY.as_nanos() as i64;
+    let mut got = Received::default();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut dirs: HashSet<String> = HashSet::new();
+    let mut bytes = 0u64;
+    let mut frames = 0u64;
+    let mut chunk = Vec::new();
+    loop {
+        frames += 1;
+        if frames > limits.max_entries.saturating_add(1) {
+            return Err(bad(&format!(
+                "it sent more than {} entries",
+                limits.max_entries
+            )));
+        }
+        let frame = Frame::read(r)?;
+        match &frame {
+            Frame::Dir { path, .. }
+            | Frame::Link { path, .. }
+            | Frame::Cached { path, .. }
+            | Frame::File { path, .. } => check_path(path, &dirs, &mut seen)?,
+            Frame::Skipped { path, .. } if path.is_empty() || path.len() > MAX_PATH => {
+                return Err(bad("a skipped entry with a bad path"));
+            }
+            _ => {}
+        }
+        match frame {
+            Frame::Dir { path, mode } => {
+                dirs.insert(path.clone());
+                got.entries.push(Entry {
+                    path,
+                    mode: mode & 0o7777,
+                    kind: EntryKind::Dir,
+                });
+            }
+            Frame::Link { path, mode, target } => got.entries.push(Entry {
+                path,
+                mode: mode & 0o7777,
+                kind: EntryKind::Symlink { target },
+            }),
+            Frame::Cached { path, mode, key } => {
+                let known = old
+                    .files
+                    .get(&path)
+                    .filter(|k| k.key == key)
+                    .ok_or_else(|| bad(&format!("{path:?} is no file the cache knows")))?;
+                bytes = bytes.saturating_add(key.size);
+                got.counts.files_cached += 1;
+                got.entries.push(Entry {
+                    path: path.clone(),
+                    mode: mode & 0o7777,
+                    kind: EntryKind::File {
+                        sha256: known.sha256.clone(),
+                        size: key.size,
+                    },
+                });
+                got.cache.files.insert(path, known.clone());
+            }
+            Frame::File { path, mode, key } => {
+                let mut writer = objects.writer();
+                loop {
+                    let n = read_chunk_len(r)?;
+                    if n == 0 {
+                        break;
+                    }
+                    if writer.len() + n as u64 > key.size.saturating_add(1) {
+                        return Err(bad(&format!("{path:?} is longer than its size")));
+                    }
+                    bytes = bytes.saturating_add(n as u64);
+                    if bytes > limits.max_bytes {
+                        return Err(bad(&format!(
+                            "its files hold more than {} bytes",
+                            limits.max_bytes
+                        )));
+                    }
+                    chunk.resize(n, 0);
+                    r.read_exact(&mut chunk)?;
+                    writer.write(&chunk)?;
+                }
+                match get_u8(r)? {
+                    end::WHOLE if writer.len() == key.size => {
+                        let (sha256, size) = writer.finish()?;
+                        got.counts.files_read += 1;
+                        got.counts.bytes_read += size;
+                        if key.ctime_ns < racy_from && key.mtime_ns < racy_from {
+                            let known = Known {
+                                key,
+                                sha256: sha256.clone(),
+                            };
+                            got.cache.files.insert(path.clone(), known);
+                        }
+                        got.entries.push(Entry {
+                            path,
+                            mode: mode & 0o7777,
+                            kind: EntryKind::File { sha256, size },
+                        });
+                    }
+                    end::CHANGED => got.skipped.push(Skipped {
+                        path,
+                        why: "changed while it was read".into(),
+                    }),
+                    end::FAILED => {
+                        let why = get_str(r, MAX_WHY)?;
+                        got.skipped.push(Skipped { path, why });
+                    }
+                    _ => return Err(bad(&format!("{path:?} ended badly"))),
+                }
+            }
+            Frame::Skipped { path, why } => got.skipped.push(Skipped { path, why }),
+            Frame::TooLarge { why } => return Ok((got, Ended::TooLarge(why))),
+            Frame::Failed { why } => return Ok((got, Ended::Failed(why))),
+            Frame::End => {
+                got.counts.entries = got.entries.len() as u64;
+                return Ok((got, Ended::Done));
+            }
+        }
+    }
+}
+
+/// A path from the walker: relative, normal, new, in a folder it sent.
+fn check_path(path: &str, dirs: &HashSet<String>, seen: &mut HashSet<String>) -> io::Result<()> {
+    let normal = !path.is_empty()
+        && !path.contains('\0')
+        && path
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..");
+    if !normal {
+        return Err(bad(&format!("{path:.200?} is not a normal relative path")));
+    }
+    let up = parent(path);
+    if !up.is_empty() && !dirs.contains(up) {
+        return Err(bad(&format!("{path:.200?} is in no folder it sent")));
+    }
+    if !seen.insert(path.to_string()) {
+        return Err(bad(&format!("{path:.200?} was sent twice")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::protocol::{write_chunk, StatKey};
+
+    fn answer(frames: &[Frame]) -> Vec<u8> {
+        let mut out = ANSWER_MAGIC.to_vec();
+        for f in frames {
+            f.write(&mut out).unwrap();
+        }
+        out
+    }
+
+    fn objects() -> (Objects, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("room-core-take-{}", uuid::Uuid::new_v4()));
+        (Objects::open(dir.clone()).unwrap(), dir)
+    }
+
+    #[test]
+    fn a_hostile_answer_is_refused() {
+        let (objects, dir) = objects();
+        let limits = super::super::Limits::default();
+        let refused = |frames: &[Frame]| {
+            let bytes = answer(frames);
+            receive(&mut &bytes[..], &objects, &StatCache::default(), &limits, 0)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let dir_frame = |p: &str| Frame::Dir {
+            path: p.into(),
+            mode: 0o755,
+        };
+        assert!(refused(&[dir_frame("../etc")]).contains("not a normal relative path"));
+        assert!(refused(&[dir_frame("/etc")]).contains("not a normal relative path"));
+        assert!(refused(&[dir_frame("a/b")]).contains("in no folder it sent"));
+        assert!(refused(&[dir_frame("a"), dir_frame("a")]).contains("sent twice"));
+        let cached = Frame::Cached {
+            path: "x".into(),
+            mode: 0o644,
+            key: StatKey::default(),
+        };
+        assert!(refused(&[cached]).contains("no file the cache knows"));
+        // A file longer than it said.
+        let mut bytes = answer(&[Frame::File {
+            path: "f".into(),
+            mode: 0o644,
+            key: StatKey {
+                size: 1,
+                ..StatKey::default()
+            },
+        }]);
+        write_chunk(&mut bytes, b"abc").unwrap();
+        let e = receive(&mut &bytes[..], &objects, &StatCache::default(), &limits, 0)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("longer than its size"), "{e}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
