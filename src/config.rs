@@ -124,6 +124,22 @@ pub struct Config {
     /// boundary: a tool that leaves its session, clears `ROOM_CORE_TURN`
     /// and double-forks outlives stop. A cgroup v2 can.
     pub allow_process_group_with_agent_uid: bool,
+    /// Whether each session's folder is recorded before and after every
+    /// turn (default true), as the agent account: each turn's diff is
+    /// journalled (`turn_diff`) and served (`…/turns/{n}/diff`).
+    pub snapshots: bool,
+    /// The most bytes of regular files a snapshot records (default 1 GiB);
+    /// a folder past it is "too large to snapshot" and its turn goes on.
+    pub snapshot_max_bytes: u64,
+    /// The most entries (files, links, folders) a snapshot records
+    /// (default 200,000); past it, the same.
+    pub snapshot_max_entries: u64,
+    /// Paths under a session's folder (or names at any depth) a snapshot
+    /// leaves out, besides `.git` (default none).
+    pub snapshot_ignore: Vec<String>,
+    /// How long one snapshot may take (ms, default 60000); past it, it is
+    /// given up and its turn's diff says so.
+    pub snapshot_deadline_ms: u64,
 }
 
 impl Default for Config {
@@ -161,6 +177,11 @@ impl Default for Config {
             harness_env: Vec::new(),
             agent_may_escalate: false,
             allow_process_group_with_agent_uid: false,
+            snapshots: true,
+            snapshot_max_bytes: 1 << 30,
+            snapshot_max_entries: 200_000,
+            snapshot_ignore: Vec::new(),
+            snapshot_deadline_ms: 60_000,
         }
     }
 }
@@ -268,6 +289,20 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "journal_max_bytes and journal_max_events must be at least 1".into(),
             ));
+        }
+        if self.snapshot_deadline_ms == 0 || self.snapshot_max_entries == 0 {
+            return Err(ConfigError::Invalid(
+                "snapshot_deadline_ms and snapshot_max_entries must be at least 1".into(),
+            ));
+        }
+        if let Some(p) = self
+            .snapshot_ignore
+            .iter()
+            .find(|p| p.is_empty() || p.contains('\0') || p.split('/').any(|c| c == ".."))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "snapshot_ignore: {p:?} is not a path inside a session's folder"
+            )));
         }
         if let Some(n) = self
             .harness_env

@@ -61,6 +61,8 @@ pub enum Op {
     Approve,
     /// `POST /v1/sessions/{id}/budget`.
     Budget,
+    /// `GET /v1/sessions/{id}/turns/{turn}/diff`.
+    TurnDiff,
     /// `GET /v1/workspaces/{id}`.
     Workspace,
     /// `GET /`: the console's page (console.rs).
@@ -153,6 +155,7 @@ pub const ROUTES: &[Route] = &[
         Op::Approve,
     ),
     route("POST", "/v1/sessions/{id}/budget", Op::Budget),
+    route("GET", "/v1/sessions/{id}/turns/{turn}/diff", Op::TurnDiff),
     route("GET", "/v1/workspaces/{id}", Op::Workspace),
     public("/", Op::Console),
     public("/console/{file}", Op::ConsoleFile),
@@ -348,6 +351,7 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         }
         Op::Relaunch => command(rt.relaunch(id, bodies::relaunch(body)?.mode)?),
         Op::Workspace => ok(rt.workspace(id)?),
+        Op::TurnDiff => ok(rt.turn_diff(id, ids.get(1).map_or("", String::as_str))?),
         // Answered on the async thread before it gets here.
         Op::Stream | Op::Console | Op::ConsoleFile => Err(Refusal::new(
             500,

@@ -263,8 +263,7 @@ impl Runtime {
                 };
                 self.spawn_turn(s, pass, seq, order)
             }
-            // Snapshots are off (`machine_config`): never asked.
-            Effect::Snapshot { turn, at } => pass.inputs.push_back(Input::Snapshotted { turn, at }),
+            Effect::Snapshot { turn, at } => self.ask_snapshot(s, pass, turn, at),
             Effect::DeliverPrompt { seq } => self.deliver(s, pass, seq),
             Effect::Signal { seq, signal } => self.signal_turn(s, seq, signal),
             Effect::AbandonTree { seq } => self.abandon_tree(s, seq),

@@ -24,8 +24,11 @@ pub(crate) mod permits;
 
 mod reading;
 mod restore;
+mod snapshot_index;
+mod snapshotting;
 mod spawn_order;
 mod talking;
+mod turn_diff;
 mod turn_output;
 mod turns;
 pub(crate) mod watch;
@@ -33,7 +36,7 @@ pub(crate) mod watch;
 use std::cell::Cell;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -92,6 +95,11 @@ pub struct Runtime {
     follow: follow_state::Follow,
     /// Where files a harness reads are written (claude's MCP config).
     turn_files: TurnFolder,
+    /// The store of the sessions' folders at turn boundaries, unless the
+    /// config turns snapshots off.
+    snapshots: Option<crate::snapshot::Snapshots>,
+    /// The lanes that take snapshots (started once the runtime exists).
+    lanes: OnceLock<snapshotting::Lanes>,
 }
 
 /// Event pool workers: short jobs only (timeouts, status reads, permit
@@ -140,6 +148,12 @@ impl Runtime {
             .ok()
             .and_then(Option::as_ref)
             .map(|a| (a.uid, a.gid));
+        let snapshots = if config.snapshots {
+            let agent = agent.as_ref().ok().and_then(Option::as_ref);
+            Some(open_snapshots(&config, agent, &supervisor)?)
+        } else {
+            None
+        };
         let installed = Installed::start(
             &programs,
             command::basics(std::env::vars_os(), &secrets),
@@ -167,7 +181,12 @@ impl Runtime {
             events,
             watch,
             stopping: AtomicBool::new(false),
+            snapshots,
+            lanes: OnceLock::new(),
         });
+        if rt.snapshots.is_some() {
+            let _ = rt.lanes.set(snapshotting::Lanes::start(&rt)?);
+        }
         for n in 0..POOL_WORKERS {
             let rt = Arc::downgrade(&rt);
             let rx: Receiver<Job> = rx.clone();
@@ -313,4 +332,37 @@ impl Runtime {
         }
         log::info!("every turn has ended");
     }
+}
+
+/// The snapshot store under the state dir, its walker run as the agent
+/// account (the service's own binary in its walker mode), each in a cgroup
+/// of its own where turns get one.
+fn open_snapshots(
+    config: &Config,
+    agent: Option<&crate::harness::account::Account>,
+    supervisor: &Supervisor,
+) -> std::io::Result<crate::snapshot::Snapshots> {
+    let limits = crate::snapshot::Limits {
+        max_bytes: config.snapshot_max_bytes,
+        max_entries: config.snapshot_max_entries,
+        ignore: std::iter::once(".git".to_string())
+            .chain(config.snapshot_ignore.iter().cloned())
+            .collect(),
+        deadline: Duration::from_millis(config.snapshot_deadline_ms),
+    };
+    let account = agent.map(|a| crate::supervise::Account {
+        uid: a.uid,
+        gid: a.gid,
+        groups: a.groups.clone(),
+    });
+    let snapshots = crate::snapshot::Snapshots::open(
+        &config.state_dir,
+        limits,
+        account,
+        std::env::current_exe()?,
+    )?;
+    Ok(match supervisor.mode() {
+        crate::supervise::Mode::Cgroup(root) => snapshots.in_cgroups(root.clone()),
+        crate::supervise::Mode::ProcessGroups { .. } => snapshots,
+    })
 }

@@ -55,8 +55,7 @@ impl Runtime {
             approval_timeout: self.config.approval_timeout_ms,
             linger: self.config.linger_ms,
             max_queued_prompts: self.config.max_queued_prompts,
-            // The runtime does not take snapshots yet.
-            snapshots: false,
+            snapshots: self.snapshots.is_some(),
             snapshot_wait: machine::SNAPSHOT_WAIT,
         }
     }

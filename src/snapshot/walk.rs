@@ -102,7 +102,12 @@ impl<'a, W: Write> Walker<'a, W> {
     }
 
     fn run(&mut self) -> Result<(), Stop> {
-        let top = open_root(&self.req.root).map_err(Stop::Failed)?;
+        // A folder that is not there yet (a session's first turn makes
+        // it, and the folders above it) holds nothing: its snapshot is the
+        // empty tree.
+        let Some(top) = open_root(&self.req.root).map_err(Stop::Failed)? else {
+            return Ok(());
+        };
         let mut stack = vec![level(top, String::new())?];
         while let Some(at) = stack.last_mut() {
             let Some(name) = at.names.get(at.next).cloned() else {
@@ -380,7 +385,8 @@ fn level(mut dir: Dir, path: String) -> Result<Level, Stop> {
 
 /// The folder `root` (absolute, no `.` or `..`), reached from `/` without
 /// following a link: `O_PATH` for the folders above it, `O_RDONLY` for it.
-fn open_root(root: &str) -> Result<Dir, String> {
+/// `None` when it (or a folder above it) is not there.
+fn open_root(root: &str) -> Result<Option<Dir>, String> {
     let bytes = root.as_bytes();
     if !root.starts_with('/') || bytes.split(|b| *b == b'/').any(|s| s == b"." || s == b"..") {
         return Err(format!(
@@ -408,7 +414,14 @@ fn open_root(root: &str) -> Result<Dir, String> {
         } else {
             path_flags
         }) | OFlag::O_NOFOLLOW;
-        fd = crate::sys::openat(fd.as_raw_fd(), &c, flags).map_err(|e| {
+        let opened = crate::sys::openat(fd.as_raw_fd(), &c, flags);
+        if opened
+            .as_ref()
+            .is_err_and(|e| e.raw_os_error() == Some(libc::ENOENT))
+        {
+            return Ok(None);
+        }
+        fd = opened.map_err(|e| {
             let upto: Vec<&str> = names[..=i]
                 .iter()
                 .map(|n| OsStr::from_bytes(n).to_str().unwrap_or("?"))
@@ -426,5 +439,7 @@ fn open_root(root: &str) -> Result<Dir, String> {
         })?;
     }
     // `Dir` takes the descriptor over (and closes it, also on failure).
-    Dir::from(fd).map_err(|e| format!("cannot list {root}: {}", e.desc()))
+    Dir::from(fd)
+        .map(Some)
+        .map_err(|e| format!("cannot list {root}: {}", e.desc()))
 }

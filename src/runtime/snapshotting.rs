@@ -1,0 +1,241 @@
+//! The machine's `Snapshot`: a session's folder recorded at a turn
+//! boundary, on lanes of their own (a snapshot may take up to its
+//! deadline, so it never runs on the event pool or under a session's
+//! lock). A session's snapshots all go to one lane, in order, so the one
+//! after a turn is taken before the one before the next. The lane then
+//! journals what the turn changed (`turn_diff`) or what changed between
+//! turns (`folder_changed`), and answers `Snapshotted`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+
+use crossbeam_channel::{Sender, TrySendError};
+use room_machines::session::{Boundary, Input, TurnSeq};
+use serde_json::{json, Value};
+
+use super::driver::Pass;
+use super::snapshot_index::{Shot, SnapshotIndex};
+use super::{Runtime, SessionHandle};
+use crate::journal::NewEvent;
+use crate::sessions::{lock, Hosted};
+use crate::snapshot::{FileChange, Skipped, Taken, TreeId};
+
+/// Lanes: two snapshots of different sessions run side by side.
+const LANES: usize = 2;
+/// The most snapshots waiting per lane; past it a snapshot is not taken
+/// (its turn goes on, and its diff says so).
+const LANE_BOUND: usize = 256;
+/// The most files a journalled diff lists; the rest are counted, and the
+/// diff's route serves them all.
+pub(crate) const MAX_LISTED: usize = 1000;
+/// The most skipped entries a journalled diff lists.
+const MAX_SKIPPED: usize = 50;
+
+/// One snapshot to take.
+pub(crate) struct Job {
+    /// The session.
+    pub session: SessionHandle,
+    /// Its ID.
+    pub id: String,
+    /// Its folder.
+    pub folder: PathBuf,
+    /// The turn.
+    pub turn: TurnSeq,
+    /// Which side of it.
+    pub at: Boundary,
+}
+
+/// The lanes' senders.
+pub(crate) struct Lanes(Vec<Sender<Job>>);
+
+impl Lanes {
+    /// Starts the lanes; each takes jobs until the runtime is gone.
+    pub(crate) fn start(rt: &Arc<Runtime>) -> std::io::Result<Lanes> {
+        let mut senders = Vec::new();
+        for n in 0..LANES {
+            let (tx, rx) = crossbeam_channel::bounded::<Job>(LANE_BOUND);
+            let rt: Weak<Runtime> = Arc::downgrade(rt);
+            std::thread::Builder::new()
+                .name(format!("snapshots-{n}"))
+                .spawn(move || {
+                    while let Ok(job) = rx.recv() {
+                        let Some(rt) = rt.upgrade() else { return };
+                        rt.snapshot(job);
+                    }
+                })?;
+            senders.push(tx);
+        }
+        Ok(Lanes(senders))
+    }
+
+    /// Queues `job` on its session's lane; gives it back when the lane is
+    /// full.
+    pub(crate) fn ask(&self, job: Job) -> Result<(), Job> {
+        let lane = job
+            .id
+            .bytes()
+            .fold(0usize, |h, b| h.wrapping_mul(31) + b as usize);
+        match self.0[lane % self.0.len()].try_send(job) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => Err(job),
+        }
+    }
+}
+
+impl Runtime {
+    /// Carries out `Snapshot`: the session's lane takes it. A full lane
+    /// (or none) answers at once, and the turn's diff says why.
+    pub(super) fn ask_snapshot(&self, s: &Hosted, pass: &mut Pass, turn: TurnSeq, at: Boundary) {
+        let job = Job {
+            session: s.me.clone(),
+            id: s.id.clone(),
+            folder: s.start.folder.clone(),
+            turn,
+            at,
+        };
+        let refused = match self.lanes.get() {
+            Some(lanes) => lanes.ask(job).err(),
+            None => Some(job),
+        };
+        if refused.is_some() {
+            log::warn!(
+                "{}: turn {turn}'s snapshot is not taken: too many are waiting",
+                s.id
+            );
+            let shot = Shot {
+                turn,
+                at,
+                tree: None,
+                missing: Some("not taken: too many snapshots were waiting".into()),
+            };
+            let _ = SnapshotIndex::of(&self.config.state_dir, &s.id).append(&shot);
+            pass.inputs.push_back(Input::Snapshotted { turn, at });
+        }
+    }
+
+    /// Takes one snapshot, records it in the session's index, journals
+    /// what changed and answers the machine.
+    fn snapshot(&self, job: Job) {
+        let Some(snapshots) = self.snapshots.as_ref() else {
+            return;
+        };
+        let taken = snapshots.take(&job.folder);
+        let (tree, skipped, missing) = match taken {
+            Taken::Tree { id, skipped } => (Some(id), skipped, None),
+            Taken::TooLarge { why } => (
+                None,
+                Vec::new(),
+                Some(format!("too large to snapshot: {why}")),
+            ),
+            Taken::Failed { why } => (None, Vec::new(), Some(format!("snapshot failed: {why}"))),
+        };
+        let index = SnapshotIndex::of(&self.config.state_dir, &job.id);
+        let shot = Shot {
+            turn: job.turn,
+            at: job.at,
+            tree: tree.clone(),
+            missing: missing.clone(),
+        };
+        if let Err(e) = index.append(&shot) {
+            log::error!(
+                "{}: cannot record turn {}'s snapshot: {e}",
+                job.id,
+                job.turn
+            );
+        }
+        let event = match job.at {
+            Boundary::After => {
+                let before = index.find(job.turn, Boundary::Before).ok().flatten();
+                Some(self.diff_event(&job, before.as_ref(), &shot, &skipped))
+            }
+            Boundary::Before => {
+                let last = index.last_after(job.turn).ok().flatten();
+                self.between_event(&job, last.as_ref(), &shot)
+            }
+        };
+        self.answer_snapshot(&job, event);
+    }
+
+    /// The `turn_diff` of turn `job.turn`, from the tree before it to the
+    /// one after it.
+    fn diff_event(
+        &self,
+        job: &Job,
+        before: Option<&Shot>,
+        after: &Shot,
+        skipped: &[Skipped],
+    ) -> NewEvent {
+        let mut data = json!({ "turn": job.turn });
+        match (before.and_then(|b| b.tree.as_ref()), after.tree.as_ref()) {
+            (Some(b), Some(a)) => self.describe(&mut data, b, a),
+            _ => {
+                let why = after
+                    .missing
+                    .clone()
+                    .or_else(|| {
+                        before
+                            .and_then(|b| b.missing.clone())
+                            .map(|w| format!("before the turn: {w}"))
+                    })
+                    .unwrap_or_else(|| "no snapshot was taken before this turn".to_string());
+                data["missing"] = json!(why);
+            }
+        }
+        if !skipped.is_empty() {
+            data["skipped"] = json!(&skipped[..skipped.len().min(MAX_SKIPPED)]);
+            data["skipped_total"] = json!(skipped.len());
+        }
+        NewEvent::new("turn_diff", &data)
+    }
+
+    /// The `folder_changed` before turn `job.turn`: what changed since the
+    /// tree after the turn before, by anyone but a turn. None when nothing
+    /// did, or when either side is not recorded.
+    fn between_event(&self, job: &Job, last: Option<&Shot>, now: &Shot) -> Option<NewEvent> {
+        let (a, b) = (last?.tree.as_ref()?, now.tree.as_ref()?);
+        if a == b {
+            return None;
+        }
+        let mut data = json!({ "before_turn": job.turn });
+        self.describe(&mut data, a, b);
+        Some(NewEvent::new("folder_changed", &data))
+    }
+
+    /// Puts the changes from `before` to `after` into `data`: the files
+    /// (at most [`MAX_LISTED`]), their count and line totals.
+    fn describe(&self, data: &mut Value, before: &TreeId, after: &TreeId) {
+        let Some(snapshots) = self.snapshots.as_ref() else {
+            return;
+        };
+        match snapshots.changes(before, after) {
+            Ok(files) => {
+                let added: u64 = files.iter().filter_map(|f| f.added).sum();
+                let removed: u64 = files.iter().filter_map(|f| f.removed).sum();
+                let listed: Vec<&FileChange> = files.iter().take(MAX_LISTED).collect();
+                data["files"] = json!(listed);
+                data["files_total"] = json!(files.len());
+                data["added"] = json!(added);
+                data["removed"] = json!(removed);
+            }
+            Err(e) => data["missing"] = json!(format!("the diff could not be read: {e}")),
+        }
+    }
+
+    /// Journals `event` (if any) and answers the machine, under the
+    /// session's lock, in one pass.
+    fn answer_snapshot(&self, job: &Job, event: Option<NewEvent>) {
+        let Some(s) = job.session.upgrade() else {
+            return;
+        };
+        let mut s = lock(&s);
+        let mut pass = Pass::default();
+        pass.events.extend(event);
+        pass.inputs.push_back(Input::Snapshotted {
+            turn: job.turn,
+            at: job.at,
+        });
+        let input = pass.inputs.pop_front().expect("just pushed");
+        self.step(&mut s, input);
+        self.pass(&mut s, pass);
+    }
+}

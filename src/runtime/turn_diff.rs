@@ -1,0 +1,96 @@
+//! `GET /v1/sessions/{id}/turns/{turn}/diff`: what a turn changed in its
+//! session's folder, from the trees recorded before and after it (the
+//! session's snapshot index), as its files and a unified diff capped at
+//! [`MAX_DIFF`] bytes.
+
+use room_machines::session::{Boundary, TurnSeq};
+use serde_json::{json, Value};
+
+use super::snapshot_index::SnapshotIndex;
+use super::snapshotting::MAX_LISTED;
+use super::Runtime;
+use crate::error::Refusal;
+use crate::sessions::lock;
+
+/// The most bytes of unified diff one answer holds; the rest is cut at a
+/// line, and the answer says so (`truncated`).
+pub(crate) const MAX_DIFF: usize = 1 << 20;
+
+impl Runtime {
+    /// Turn `turn`'s diff in session `id`.
+    pub fn turn_diff(&self, id: &str, turn: &str) -> Result<Value, Refusal> {
+        let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
+        let no_turn = || {
+            Refusal::new(
+                404,
+                "no_such_turn",
+                format!("Session {id} has no turn {turn} that has ended."),
+            )
+        };
+        let seq: TurnSeq = turn.parse().ok().filter(|n| *n > 0).ok_or_else(no_turn)?;
+        let running = {
+            let s = lock(&s);
+            s.machine
+                .record()
+                .turn
+                .as_ref()
+                .is_some_and(|t| t.seq == seq && !t.finished())
+        };
+        let Some(snapshots) = self.snapshots.as_ref() else {
+            return Err(Refusal::new(
+                409,
+                "snapshots_off",
+                "This service records no snapshots (the config's snapshots is false), so no turn has a diff.",
+            ));
+        };
+        let index = SnapshotIndex::of(&self.config.state_dir, id);
+        let unreadable = |e: std::io::Error| {
+            Refusal::new(
+                500,
+                "snapshot_unreadable",
+                format!("Turn {seq} of session {id}: its snapshots cannot be read: {e}."),
+            )
+        };
+        let Some(after) = index.find(seq, Boundary::After).map_err(unreadable)? else {
+            if running {
+                return Err(Refusal::new(
+                    409,
+                    "turn_running",
+                    format!(
+                        "Turn {seq} of session {id} has not ended: its diff comes once it has."
+                    ),
+                ));
+            }
+            return Err(no_turn());
+        };
+        let before = index.find(seq, Boundary::Before).map_err(unreadable)?;
+        let (Some(b), Some(a)) = (
+            before.as_ref().and_then(|b| b.tree.as_ref()),
+            after.tree.as_ref(),
+        ) else {
+            let missing = after
+                .missing
+                .or_else(|| {
+                    before
+                        .and_then(|b| b.missing)
+                        .map(|w| format!("before the turn: {w}"))
+                })
+                .unwrap_or_else(|| "no snapshot was taken before this turn".to_string());
+            return Ok(json!({ "turn": seq, "missing": missing }));
+        };
+        let files = snapshots.changes(b, a).map_err(unreadable)?;
+        let unified = snapshots.unified(b, a, MAX_DIFF).map_err(unreadable)?;
+        let added: u64 = files.iter().filter_map(|f| f.added).sum();
+        let removed: u64 = files.iter().filter_map(|f| f.removed).sum();
+        Ok(json!({
+            "turn": seq,
+            "files": &files[..files.len().min(MAX_LISTED)],
+            "files_total": files.len(),
+            "added": added,
+            "removed": removed,
+            "diff": unified.text,
+            "truncated": unified.truncated,
+            "max_bytes": MAX_DIFF,
+        }))
+    }
+}

@@ -1,0 +1,269 @@
+//! Each turn's changes to its session's folder (issue 32): the folder is
+//! recorded before and after every turn, `turn_diff` journals what the
+//! turn changed (by its own tools or its shell), `folder_changed` what
+//! changed between turns by anyone else, and `GET …/turns/{n}/diff` serves
+//! the unified diff. With the fake harness, whose `run:` prompts run shell
+//! commands in the folder.
+
+use std::os::unix::fs::PermissionsExt;
+
+use room_kit::events::{all_events, await_event, await_turns_ended};
+use room_kit::*;
+use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
+
+/// The `turn_diff` of turn `turn`, once journalled.
+fn diff_of(svc: &Service, id: &str, turn: u64) -> Value {
+    let events = await_event(svc, id, "turn_diff", |e| {
+        e["kind"] == "turn_diff" && e["data"]["turn"] == turn
+    });
+    events
+        .into_iter()
+        .find(|e| e["kind"] == "turn_diff" && e["data"]["turn"] == turn)
+        .unwrap()["data"]
+        .clone()
+}
+
+/// Each listed file as `(path, status)`.
+fn statuses(diff: &Value) -> Vec<(String, String)> {
+    diff["files"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no files: {diff}"))
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(p, s)| (p.to_string(), s.to_string()))
+        .collect()
+}
+
+#[test]
+fn every_change_a_turns_shell_makes_is_in_its_diff_and_served_as_a_unified_diff() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let folder = svc.folder("diffs");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("keep.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(folder.join("gone.txt"), "bye\n").unwrap();
+    std::fs::write(folder.join("old-name.txt"), "moved content\n").unwrap();
+    std::fs::write(folder.join("tool.sh"), "echo hi\n").unwrap();
+    std::fs::create_dir_all(folder.join(".git")).unwrap();
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "run: sed -i s/two/TWO/ keep.txt && rm gone.txt && mv old-name.txt new-name.txt && chmod +x tool.sh && ln -s keep.txt link && mkdir empty && echo x > .git/HEAD"}),
+    ));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_turns_ended(&svc, &id, 1);
+    let diff = diff_of(&svc, &id, 1);
+    assert_eq!(
+        statuses(&diff),
+        pairs(&[
+            ("empty", "added"),
+            ("gone.txt", "deleted"),
+            ("keep.txt", "modified"),
+            ("link", "added"),
+            ("new-name.txt", "renamed"),
+            ("tool.sh", "modified"),
+        ]),
+        "{diff}"
+    );
+    let file = |p: &str| {
+        diff["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == p)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(file("keep.txt")["added"], 1);
+    assert_eq!(file("keep.txt")["removed"], 1);
+    assert_eq!(file("new-name.txt")["from"], "old-name.txt");
+    assert_eq!(file("tool.sh")["mode"]["to"], "0755", "{diff}");
+    assert_eq!(file("link")["kind"], "symlink");
+    assert_eq!(file("empty")["kind"], "dir");
+    assert_eq!(diff["files_total"], 6);
+
+    let (status, served) = svc.get(&format!("/v1/sessions/{id}/turns/1/diff"));
+    assert_eq!(status, 200, "{served}");
+    assert_eq!(served["turn"], 1);
+    assert_eq!(served["files"], diff["files"]);
+    let text = served["diff"].as_str().unwrap();
+    assert!(text.contains("--- a/keep.txt\n+++ b/keep.txt\n"), "{text}");
+    assert!(text.contains("-two\n+TWO\n"), "{text}");
+    assert!(text.contains("--- a/gone.txt\n+++ /dev/null\n"), "{text}");
+    assert_eq!(served["truncated"], false);
+    // A turn that is not there yet, and one that is not a number.
+    let (status, v) = svc.get(&format!("/v1/sessions/{id}/turns/9/diff"));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (404, Some("no_such_turn")),
+        "{v}"
+    );
+    let (status, _) = svc.get(&format!("/v1/sessions/{id}/turns/x/diff"));
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn a_change_made_between_turns_is_its_own_entry_not_the_next_turns() {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let folder = svc.folder("between");
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "run: echo 1 > a.txt"}),
+    ));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_turns_ended(&svc, &id, 1);
+    assert_eq!(
+        statuses(&diff_of(&svc, &id, 1)),
+        pairs(&[("a.txt", "added")])
+    );
+    // Someone else edits the folder, then the next turn changes another file.
+    std::fs::write(folder.join("by-hand.txt"), "mine\n").unwrap();
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "run: echo 2 > b.txt"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    await_turns_ended(&svc, &id, 2);
+    let turn2 = diff_of(&svc, &id, 2);
+    assert_eq!(statuses(&turn2), pairs(&[("b.txt", "added")]), "{turn2}");
+    let events = all_events(&svc, &id, 1024);
+    let between: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "folder_changed")
+        .collect();
+    assert_eq!(between.len(), 1, "{events:?}");
+    assert_eq!(between[0]["data"]["before_turn"], 2);
+    assert_eq!(
+        statuses(&between[0]["data"]),
+        pairs(&[("by-hand.txt", "added")])
+    );
+    // It is journalled before the turn it came before starts.
+    let at = |pred: &dyn Fn(&Value) -> bool| events.iter().position(pred).unwrap();
+    assert!(
+        at(&|e| e["kind"] == "folder_changed")
+            < at(&|e| e["kind"] == "turn_started" && e["data"]["turn"] == 2)
+    );
+    // And the turn's own diff comes after its end.
+    assert!(
+        at(&|e| e["kind"] == "turn_diff" && e["data"]["turn"] == 1)
+            > at(&|e| e["kind"] == "turn_ended" && e["data"]["turn"] == 1)
+    );
+}
+
+#[test]
+fn a_folder_over_the_limits_is_too_large_to_snapshot_and_its_turn_still_runs() {
+    let svc = Service::start(ROOM_CORE, json!({"snapshot_max_entries": 5}));
+    let folder = svc.folder("large");
+    std::fs::create_dir_all(&folder).unwrap();
+    for n in 0..10 {
+        std::fs::write(folder.join(format!("f{n}")), "x").unwrap();
+    }
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "run: echo done > out.txt"}),
+    ));
+    let id = s["id"].as_str().unwrap().to_string();
+    let ended = await_turns_ended(&svc, &id, 1);
+    assert!(folder.join("out.txt").exists(), "{ended:?}");
+    let diff = diff_of(&svc, &id, 1);
+    let missing = diff["missing"].as_str().unwrap_or_else(|| panic!("{diff}"));
+    assert!(missing.starts_with("too large to snapshot: "), "{missing}");
+    assert!(diff.get("files").is_none(), "{diff}");
+    let (status, v) = svc.get(&format!("/v1/sessions/{id}/turns/1/diff"));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["missing"], missing);
+}
+
+#[test]
+fn with_snapshots_off_no_diff_is_journalled_and_the_route_says_why() {
+    let svc = Service::start(ROOM_CORE, json!({"snapshots": false}));
+    let folder = svc.folder("off");
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "run: echo 1 > a.txt"}),
+    ));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_turns_ended(&svc, &id, 1);
+    let events = all_events(&svc, &id, 1024);
+    assert!(
+        !events.iter().any(|e| e["kind"] == "turn_diff"),
+        "{events:?}"
+    );
+    let (status, v) = svc.get(&format!("/v1/sessions/{id}/turns/1/diff"));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (409, Some("snapshots_off")),
+        "{v}"
+    );
+}
+
+#[test]
+fn the_walk_runs_as_the_agent_account_never_as_root() {
+    let Some(agent) = agent_account("the_walk_runs_as_the_agent_account_never_as_root") else {
+        return;
+    };
+    let root = temp_root();
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"agent_uid": agent.uid.as_raw(), "agent_socket": root.join("agent.sock")}),
+    );
+    let folder = svc.folder("as-agent");
+    std::fs::create_dir_all(&folder).unwrap();
+    // A file only root may read, inside the agent's folder.
+    std::fs::write(folder.join("root-only"), "secret\n").unwrap();
+    std::fs::set_permissions(folder.join("root-only"), PermissionsExt::from_mode(0o600)).unwrap();
+    chown_tree(&folder, agent.uid.as_raw(), agent.gid.as_raw());
+    nix::unistd::chown(
+        &folder.join("root-only"),
+        Some(nix::unistd::Uid::from_raw(0)),
+        None,
+    )
+    .unwrap();
+    let s = svc.start_session(start_body(
+        &folder,
+        "claude",
+        json!({"prompt": "run: echo 1 > mine.txt"}),
+    ));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_turns_ended(&svc, &id, 1);
+    let diff = diff_of(&svc, &id, 1);
+    assert_eq!(statuses(&diff), pairs(&[("mine.txt", "added")]), "{diff}");
+    let skipped = diff["skipped"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{diff}"));
+    assert_eq!(skipped[0]["path"], "root-only", "{diff}");
+    assert!(
+        skipped[0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{diff}"
+    );
+    // The store holds no object of the root-only file's bytes.
+    let store = svc.state.join("snapshots").join("objects");
+    let mut stack = vec![store];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                assert_ne!(std::fs::read(e.path()).unwrap(), b"secret\n");
+            }
+        }
+    }
+}
