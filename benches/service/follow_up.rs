@@ -1,42 +1,50 @@
 //! Section 5, `startup`, its second half: a follow-up message to a real
-//! CLI, cold (a spawn that resumes) and warm (within the linger), through
-//! room-core's stream; and claude's own floor (its stdin straight from the
-//! bench). The Claude Agent SDK's side is sdk.rs.
+//! CLI through room-core's stream, cold (a spawn that resumes) and, for
+//! codex, warm (within the linger). claude's warm follow-ups are timed
+//! paired with the Claude Agent SDK's and claude's own floor (paired.rs);
+//! the SDK's cold ones are sdk.rs.
 
-use std::io::Write;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
 use crate::stats::{ms, realtime_us, stats, Table};
 
-/// Follow-up messages timed per mode.
+/// Follow-up messages timed per mode where they are not paired.
 pub(crate) const FOLLOW_UPS: usize = 20;
 /// The pause before each follow-up, on every side (room-core, the floor,
-/// the SDK): claude keeps working for a while after its `result` (it writes
+/// the SDK), paired or not: claude keeps working for a while after its `result` (it writes
 /// its transcript, it may ask the model for a title), and a message sent
 /// into that is slowed by it on whichever side. An app's next message comes
 /// seconds later.
 pub(crate) const PAUSE_MS: u64 = 500;
 /// What claude's assistant messages hold on the stream (its own line,
 /// journalled as it printed it).
-const ASSISTANT: &str = r#""type":"assistant""#;
+pub(crate) const ASSISTANT: &str = r#""type":"assistant""#;
+
+/// One mode's medians through room-core.
+pub(crate) struct Medians {
+    /// POST -> the turn's first event on the stream.
+    pub(crate) first_event: f64,
+    /// POST -> the first assistant message on the stream (claude only).
+    pub(crate) assistant: Option<f64>,
+}
 
 /// A follow-up message to a real CLI through the service: POST of the
 /// message -> the turn's first event (claude's `system`/`init`) read on the
 /// session's stream, and for claude also -> its first assistant message
 /// (the figure the Claude Agent SDK is compared on, sdk.rs). Cold:
-/// `linger_ms: 0`, every message spawns the CLI, which resumes; warm:
-/// within the linger, the message goes to the process that ran the turn
-/// before. Returns the first assistant message's medians, cold then warm
-/// (none for codex).
+/// `linger_ms: 0`, every message spawns the CLI, which resumes; warm (given
+/// `warm`): within the linger, the message goes to the process that ran
+/// the turn before. Returns each mode's medians, cold first.
 pub(crate) fn follow_up_latency(
     table: &mut Table,
     harness: &str,
     program: &Path,
     cli_env: &[(String, String)],
-) -> Vec<f64> {
+    warm: bool,
+) -> Vec<Medians> {
     // The turn's first event: claude's `system/init`, codex's `turn/started`
     // (a cold codex answers `initialize` first, which no turn starts).
     let first = match harness {
@@ -44,12 +52,12 @@ pub(crate) fn follow_up_latency(
         _ => r#""turn/started""#,
     };
     let assistant = (harness == "claude").then_some(ASSISTANT);
-    let mut medians = Vec::new();
-    let mut assistant_medians = Vec::new();
-    for (mode, linger) in [
+    let mut medians: Vec<Medians> = Vec::new();
+    let modes = [
         ("cold (spawn + resume)", 0u64),
         ("warm (within the linger)", 60_000),
-    ] {
+    ];
+    for (mode, linger) in &modes[..if warm { 2 } else { 1 }] {
         let svc = room_kit::Service::builder(env!("CARGO_BIN_EXE_room-core"))
             .config(json!({format!("{harness}_program"): program, "linger_ms": linger}))
             .envs(cli_env.iter().cloned())
@@ -74,7 +82,8 @@ pub(crate) fn follow_up_latency(
         for n in 0..FOLLOW_UPS {
             let (_, page) = svc.get(&format!("/v1/sessions/{id}/events?limit=1"));
             let after = page["last_seq"].as_u64().unwrap();
-            let reader = first_event_reader(&svc.base, &svc.token(), &id, after, first, assistant);
+            let reader = first_event_reader(&svc.base, &svc.token(), &id, after, first, assistant)
+                .expect("open a stream");
             std::thread::sleep(Duration::from_millis(PAUSE_MS));
             let began = realtime_us();
             let (status, v) = svc.post(
@@ -90,24 +99,26 @@ pub(crate) fn follow_up_latency(
             idle(&svc);
         }
         let (p50, p99) = stats(&took);
-        medians.push(p50);
+        let cold = medians.first().map(|m| m.first_event);
         table.row(
             "follow-up message to its turn's first event",
             &format!("real {harness}, {mode}"),
             ms(p50),
             ms(p99),
-            if medians.len() == 2 {
-                format!(
-                    "{FOLLOW_UPS} messages; POST -> {first} on the stream; warm is {:.0}x below cold; target warm p50 < 20 ms, >= 20x below cold",
-                    medians[0] / medians[1]
-                )
-            } else {
-                format!("{FOLLOW_UPS} messages; POST -> {first} on the stream")
+            match cold {
+                Some(cold) => warm_note(FOLLOW_UPS, first, cold, p50),
+                None => format!("{FOLLOW_UPS} messages; POST -> {first} on the stream"),
             },
         );
+        medians.push(Medians {
+            first_event: p50,
+            assistant: None,
+        });
         if assistant.is_some() && !to_assistant.is_empty() {
             let (p50, p99) = stats(&to_assistant);
-            assistant_medians.push(p50);
+            if let Some(m) = medians.last_mut() {
+                m.assistant = Some(p50);
+            }
             table.row(
                 "follow-up message to its first assistant message",
                 &format!("real {harness}, {mode}, through room-core"),
@@ -120,89 +131,31 @@ pub(crate) fn follow_up_latency(
             );
         }
     }
-    assistant_medians
+    medians
 }
 
-/// The floor under a warm follow-up: claude on stream-json driven straight
-/// from the bench (its turn's command as the service builds it), one user
-/// message after another, timed from the write to `system`/`init` on its
-/// stdout. What the service's warm figure adds to this is its own.
-pub(crate) fn warm_floor(
-    table: &mut Table,
-    claude: &Path,
-    cli_env: &[(String, String)],
-    root: &Path,
-) {
-    use room_core::harness::speech::Said;
-    use std::io::BufRead;
-    let folder = root.join("work").join("warm-floor");
-    std::fs::create_dir_all(&folder).unwrap();
-    let mut spec = crate::service::claude_turn_spec(root, claude, &folder).expect("a turn's spec");
-    spec.env
-        .extend(cli_env.iter().map(|(k, v)| (k.into(), v.into())));
-    let (mut child, mut talker) = crate::service::spawn_turn(spec);
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut until = |what: &str| {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                stdout.read_line(&mut line).unwrap() > 0,
-                "claude ended before {what}"
-            );
-            if line.contains(what) {
-                return;
-            }
-        }
-    };
-    for out in talker.say(Said::prompt("first".into())) {
-        stdin.write_all(out.line.as_bytes()).unwrap();
-    }
-    until(r#""type":"result""#);
-    let (mut took, mut to_assistant) = (Vec::new(), Vec::new());
-    for n in 0..FOLLOW_UPS {
-        let line = room_core::harness::claude::protocol::user_message(&format!("follow-up {n}"));
-        std::thread::sleep(Duration::from_millis(PAUSE_MS));
-        let began = Instant::now();
-        stdin.write_all(line.as_bytes()).unwrap();
-        until(r#""subtype":"init""#);
-        took.push(began.elapsed().as_secs_f64() * 1000.0);
-        until(ASSISTANT);
-        to_assistant.push(began.elapsed().as_secs_f64() * 1000.0);
-        until(r#""type":"result""#);
-    }
-    drop(stdin);
-    let _ = child.wait();
-    let (p50, p99) = stats(&took);
-    table.row(
-        "follow-up message to its turn's first event",
-        "real claude, warm, straight from the bench (the floor)",
-        ms(p50),
-        ms(p99),
-        format!("{FOLLOW_UPS} messages; write to its stdin -> system/init on its stdout: claude's own time"),
-    );
-    let (p50, p99) = stats(&to_assistant);
-    table.row(
-        "follow-up message to its first assistant message",
-        "real claude, warm, straight from the bench (the floor)",
-        ms(p50),
-        ms(p99),
-        format!("the same {FOLLOW_UPS} messages, to the first assistant message on its stdout: claude run with the service's own turn spec, no service"),
-    );
+/// The notes of the warm row to the turn's first event (`first`, its
+/// mark): its count, how far below cold it is, and the target.
+pub(crate) fn warm_note(count: usize, first: &str, cold: f64, warm: f64) -> String {
+    format!(
+        "{count} messages; POST -> {first} on the stream; warm is {:.0}x below cold; target warm p50 < 20 ms, >= 20x below cold",
+        cold / warm
+    )
 }
 
 /// Reads session `id`'s stream after `after` until the first harness event
 /// of a turn (the one holding `first`), then, given `then`, on to the first
-/// event holding it; when it read each, in realtime µs.
-fn first_event_reader(
+/// event holding it; when it read each, in realtime µs. The stream is open
+/// when this returns (or why it could not be opened), so a message posted
+/// after it is read from its first event.
+pub(crate) fn first_event_reader(
     base: &str,
     token: &str,
     id: &str,
     after: u64,
     first: &'static str,
     then: Option<&'static str>,
-) -> std::thread::JoinHandle<(u64, Option<u64>)> {
+) -> Result<std::thread::JoinHandle<(u64, Option<u64>)>, String> {
     use std::io::BufRead;
     let agent = ureq::AgentBuilder::new()
         .timeout_read(Duration::from_secs(60))
@@ -211,9 +164,9 @@ fn first_event_reader(
         .get(&format!("{base}/v1/sessions/{id}/stream?after={after}"))
         .set("Authorization", &format!("Bearer {token}"))
         .call()
-        .expect("open a stream");
+        .map_err(|e| format!("open the stream: {e}"))?;
     let mut reader = std::io::BufReader::new(resp.into_reader());
-    std::thread::spawn(move || {
+    Ok(std::thread::spawn(move || {
         let mut line = String::new();
         let mut first_at = None;
         loop {
@@ -240,5 +193,5 @@ fn first_event_reader(
                 }
             }
         }
-    })
+    }))
 }

@@ -16,10 +16,14 @@
 //! - `classify` (classify.rs): `classify()` alone, and an agent-socket
 //!   request from a caller at depth 10.
 //! - `throughput` (throughput.rs): `POST /v1/sessions` from 8 clients.
-//! - `startup` (startup.rs, follow_up.rs, sdk.rs): the real CLIs' and the
+//! - `startup` (startup.rs, follow_up.rs, sdk.rs, paired.rs and its sides
+//!   room_warm.rs, sdk_warm.rs, floor.rs, lines.rs): the real CLIs' and the
 //!   fakes' start against the loopback fake model, then follow-up messages
-//!   cold and warm through room-core, straight to claude, and through the
-//!   Claude Agent SDK (a pinned venv the bench makes once).
+//!   cold through room-core and the Claude Agent SDK (a pinned venv the
+//!   bench makes once), and warm to claude in paired rounds: room-core, the
+//!   SDK and claude's stdin straight from the bench, all warm at once, one
+//!   follow-up each per round in a rotating order, compared on the median
+//!   of the rounds' differences.
 //! - `spawn` (spawn.rs): one turn's process started four ways.
 //! - `hostile` (hostile.rs): `GET /v1/sessions/{id}` alone and beside 200
 //!   hostile connections.
@@ -44,15 +48,20 @@
 
 mod approvals;
 mod classify;
+mod floor;
 mod follow;
 mod follow_up;
 mod hostile;
 mod journal;
 mod lag;
+mod lines;
 mod lingering;
 mod modes;
+mod paired;
 mod queue;
+mod room_warm;
 mod sdk;
+mod sdk_warm;
 mod service;
 mod spawn;
 mod startup;

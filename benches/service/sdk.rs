@@ -1,9 +1,11 @@
 //! The Claude Agent SDK (PyPI `claude-agent-sdk`) beside room-core in the
-//! startup section's follow-up figure: the same claude binary, environment
+//! startup section's follow-up figures: the same claude binary, environment
 //! and loopback fake model, driven by sdk_follow_up.py through a pinned
-//! venv the bench makes once and reuses. Where the venv cannot be made (no
-//! python, no index) or the driver fails, the rows say skipped and why;
-//! the bench never fails for the SDK.
+//! venv the bench makes once and reuses. This file makes the venv and times
+//! the cold follow-ups (the driver run to its end); the warm ones are timed
+//! paired with room-core's (sdk_warm.rs, paired.rs). Where the venv cannot
+//! be made (no python, no index) or the driver fails, the rows say skipped
+//! and why; the bench never fails for the SDK.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,89 +17,103 @@ use crate::follow_up::{FOLLOW_UPS, PAUSE_MS};
 use crate::stats::{ms, stats, Table};
 
 /// The SDK version compared against; a new pin makes a new venv.
-const SDK_PIN: &str = "0.2.189";
+pub(crate) const SDK_PIN: &str = "0.2.189";
 /// The file written into the venv once the pinned SDK is installed, so a
 /// venv left half made by an interrupted run is made again, not used.
 const READY: &str = ".room-bench-ready";
-/// The longest the driver may take (a dozen turns take a few seconds).
+/// The longest the cold driver may take (20 cold turns take about 20 s).
 const DRIVER_LIMIT: Duration = Duration::from_secs(300);
+/// What the SDK's rows are.
+pub(crate) const WHAT: &str = "follow-up message to its first assistant message";
 
 /// The figures the driver printed.
 struct Samples {
     /// The SDK's own `__version__`.
     version: String,
-    /// Warm: `client.query()` -> the first AssistantMessage, one process.
-    warm: Vec<f64>,
     /// Cold: a fresh client resuming the session, `connect()` -> the first
     /// AssistantMessage.
     cold: Vec<f64>,
 }
 
-/// Times follow-ups through the SDK and prints its rows beside room-core's
-/// (`room`: room-core's medians to the first assistant message, cold then
-/// warm, from [`crate::follow_up::follow_up_latency`]). `root` holds the
+/// The setup column of an SDK row in `mode`.
+pub(crate) fn setup(mode: &str, version: &str) -> String {
+    format!("real claude, {mode}, through the Claude Agent SDK {version}")
+}
+
+/// The notes' comparison of room-core's median `room` with the SDK's
+/// `p50` (the unpaired one: their medians, each over its own samples).
+pub(crate) fn against(room: Option<f64>, p50: f64) -> String {
+    room.map_or_else(String::new, |r| {
+        format!(
+            "; room-core {} here, {:.2}x the SDK's ({:+.2} ms)",
+            ms(r),
+            r / p50,
+            r - p50
+        )
+    })
+}
+
+/// Times cold follow-ups through the SDK and prints its row beside
+/// room-core's (`room`: room-core's cold median to the first assistant
+/// message, from [`crate::follow_up::follow_up_latency`]). `root` holds the
 /// section's work folders.
-pub(crate) fn follow_ups(
+pub(crate) fn cold(
     table: &mut Table,
     claude: &Path,
     cli_env: &[(String, String)],
     root: &Path,
-    room: &[f64],
+    room: Option<f64>,
 ) {
-    let what = "follow-up message to its first assistant message";
-    let setup = |mode: &str, version: &str| {
-        format!("real claude, {mode}, through the Claude Agent SDK {version}")
-    };
-    let samples = if std::env::var("ROOM_BENCH_SDK").as_deref() == Ok("off") {
-        Err("ROOM_BENCH_SDK=off".to_string())
-    } else {
-        venv().and_then(|python| drive(&python, claude, cli_env, root))
-    };
+    let samples = python().and_then(|python| drive(&python, claude, cli_env, root));
     let samples = match samples {
-        Ok(s) => s,
-        Err(why) => {
-            println!("  Claude Agent SDK: skipped: {why}");
-            table.row(
-                what,
-                &setup("cold and warm", SDK_PIN),
-                "skipped".into(),
-                "-".into(),
-                why,
-            );
-            return;
+        Ok(s) if !s.cold.is_empty() => s,
+        Ok(_) => {
+            let why = "the driver printed no cold samples".to_string();
+            return skipped(table, "cold (connect + resume)", why);
         }
+        Err(why) => return skipped(table, "cold (connect + resume)", why),
     };
-    for (mode, took, against) in [
-        (
-            "cold (connect + resume)",
-            &samples.cold,
-            room.first().copied(),
+    let (p50, p99) = stats(&samples.cold);
+    table.row(
+        WHAT,
+        &setup("cold (connect + resume)", &samples.version),
+        ms(p50),
+        ms(p99),
+        format!(
+            "{} messages; client.query() -> the first AssistantMessage{}",
+            samples.cold.len(),
+            against(room, p50)
         ),
-        ("warm (one process)", &samples.warm, room.get(1).copied()),
-    ] {
-        if took.is_empty() {
-            continue;
-        }
-        let (p50, p99) = stats(took);
-        let ratio = against.map_or_else(String::new, |r| {
-            format!(
-                "; room-core {} here, {:.2}x the SDK's ({:+.2} ms)",
-                ms(r),
-                r / p50,
-                r - p50
-            )
-        });
-        table.row(
-            what,
-            &setup(mode, &samples.version),
-            ms(p50),
-            ms(p99),
-            format!(
-                "{} messages; client.query() -> the first AssistantMessage{ratio}",
-                took.len()
-            ),
-        );
+    );
+}
+
+/// The SDK's row in `mode` as skipped, and why.
+pub(crate) fn skipped(table: &mut Table, mode: &str, why: String) {
+    println!("  Claude Agent SDK, {mode}: skipped: {why}");
+    table.row(
+        WHAT,
+        &setup(mode, SDK_PIN),
+        "skipped".into(),
+        "-".into(),
+        format!("skipped: {why}"),
+    );
+}
+
+/// The venv's python, unless `ROOM_BENCH_SDK=off` leaves the SDK out, or
+/// why there is none.
+pub(crate) fn python() -> Result<PathBuf, String> {
+    if std::env::var("ROOM_BENCH_SDK").as_deref() == Ok("off") {
+        return Err("ROOM_BENCH_SDK=off".to_string());
     }
+    venv()
+}
+
+/// The driver script.
+pub(crate) fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches")
+        .join("service")
+        .join("sdk_follow_up.py")
 }
 
 /// The venv's python with the pinned SDK in it, made on first use under
@@ -152,7 +168,7 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 }
 
 /// The last non-empty line of `bytes`, or `otherwise`.
-fn last_line(bytes: &[u8], otherwise: &str) -> String {
+pub(crate) fn last_line(bytes: &[u8], otherwise: &str) -> String {
     String::from_utf8_lossy(bytes)
         .lines()
         .rev()
@@ -160,9 +176,10 @@ fn last_line(bytes: &[u8], otherwise: &str) -> String {
         .map_or_else(|| otherwise.to_string(), |l| l.trim().to_string())
 }
 
-/// Runs the driver on `claude` in a fresh folder, with the section's CLI
-/// environment (the fake model) and the permission mode the service gives
-/// claude's turns, and reads its samples.
+/// Runs the driver to its end on `claude` in a fresh folder, with the
+/// section's CLI environment (the fake model) and the permission mode the
+/// service gives claude's turns: its cold follow-ups alone (its warm ones
+/// are paired.rs's, in its driven mode).
 fn drive(
     python: &Path,
     claude: &Path,
@@ -171,18 +188,14 @@ fn drive(
 ) -> Result<Samples, String> {
     let folder = root.join("work").join("sdk-follow-ups");
     std::fs::create_dir_all(&folder).map_err(|e| e.to_string())?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("benches")
-        .join("service")
-        .join("sdk_follow_up.py");
     let mut child = Command::new(python)
-        .arg(script)
+        .arg(script())
         .arg("--cli")
         .arg(claude)
         .arg("--cwd")
         .arg(&folder)
         .args(["--permission-mode", &permission_mode(root, claude)])
-        .args(["--follow-ups", &FOLLOW_UPS.to_string()])
+        .args(["--follow-ups", "0"])
         .args(["--pause-ms", &PAUSE_MS.to_string()])
         .args(["--cold", &FOLLOW_UPS.to_string()])
         .envs(cli_env.iter().map(|(k, v)| (k, v)))
@@ -236,7 +249,6 @@ fn drive(
     };
     Ok(Samples {
         version: v["sdk"].as_str().unwrap_or(SDK_PIN).to_string(),
-        warm: samples("warm"),
         cold: samples("cold"),
     })
 }
@@ -244,7 +256,7 @@ fn drive(
 /// The `--permission-mode` the service gives a claude turn (an `auto`
 /// approvals turn, as the follow-ups through room-core run), so both sides
 /// run claude alike.
-fn permission_mode(root: &Path, claude: &Path) -> String {
+pub(crate) fn permission_mode(root: &Path, claude: &Path) -> String {
     crate::service::claude_turn_spec(root, claude, &root.join("work"))
         .ok()
         .and_then(|spec| {

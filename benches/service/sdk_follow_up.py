@@ -14,6 +14,7 @@ and the samples in ms.
 import argparse
 import asyncio
 import json
+import sys
 import time
 
 import claude_agent_sdk
@@ -39,6 +40,27 @@ async def first_assistant(client, began):
     return took, session
 
 
+async def driven(options):
+    """The warm follow-ups one per line on stdin, each answered on stdout
+    with its time once its response has ended."""
+    loop = asyncio.get_running_loop()
+    async with ClaudeSDKClient(options()) as client:
+        began = time.perf_counter()
+        await client.query("first")
+        first, _ = await first_assistant(client, began)
+        print(json.dumps({"sdk": claude_agent_sdk.__version__, "first": first}), flush=True)
+        while True:
+            # stdin is read off the event loop: the SDK reads claude's
+            # output on it meanwhile.
+            line = await loop.run_in_executor(None, sys.stdin.readline)
+            if not line:
+                return
+            began = time.perf_counter()
+            await client.query(line.strip())
+            took, _ = await first_assistant(client, began)
+            print(json.dumps({"ms": took}), flush=True)
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cli", required=True)
@@ -47,6 +69,7 @@ async def main():
     parser.add_argument("--follow-ups", type=int, default=10)
     parser.add_argument("--cold", type=int, default=10)
     parser.add_argument("--pause-ms", type=int, default=500)
+    parser.add_argument("--driven", action="store_true")
     args = parser.parse_args()
 
     def options(resume=None):
@@ -60,6 +83,10 @@ async def main():
             # run than any session of the service's.
             system_prompt={"type": "preset", "preset": "claude_code"},
         )
+
+    if args.driven:
+        await driven(options)
+        return
 
     warm = []
     first = None

@@ -1,7 +1,7 @@
 //! Section 5, `startup`, its first half: the real CLIs' own start and the
 //! python fakes', each turn built as the service builds it and spawned
 //! straight from the bench, against the loopback fake model; then the
-//! follow-ups (follow_up.rs, sdk.rs).
+//! follow-ups (follow_up.rs, the warm ones paired.rs, sdk.rs).
 
 use std::io::Write;
 use std::path::Path;
@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use room_kit::Model;
 
-use crate::follow_up::{follow_up_latency, warm_floor};
+use crate::follow_up::follow_up_latency;
 use crate::stats::{ms, stats, Table};
 
 /// Turns per harness in the startup section (real CLIs take ~1 s each).
@@ -163,15 +163,28 @@ pub(crate) fn startup(table: &mut Table) {
     }
     match on_path("claude") {
         Some(claude) => {
-            let room = follow_up_latency(table, "claude", &claude, &cli_env);
-            warm_floor(table, &claude, &cli_env, &root);
-            crate::sdk::follow_ups(table, &claude, &cli_env, &root, &room);
+            let cold = follow_up_latency(table, "claude", &claude, &cli_env, false);
+            let cold = cold.first();
+            crate::paired::warm_follow_ups(
+                table,
+                &claude,
+                &cli_env,
+                &root,
+                cold.map(|m| m.first_event),
+            );
+            crate::sdk::cold(
+                table,
+                &claude,
+                &cli_env,
+                &root,
+                cold.and_then(|m| m.assistant),
+            );
         }
         None => println!("  real claude: not on PATH, follow-ups left out"),
     }
     match on_path("codex") {
         Some(codex) => {
-            follow_up_latency(table, "codex", &codex, &cli_env);
+            follow_up_latency(table, "codex", &codex, &cli_env, true);
         }
         None => println!("  real codex: not on PATH, follow-ups left out"),
     }

@@ -1,6 +1,6 @@
 //! The numbers every section shares: the realtime clock the harness
-//! stamps with, median and p99 of a sample, the printed table, and the
-//! units the table shows.
+//! stamps with, median and p99 of a sample, a median's 95% interval, the
+//! printed table, and the units the table shows.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -18,6 +18,49 @@ pub(crate) fn stats(v: &[f64]) -> (f64, f64) {
     v.sort_by(|a, b| a.total_cmp(b));
     let rank = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
     (rank(0.5), rank(0.99))
+}
+
+/// A sample's median and a distribution-free interval for it, with the
+/// interval's coverage: the order statistics k and n+1-k of the sorted
+/// sample, k the largest rank for which P(Binomial(n, 1/2) < k) <= 2.5%
+/// (each bound lies above the true median as a fair coin's heads do), so
+/// the coverage is at least 95%. None for fewer than 6 values, which no
+/// such k bounds. The median is the mean of the middle two for even n.
+pub(crate) fn median_ci(v: &[f64]) -> Option<MedianCi> {
+    let n = v.len();
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    // P(B = i) for i = 0, 1, …, summed while the tail stays within 2.5%.
+    let (mut pmf, mut below_k, mut k) = (0.5f64.powi(n as i32), 0.0, 0);
+    while k < n / 2 && below_k + pmf <= 0.025 {
+        below_k += pmf;
+        pmf *= (n - k) as f64 / (k + 1) as f64;
+        k += 1;
+    }
+    if k == 0 {
+        return None;
+    }
+    Some(MedianCi {
+        median: (v[(n - 1) / 2] + v[n / 2]) / 2.0,
+        low: v[k - 1],
+        high: v[n - k],
+        coverage: 1.0 - 2.0 * below_k,
+        ranks: (k, n + 1 - k),
+    })
+}
+
+/// A median and its interval ([`median_ci`]).
+pub(crate) struct MedianCi {
+    /// The sample's median.
+    pub(crate) median: f64,
+    /// The interval's lower bound (the k-th smallest value).
+    pub(crate) low: f64,
+    /// Its upper bound (the k-th largest).
+    pub(crate) high: f64,
+    /// The chance the interval holds the true median (at least 0.95).
+    pub(crate) coverage: f64,
+    /// The bounds' ranks in the sorted sample, from 1.
+    pub(crate) ranks: (usize, usize),
 }
 
 /// The printed result table.
@@ -71,6 +114,11 @@ impl Table {
 /// A duration in ms, to the hundredth.
 pub(crate) fn ms(x: f64) -> String {
     format!("{x:.2} ms")
+}
+
+/// A signed difference of durations in ms, to the hundredth.
+pub(crate) fn signed_ms(x: f64) -> String {
+    format!("{x:+.2} ms")
 }
 
 /// A duration in µs (to the tenth), or in ns below one µs.

@@ -1,0 +1,99 @@
+//! room-core's side of the paired warm follow-ups (paired.rs): one session
+//! on real claude, lingering between its turns, each follow-up a `POST
+//! …/messages` timed on the session's stream.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::follow_up::{first_event_reader, ASSISTANT};
+use crate::paired::{Sample, LIMIT};
+use crate::stats::realtime_us;
+
+/// What claude's first event of a turn holds on the stream.
+pub(crate) const INIT: &str = r#""subtype":"init""#;
+/// How long the lingering process is kept: longer than the whole run of
+/// rounds, so that every follow-up finds it warm.
+const LINGER_MS: u64 = 600_000;
+
+/// A service with one claude session whose process lingers.
+pub(crate) struct RoomWarm {
+    /// The service, stopped when this is dropped.
+    svc: room_kit::Service,
+    /// The session's ID.
+    id: String,
+}
+
+impl RoomWarm {
+    /// Starts the service on `claude` with the section's CLI environment
+    /// and a session whose first turn has ended, so that the next message
+    /// goes to a warm process; or why not.
+    pub(crate) fn start(claude: &Path, cli_env: &[(String, String)]) -> Result<RoomWarm, String> {
+        let svc = room_kit::Service::builder(env!("CARGO_BIN_EXE_room-core"))
+            .config(json!({"claude_program": claude, "linger_ms": LINGER_MS}))
+            .envs(cli_env.iter().cloned())
+            .log_filter("warn")
+            .start();
+        let folder = svc.folder("paired-follow-ups");
+        let (status, v) = svc.post(
+            "/v1/sessions",
+            json!({"workspace": "ws-paired", "folder": folder, "harness": "claude", "prompt": "first"}),
+        );
+        if status != 201 {
+            return Err(format!("start a session: {status} {v}"));
+        }
+        let id = v["id"]
+            .as_str()
+            .ok_or("a session without an ID")?
+            .to_string();
+        let warm = RoomWarm { svc, id };
+        warm.idle()?;
+        Ok(warm)
+    }
+
+    /// Follow-up `n`: POST of the message -> `system`/`init` and -> the
+    /// first assistant message read on the stream, then on to the session
+    /// idle again, so the next side starts on a quiet claude.
+    pub(crate) fn follow_up(&mut self, n: usize) -> Result<Sample, String> {
+        let deadline = Instant::now() + LIMIT;
+        let (svc, id) = (&self.svc, &self.id);
+        let (_, page) = svc.get(&format!("/v1/sessions/{id}/events?limit=1"));
+        let after = page["last_seq"].as_u64().ok_or("no last_seq")?;
+        let reader = first_event_reader(&svc.base, &svc.token(), id, after, INIT, Some(ASSISTANT))?;
+        let began = realtime_us();
+        let (status, v) = svc.post(
+            &format!("/v1/sessions/{id}/messages"),
+            json!({"prompt": format!("follow-up {n}")}),
+        );
+        if status != 200 {
+            return Err(format!("POST a message: {status} {v}"));
+        }
+        // The reader's own read timeout is longer than the round's, so the
+        // wait on it is bounded here, on a channel (no polling beside the
+        // figure); a reader left behind ends with the service's stream.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(reader.join()));
+        let (init, assistant) = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .map_err(|_| "no assistant message on the stream in time".to_string())?
+            .map_err(|_| "the stream ended before the turn's first event".to_string())?;
+        let assistant = assistant.ok_or("the turn ended without an assistant message")?;
+        let ms = |at: u64| at.saturating_sub(began) as f64 / 1000.0;
+        let sample = Sample {
+            first_event: Some(ms(init)),
+            assistant: ms(assistant),
+        };
+        self.idle()?;
+        Ok(sample)
+    }
+
+    /// Waits, bounded, for the session to be idle with nothing queued.
+    fn idle(&self) -> Result<Value, String> {
+        room_kit::poll_until(LIMIT, || {
+            let (status, v) = self.svc.get(&format!("/v1/sessions/{}", self.id));
+            (status == 200 && v["state"] == "idle" && v["queue"]["length"] == 0).then_some(v)
+        })
+        .ok_or_else(|| "the session was not idle in time".to_string())
+    }
+}
