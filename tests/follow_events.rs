@@ -32,7 +32,10 @@ fn a_started_sessions_events_come_in_order() {
         e["kind"] == "copy_wait_began"
     });
     mark(&folder, "ready");
-    let events = await_event(&svc, id, "the turn's end", turn_ended);
+    // Idle once the turn's folder is recorded after it (its `turn_diff`).
+    let events = await_event(&svc, id, "idle after the turn", |e| {
+        e["kind"] == "state" && e["data"]["state"] == "idle"
+    });
 
     // Gapless seqs from 1, times in order.
     for (i, e) in events.iter().enumerate() {
@@ -86,6 +89,7 @@ fn a_started_sessions_events_come_in_order() {
     assert!(harness < native_event && native_event < end);
     let last = events.last().unwrap();
     assert_eq!(last["data"], json!({"state": "idle"}), "{events:#?}");
+    assert_eq!(events[events.len() - 2]["kind"], "turn_diff", "{events:#?}");
 
     // Pages of 2 give the same events; the page says where to go on.
     assert_eq!(all_events(&svc, id, 2), events);

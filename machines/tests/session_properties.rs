@@ -400,6 +400,8 @@ struct World {
     /// The turn whose snapshot before it was taken (or waited out) since
     /// it was last asked for: the one turn that may start.
     snapshot_ready: Option<TurnSeq>,
+    /// This run's outstanding ask for the snapshot after a turn.
+    after_asked: Option<TurnSeq>,
     /// Every step, for the failure report.
     trace: Vec<String>,
     /// What the run reached (applied inputs, effects, events), for the
@@ -486,6 +488,7 @@ impl World {
             snapshots,
             snapshot_asked: None,
             snapshot_ready: None,
+            after_asked: None,
         };
         let effects: Vec<Effect> = std::iter::from_fn(|| w.s.poll_effect()).collect();
         w.trace.push(format!("new: {effects:?}"));
@@ -660,7 +663,12 @@ impl World {
                 }
             }
             Act::Snapshot => {
-                if let Some(turn) = self.snapshot_asked.take() {
+                if let Some(turn) = self.after_asked.take() {
+                    self.feed(Input::Snapshotted {
+                        turn,
+                        at: Boundary::After,
+                    })?;
+                } else if let Some(turn) = self.snapshot_asked.take() {
                     self.snapshot_ready = Some(turn);
                     self.feed(Input::Snapshotted {
                         turn,
@@ -683,6 +691,7 @@ impl World {
                         // The turn starts without it.
                         self.seen.insert("a snapshot's wait ran out".into());
                         self.snapshot_ready = self.snapshot_asked.take();
+                        self.after_asked = None;
                     }
                     self.feed(Input::Timeout)?;
                 }
@@ -735,6 +744,7 @@ impl World {
         self.survivor = None;
         self.snapshot_asked = None;
         self.snapshot_ready = None;
+        self.after_asked = None;
         self.must_wait_from = (self.persisted.stage == Stage::Starting).then_some(self.now);
         self.s = Session::restore(
             config_for(self.linger, self.snapshots),
@@ -998,6 +1008,15 @@ impl World {
                     self.images.insert(prompt.id, prompt.attachments.clone());
                     self.logged.push(prompt.clone());
                 }
+                Effect::Emit(Event::State {
+                    state: room_machines::session::Shown::Idle,
+                }) => {
+                    prop_assert!(
+                        self.after_asked.is_none(),
+                        "idle while turn {:?}'s folder is being recorded",
+                        self.after_asked
+                    );
+                }
                 Effect::NoteSpawn { seq } => noted = Some(*seq),
                 Effect::Snapshot { turn, at } => {
                     prop_assert!(self.snapshots, "{e:?} with snapshots off");
@@ -1013,6 +1032,7 @@ impl World {
                                 matches!(x, Effect::Emit(Event::TurnEnded { turn: t, .. }) if t == turn)
                             });
                             prop_assert!(ended, "turn {} recorded after, with no turn_ended", turn);
+                            self.after_asked = Some(*turn);
                             self.seen.insert("a folder recorded after a turn".into());
                         }
                     }

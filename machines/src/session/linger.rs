@@ -55,7 +55,7 @@ impl Session {
             usage,
         });
         let t = self.state.record.turn.clone().expect("the live turn");
-        self.record_after(&t);
+        self.record_after(now, &t);
         let until = now.saturating_add(self.config.linger);
         self.state.timers.set(Deadline::Linger, until);
         self.pump(now);

@@ -340,6 +340,9 @@ impl Session {
             Stage::Starting => Shown::Pending,
             Stage::Started if self.launch_live() => Shown::Pending,
             Stage::Started if r.turn.as_ref().is_some_and(|t| !t.finished()) => Shown::Running,
+            // Its folder is being recorded after the turn: idle once the
+            // turn's diff is journalled.
+            Stage::Started if self.state.snapshot.after.is_some() => Shown::Running,
             Stage::Started => Shown::Idle,
         }
     }
@@ -354,7 +357,7 @@ impl Session {
     /// no turn of it is left (its end is journalled).
     pub fn journal_over(&self) -> bool {
         let r = &self.state.record;
-        r.stage == Stage::Closed && r.turn.is_none()
+        r.stage == Stage::Closed && r.turn.is_none() && self.state.snapshot.after.is_none()
     }
 
     /// The options the session was made with.

@@ -9,7 +9,7 @@
 
 use super::io::Effect;
 use super::io::Outcome;
-use super::record::{Phase, Turn, TurnSeq};
+use super::record::{Phase, Stage, Turn, TurnSeq};
 use super::timers::Deadline;
 use super::values::{Boundary, SnapshotGate};
 use super::Session;
@@ -43,14 +43,21 @@ impl Session {
 
     /// A turn just ended (its `turn_ended` is staged): its folder is
     /// recorded after it, when its harness had its prompt (a turn that
-    /// never ran changed nothing).
-    pub(super) fn record_after(&mut self, turn: &Turn) {
+    /// never ran changed nothing) and the session goes on (a closed one,
+    /// or one the service is stopping, records nothing more).
+    pub(super) fn record_after(&mut self, now: Millis, turn: &Turn) {
         let ran = matches!(turn.phase, Phase::Prompted(_) | Phase::Lingering { .. });
-        if self.config.snapshots && ran {
+        let goes_on = !self.state.halted && self.state.record.stage != Stage::Closed;
+        if self.config.snapshots && ran && goes_on {
             self.staged.push(Effect::Snapshot {
                 turn: turn.seq,
                 at: Boundary::After,
             });
+            self.state.snapshot.after = Some(turn.seq);
+            if !self.state.timers.is_set(Deadline::SnapshotWait) {
+                let until = now.saturating_add(self.config.snapshot_wait);
+                self.state.timers.set(Deadline::SnapshotWait, until);
+            }
         }
     }
 
@@ -63,7 +70,17 @@ impl Session {
         at: Boundary,
     ) -> Outcome {
         let gate = self.state.snapshot;
-        if at != Boundary::Before || gate.asked != Some(turn) || gate.ready == Some(turn) {
+        if at == Boundary::After {
+            if gate.after != Some(turn) {
+                return Outcome::Ignored;
+            }
+            self.state.snapshot.after = None;
+            if gate.asked.is_none() || gate.ready == gate.asked {
+                self.state.timers.stop(Deadline::SnapshotWait);
+            }
+            return Outcome::Applied;
+        }
+        if gate.asked != Some(turn) || gate.ready == Some(turn) {
             return Outcome::Ignored;
         }
         self.folder_ready(now, turn);
@@ -76,9 +93,11 @@ impl Session {
         if !self.state.timers.is_due(Deadline::SnapshotWait, now) {
             return false;
         }
-        match self.state.snapshot.asked {
-            Some(turn) => self.folder_ready(now, turn),
-            None => self.state.timers.stop(Deadline::SnapshotWait),
+        self.state.timers.stop(Deadline::SnapshotWait);
+        self.state.snapshot.after = None;
+        let gate = self.state.snapshot;
+        if let Some(turn) = gate.asked.filter(|t| gate.ready != Some(*t)) {
+            self.folder_ready(now, turn);
         }
         true
     }
@@ -87,7 +106,9 @@ impl Session {
     /// turn that does not start now (the queue was paused meanwhile) asks
     /// again when it does, since the folder may change until then.
     fn folder_ready(&mut self, now: Millis, turn: TurnSeq) {
-        self.state.timers.stop(Deadline::SnapshotWait);
+        if self.state.snapshot.after.is_none() {
+            self.state.timers.stop(Deadline::SnapshotWait);
+        }
         self.state.snapshot.ready = Some(turn);
         if std::mem::take(&mut self.state.snapshot.holds_launch) {
             if self.launch_live() {
@@ -97,14 +118,23 @@ impl Session {
             self.pump(now);
         }
         if self.state.record.next_turn == turn {
-            self.state.snapshot = SnapshotGate::default();
+            self.state.snapshot = SnapshotGate {
+                after: self.state.snapshot.after,
+                ..SnapshotGate::default()
+            };
         }
     }
 
     /// A launch begins: what was asked or taken before it is stale (the
     /// launch may wait for a copy first).
     pub(super) fn forget_snapshot(&mut self) {
-        self.state.snapshot = SnapshotGate::default();
-        self.state.timers.stop(Deadline::SnapshotWait);
+        let after = self.state.snapshot.after;
+        self.state.snapshot = SnapshotGate {
+            after,
+            ..SnapshotGate::default()
+        };
+        if after.is_none() {
+            self.state.timers.stop(Deadline::SnapshotWait);
+        }
     }
 }

@@ -257,7 +257,7 @@ impl Session {
             by: turn.ending,
             usage,
         });
-        self.record_after(&turn);
+        self.record_after(now, &turn);
         self.settle(now, turn, stdin, End::Exited(exit, detail));
         self.carry_on(now);
         Outcome::Applied
@@ -284,7 +284,7 @@ impl Session {
             by: Some(turn.ending.unwrap_or(EndWhy::Restore)),
             usage,
         });
-        self.record_after(&turn);
+        self.record_after(now, &turn);
         // A restored turn: this run said nothing on its stdin.
         let stdin = std::mem::take(&mut self.state.stdin);
         self.settle(now, turn, stdin, End::Gone);

@@ -138,6 +138,11 @@ pub struct SnapshotGate {
     /// The turn whose `Before` snapshot is done (or given up): it may start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<TurnSeq>,
+    /// The turn whose `After` snapshot is asked for: the session shows
+    /// running until it is taken (or its wait runs out), so an idle
+    /// session's last turn has its diff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<TurnSeq>,
     /// The launch's permit is held and its first turn waits for the
     /// snapshot: its answer starts the harness.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -159,3 +159,32 @@ fn with_snapshots_off_nothing_is_asked_and_nothing_waits() {
     let e = t.go(Input::Launch(LaunchInput::PermitGranted));
     assert_eq!(spawns(&e), 1, "{e:?}");
 }
+
+#[test]
+fn the_session_is_idle_only_once_its_last_turns_folder_is_recorded() {
+    let (mut t, _) = granted(0);
+    t.go(taken(1));
+    t.go(Input::TurnSpawned { seq: 1, process: P });
+    t.named(1);
+    let e = t.end(1, Exit::Code(0));
+    assert!(has(&e, &after(1)), "{e:?}");
+    assert_eq!(t.s.shown(), Shown::Running, "its diff is not taken yet");
+    let e = t.go(Input::Snapshotted {
+        turn: 1,
+        at: Boundary::After,
+    });
+    assert_eq!(e, vec![Effect::Emit(Event::State { state: Shown::Idle })]);
+    // Or its wait runs out.
+    t.go(Input::message("two".into()));
+    t.go(taken(2));
+    t.go(Input::TurnSpawned { seq: 2, process: P });
+    t.named(2);
+    let at = t.now;
+    t.end(2, Exit::Code(0));
+    assert_eq!(t.s.shown(), Shown::Running);
+    let (_, e) = t.at(at + SNAPSHOT_WAIT, Input::Timeout);
+    assert!(
+        has(&e, &Effect::Emit(Event::State { state: Shown::Idle })),
+        "{e:?}"
+    );
+}
