@@ -119,7 +119,15 @@ impl Runtime {
         let Some(snapshots) = self.snapshots.as_ref() else {
             return;
         };
+        let began = std::time::Instant::now();
         let taken = snapshots.take(&job.folder);
+        log::debug!(
+            "{}: turn {}'s snapshot ({:?}) took {:?}",
+            job.id,
+            job.turn,
+            job.at,
+            began.elapsed()
+        );
         let (tree, skipped, missing) = match taken {
             Taken::Tree { id, skipped } => (Some(id), skipped, None),
             Taken::TooLarge { why } => (
