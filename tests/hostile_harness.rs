@@ -363,3 +363,72 @@ fn requests_room_core_cannot_take_are_answered_at_once_saying_why() {
         assert_eq!(of_kind(&svc, &id, "turn_ended")[0]["by"], Value::Null);
     }
 }
+
+/// A claude that answers its prompt and exits at once, with a line that is
+/// not JSON after its `result` (as the console's replay prints).
+const INSTANT: &str = r#"#!/bin/sh
+case "$1" in --version) echo "2.1.332 (answers at once)"; exit 0 ;; esac
+read -r _prompt
+printf '%s\n' '{"type":"system","subtype":"init","session_id":"instant-1"}' \
+  '{"type":"result","subtype":"success","is_error":false,"session_id":"instant-1","result":"done"}' \
+  'not json after the result'
+"#;
+
+/// A harness may read its prompt, print its whole turn and exit while the
+/// turn's start is still being journalled (the prompt is said first, the
+/// start journalled, then the output let go): its output and its end wait
+/// for the start, and not a line of it is lost. Each of 24 sessions'
+/// journals holds the init, the result and the report of the line after
+/// it, before its `turn_ended`.
+#[test]
+fn a_harness_that_answers_and_exits_before_its_start_is_journalled_loses_no_line() {
+    let dir = TempDir::new("instant-claude");
+    let program = dir.path().join("instant-claude");
+    std::fs::write(&program, INSTANT).unwrap();
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let svc = Service::start(ROOM_CORE, json!({ "claude_program": program }));
+    let ids: Vec<String> = (0..24)
+        .map(|i| {
+            let folder = svc.folder(&format!("instant-{i}"));
+            let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "hi"})));
+            s["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    for id in &ids {
+        wait_until(
+            &format!("{id}'s turn to end"),
+            Duration::from_secs(30),
+            || of_kind(&svc, id, "turn_ended").first().map(drop),
+        );
+    }
+    let mut lost = Vec::new();
+    for id in &ids {
+        let kinds: Vec<String> = all_events(&svc, id, 1024)
+            .into_iter()
+            .filter_map(|e| {
+                let d = &e["data"];
+                match e["kind"].as_str()? {
+                    "harness" => Some(format!("harness {}", d["type"].as_str()?)),
+                    "harness_line_rejected" => Some(format!("rejected {}", d["prefix"].as_str()?)),
+                    k @ ("turn_started" | "turn_ended") => Some(k.to_string()),
+                    _ => None,
+                }
+            })
+            .collect();
+        let whole = [
+            "turn_started",
+            "harness system",
+            "harness result",
+            "rejected not json after the result",
+            "turn_ended",
+        ];
+        if kinds != whole {
+            lost.push(format!("{id}: {kinds:?}"));
+        }
+    }
+    assert!(lost.is_empty(), "{}\n{}", lost.join("\n"), svc.log());
+}

@@ -154,7 +154,7 @@ impl Runtime {
             now,
             tree: started.tree,
             input,
-            release: Some(Box::new(move || work.release())),
+            held: Some(work),
             prompt: Some((prompt, attachments)),
             file,
         }));
@@ -173,7 +173,10 @@ impl Runtime {
     /// `DeliverPrompt`: says the prompt on the turn's stdin, then journals
     /// what the pass has emitted (the turn's start) and only then lets the
     /// turn's output be read, so the start comes before anything the
-    /// harness prints.
+    /// harness prints. The harness may answer the prompt and exit while
+    /// the start is being journalled: its output's work is told before
+    /// the prompt is said, so that its end waits for the release with its
+    /// lines instead of dropping them.
     pub(super) fn deliver(&self, s: &mut Hosted, pass: &mut Pass, seq: TurnSeq) {
         let Some(live) = s.live.as_mut().filter(|l| l.seq == seq) else {
             pass.inputs.push_back(Input::PromptUndelivered {
@@ -182,6 +185,10 @@ impl Runtime {
             });
             return;
         };
+        let held = live.held.take();
+        if let Some(work) = &held {
+            work.handing_over();
+        }
         if let Some((text, attachments)) = live.prompt.take() {
             let said = self.images(&s.id, &attachments).map(|images| Said::Prompt {
                 text,
@@ -205,13 +212,8 @@ impl Runtime {
             }
         }
         self.flush_events(s, pass);
-        if let Some(release) = s
-            .live
-            .as_mut()
-            .filter(|l| l.seq == seq)
-            .and_then(|l| l.release.take())
-        {
-            release();
+        if let Some(work) = held {
+            work.release();
         }
     }
 

@@ -1,10 +1,13 @@
 //! The running turn's process as its session holds it: what the turn's
 //! effects act on, until the turn is gone.
 
+use std::sync::Arc;
+
 use room_machines::session::TurnSeq;
 
 use crate::agent::turn_files::TurnFile;
 use crate::runtime::harness_io::stdin::TurnInput;
+use crate::runtime::harness_io::turn_work::TurnWork;
 use crate::sessions::turn_now::TurnNow;
 use crate::supervise::Tree;
 
@@ -20,9 +23,10 @@ pub(crate) struct LiveTurn {
     pub(crate) tree: Tree,
     /// Its stdin.
     pub(crate) input: TurnInput,
-    /// Lets its output's work go, once the prompt is handed over (the
-    /// queue is held until then).
-    pub(crate) release: Option<Box<dyn FnOnce() + Send>>,
+    /// Its output's work, held until the prompt is handed over
+    /// (`DeliverPrompt` marks it [`TurnWork::handing_over`] before it says
+    /// the prompt, and releases it once the turn's start is journalled).
+    pub(crate) held: Option<Arc<TurnWork>>,
     /// Its prompt and the images it carries, until it is handed over.
     pub(crate) prompt: Option<(String, Vec<room_machines::session::Attachment>)>,
     /// A file written for the process (claude's MCP config), removed with

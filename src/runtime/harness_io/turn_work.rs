@@ -8,7 +8,10 @@
 //! would stop the harness.
 //!
 //! Until the turn's prompt is handed over (`DeliverPrompt`), its work is
-//! held: its start is journalled before anything its harness prints.
+//! held: its start is journalled before anything its harness prints. Once
+//! the prompt is on its way ([`TurnWork::handing_over`]) the harness may
+//! answer it and exit before the release: its lines and its end wait for
+//! the release then, and none of them is lost.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -82,6 +85,8 @@ struct Queue {
     bytes: usize,
     /// Until the prompt is handed over.
     held: bool,
+    /// The prompt is being said: an end waits for the release.
+    handing_over: bool,
     /// A worker has it, or a job for it is queued.
     scheduled: bool,
     /// The poller stopped reading stdout until the worker catches up.
@@ -146,9 +151,11 @@ impl TurnWork {
     }
 
     /// Adds `work`; whether the poller should stop reading stdout. The end
-    /// is never held: a turn that ends before its prompt was handed over
-    /// never had its output read, so its held lines go. A report of what
-    /// the harness left that waits still when the end comes goes too: the
+    /// of a turn whose prompt was never said is not held: its harness never
+    /// had its prompt, so its held lines go. Once the prompt is being said
+    /// ([`handing_over`](Self::handing_over)), the end is held with the
+    /// lines before it, until the release that follows. A report of what
+    /// the harness left that waits still when the end comes goes: the
     /// tree is gone (or given up) by then.
     pub(super) fn push(&self, work: Work) -> Flow {
         let mut q = self.lock();
@@ -158,7 +165,7 @@ impl TurnWork {
         if matches!(work, Work::Ended { .. }) {
             q.items.retain(|w| !matches!(w, Work::LeftBehind));
         }
-        if matches!(work, Work::Ended { .. }) && q.held {
+        if matches!(work, Work::Ended { .. }) && q.held && !q.handing_over {
             q.held = false;
             q.items.retain(|w| !matches!(w, Work::Lines(_)));
             q.bytes = 0;
@@ -171,6 +178,13 @@ impl TurnWork {
         } else {
             Flow::Go
         }
+    }
+
+    /// The prompt is about to be said: from now on the harness may answer
+    /// it, and exit, before the [`release`](Self::release), which must
+    /// follow; what it prints and its end wait for it.
+    pub(crate) fn handing_over(&self) {
+        self.lock().handing_over = true;
     }
 
     /// The prompt is handed over: the worker may go.
@@ -373,6 +387,28 @@ mod tests {
             exit: Exit::Code(0),
             detail: String::new(),
         });
+        let (round, _) = work.take();
+        assert!(matches!(
+            round.as_slice(),
+            [Work::Lines(_), Work::Ended { .. }]
+        ));
+    }
+
+    #[test]
+    fn an_end_while_the_prompt_is_being_said_waits_for_the_release_with_its_lines() {
+        let (work, scheduled, _) = queue();
+        work.handing_over();
+        // The harness answered and exited before the turn's start was
+        // journalled: nothing goes, nothing runs before the release.
+        work.push(lines(2, 10));
+        work.push(Work::Ended {
+            exit: Exit::Code(0),
+            detail: String::new(),
+        });
+        assert!(scheduled.is_empty(), "held until the release");
+        assert_eq!(work.take().0.len(), 0);
+        work.release();
+        assert_eq!(scheduled.len(), 1);
         let (round, _) = work.take();
         assert!(matches!(
             round.as_slice(),
