@@ -228,8 +228,15 @@ fn after_a_kill_9_a_warm_prompt_its_harness_never_began_runs_once_in_a_new_proce
         json!({"prompt": "second"}),
     );
     assert_eq!(status, 200, "{v}");
-    // Acknowledged with the record still the one of turn 1: the prompt is
-    // in its log, and the journal says turn 2 started.
+    // Acknowledged with the prompt in its log; the journal says turn 2
+    // started once its folder is recorded, with the record still the one
+    // of turn 1.
+    wait_until("turn 2 started", Duration::from_secs(10), || {
+        all_events(&svc, &id, 1024)
+            .iter()
+            .any(|e| e["kind"] == "turn_started" && e["data"]["turn"] == 2)
+            .then_some(())
+    });
     assert_eq!(on_record(&svc, &id)["turn"]["seq"], 1);
     let log =
         std::fs::read_to_string(svc.state.join("sessions").join(format!("{id}.prompts"))).unwrap();

@@ -4,6 +4,8 @@
 //! makes a folder; each `turn_diff` lists exactly what that turn changed.
 //! Ignored with why where the CLI is missing; fails instead in CI.
 
+// The shared support's model-request readers are other checks'.
+#[allow(dead_code)]
 mod real_support;
 
 use libtest_mimic::Arguments;
@@ -11,6 +13,9 @@ use real_support::{trial, Real};
 use room_kit::events::all_events;
 use room_kit::start_body;
 use serde_json::{json, Value};
+
+/// The service under test.
+const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 fn id_of(v: &Value) -> String {
     v["id"].as_str().unwrap().to_string()

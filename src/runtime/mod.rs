@@ -25,6 +25,7 @@ pub(crate) mod permits;
 mod reading;
 mod restore;
 mod snapshot_index;
+mod snapshot_lanes;
 mod snapshotting;
 mod spawn_order;
 mod talking;
@@ -99,7 +100,7 @@ pub struct Runtime {
     /// config turns snapshots off.
     snapshots: Option<crate::snapshot::Snapshots>,
     /// The lanes that take snapshots (started once the runtime exists).
-    lanes: OnceLock<snapshotting::Lanes>,
+    lanes: OnceLock<snapshot_lanes::Lanes>,
 }
 
 /// Event pool workers: short jobs only (timeouts, status reads, permit
@@ -185,7 +186,15 @@ impl Runtime {
             lanes: OnceLock::new(),
         });
         if rt.snapshots.is_some() {
-            let _ = rt.lanes.set(snapshotting::Lanes::start(&rt)?);
+            let weak = Arc::downgrade(&rt);
+            let lanes = snapshot_lanes::Lanes::start(move |job| match weak.upgrade() {
+                Some(rt) => {
+                    rt.snapshot(job);
+                    true
+                }
+                None => false,
+            })?;
+            let _ = rt.lanes.set(lanes);
         }
         for n in 0..POOL_WORKERS {
             let rt = Arc::downgrade(&rt);

@@ -6,81 +6,22 @@
 //! journals what the turn changed (`turn_diff`) or what changed between
 //! turns (`folder_changed`), and answers `Snapshotted`.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Weak};
-
-use crossbeam_channel::{Sender, TrySendError};
 use room_machines::session::{Boundary, Input, TurnSeq};
 use serde_json::{json, Value};
 
 use super::driver::Pass;
 use super::snapshot_index::{Shot, SnapshotIndex};
-use super::{Runtime, SessionHandle};
+use super::snapshot_lanes::Job;
+use super::Runtime;
 use crate::journal::NewEvent;
 use crate::sessions::{lock, Hosted};
 use crate::snapshot::{FileChange, Skipped, Taken, TreeId};
 
-/// Lanes: two snapshots of different sessions run side by side.
-const LANES: usize = 2;
-/// The most snapshots waiting per lane; past it a snapshot is not taken
-/// (its turn goes on, and its diff says so).
-const LANE_BOUND: usize = 256;
 /// The most files a journalled diff lists; the rest are counted, and the
 /// diff's route serves them all.
 pub(crate) const MAX_LISTED: usize = 1000;
 /// The most skipped entries a journalled diff lists.
 const MAX_SKIPPED: usize = 50;
-
-/// One snapshot to take.
-pub(crate) struct Job {
-    /// The session.
-    pub session: SessionHandle,
-    /// Its ID.
-    pub id: String,
-    /// Its folder.
-    pub folder: PathBuf,
-    /// The turn.
-    pub turn: TurnSeq,
-    /// Which side of it.
-    pub at: Boundary,
-}
-
-/// The lanes' senders.
-pub(crate) struct Lanes(Vec<Sender<Job>>);
-
-impl Lanes {
-    /// Starts the lanes; each takes jobs until the runtime is gone.
-    pub(crate) fn start(rt: &Arc<Runtime>) -> std::io::Result<Lanes> {
-        let mut senders = Vec::new();
-        for n in 0..LANES {
-            let (tx, rx) = crossbeam_channel::bounded::<Job>(LANE_BOUND);
-            let rt: Weak<Runtime> = Arc::downgrade(rt);
-            std::thread::Builder::new()
-                .name(format!("snapshots-{n}"))
-                .spawn(move || {
-                    while let Ok(job) = rx.recv() {
-                        let Some(rt) = rt.upgrade() else { return };
-                        rt.snapshot(job);
-                    }
-                })?;
-            senders.push(tx);
-        }
-        Ok(Lanes(senders))
-    }
-
-    /// Queues `job` on its session's lane; gives it back when the lane is
-    /// full.
-    pub(crate) fn ask(&self, job: Job) -> Result<(), Job> {
-        let lane = job
-            .id
-            .bytes()
-            .fold(0usize, |h, b| h.wrapping_mul(31) + b as usize);
-        match self.0[lane % self.0.len()].try_send(job) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => Err(job),
-        }
-    }
-}
 
 impl Runtime {
     /// Carries out `Snapshot`: the session's lane takes it. A full lane
@@ -114,8 +55,8 @@ impl Runtime {
     }
 
     /// Takes one snapshot, records it in the session's index, journals
-    /// what changed and answers the machine.
-    fn snapshot(&self, job: Job) {
+    /// what changed and answers the machine (on a snapshot lane).
+    pub(super) fn snapshot(&self, job: Job) {
         let Some(snapshots) = self.snapshots.as_ref() else {
             return;
         };

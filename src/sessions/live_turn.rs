@@ -7,7 +7,6 @@ use room_machines::session::TurnSeq;
 
 use crate::agent::turn_files::TurnFile;
 use crate::runtime::harness_io::stdin::TurnInput;
-use crate::runtime::harness_io::turn_work::TurnWork;
 use crate::sessions::turn_now::TurnNow;
 use crate::supervise::Tree;
 
@@ -24,14 +23,26 @@ pub(crate) struct LiveTurn {
     /// Its stdin.
     pub(crate) input: TurnInput,
     /// Its output's work, held until the prompt is handed over
-    /// (`DeliverPrompt` marks it [`TurnWork::handing_over`] before it says
-    /// the prompt, and releases it once the turn's start is journalled).
-    pub(crate) held: Option<Arc<TurnWork>>,
+    /// (`DeliverPrompt` marks it [`Held::handing_over`] before it says the
+    /// prompt, and releases it once the turn's start is journalled).
+    pub(crate) held: Option<Arc<dyn Held>>,
     /// Its prompt and the images it carries, until it is handed over.
     pub(crate) prompt: Option<(String, Vec<room_machines::session::Attachment>)>,
     /// A file written for the process (claude's MCP config), removed with
     /// it.
     pub(crate) file: Option<TurnFile>,
+}
+
+/// A turn's output work while it is held: the turn's work queue
+/// (`harness_io::turn_work::TurnWork`), named by what the prompt's
+/// hand-over does with it, so the session holds it without naming the
+/// poller's types.
+pub(crate) trait Held: Send + Sync {
+    /// The prompt is about to be said: the harness may answer it, and
+    /// exit, before the release, which must follow.
+    fn handing_over(&self);
+    /// The prompt is handed over: the worker may go.
+    fn release(&self);
 }
 
 impl std::fmt::Debug for LiveTurn {

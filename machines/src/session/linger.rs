@@ -66,6 +66,9 @@ impl Session {
     /// the prompt is written, unless the prompt was just accepted: then its
     /// log append and the journal's `turn_started` do (`finish`).
     pub(super) fn continue_turn(&mut self, now: Millis) {
+        // Nothing else this input did changed the record: the one on disk
+        // is the turn before, lingering.
+        let clean = !self.dirty;
         let was = self.choice_in_force();
         let r = self.rec();
         let Some(prompt) = r.queue.pop_front() else {
@@ -85,6 +88,7 @@ impl Session {
         });
         let resume = r.native_id.clone();
         self.state.timers.stop(Deadline::Linger);
+        self.continued = clean;
         // Its stdin is open (it lingered): only what was steered into the
         // turn before goes.
         self.state.stdin.steered = false;

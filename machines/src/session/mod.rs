@@ -237,6 +237,14 @@ pub struct Session {
     /// the session's prompt log (`PersistPrompt`), which is all a queued
     /// message changes on disk.
     appended: Vec<Prompt>,
+    /// Prompts whose one durable copy is their prompt log line: appended
+    /// since the last `Persist` this run (a warm turn that takes one later,
+    /// once its folder is recorded, still writes no record).
+    logged: Vec<PromptId>,
+    /// The input being handled took a prompt into a lingering process
+    /// (`ContinueTurn`) and changed the record in no other way: the record
+    /// on disk is the turn before, lingering.
+    continued: bool,
     /// The state last reported in an `Event::State`.
     shown: Option<Shown>,
 }
@@ -310,6 +318,8 @@ impl Session {
             effects: VecDeque::new(),
             dirty: false,
             appended: Vec::new(),
+            logged: Vec::new(),
+            continued: false,
             shown: None,
         }
     }
@@ -595,17 +605,23 @@ impl Session {
         // (`Record::with_journal_tail`), so no record write stands in front
         // of the harness or after it. Not while a record write is owed:
         // the record on disk would be older than the turn before.
+        let logged =
+            |id: PromptId| self.appended.iter().any(|p| p.id == id) || self.logged.contains(&id);
+        let continued = std::mem::take(&mut self.continued);
         let ahead = dirty
-            && turn.is_some_and(|t| t.warm && self.appended.iter().any(|p| p.id == t.prompt.id))
+            && continued
+            && turn.is_some_and(|t| t.warm && logged(t.prompt.id))
             && !self.state.timers.is_set(Deadline::PersistRetry);
         for prompt in std::mem::take(&mut self.appended) {
             // Otherwise a prompt that went straight to a turn is in the
             // record the `Persist` below writes, its one durable write.
             if ahead || !(dirty && running == Some(prompt.id)) {
+                self.logged.push(prompt.id);
                 self.effects.push_back(Effect::PersistPrompt(prompt));
             }
         }
         if dirty && !ahead {
+            self.logged.clear();
             self.state.timers.stop(Deadline::PersistRetry);
             self.effects.push_back(Effect::Persist);
         } else if let Some(at) = self

@@ -23,6 +23,7 @@ use super::handle::{Command, IoHandle};
 use super::stdin::{Report, TurnInput};
 use crate::procfs::ProcKey;
 use crate::runtime::reading::Reading;
+use crate::sessions::live_turn::Held;
 use crate::sessions::turn_now::TurnNow;
 use crate::sessions::SessionHandle;
 use crate::supervise::output::Line;
@@ -178,20 +179,6 @@ impl TurnWork {
         } else {
             Flow::Go
         }
-    }
-
-    /// The prompt is about to be said: from now on the harness may answer
-    /// it, and exit, before the [`release`](Self::release), which must
-    /// follow; what it prints and its end wait for it.
-    pub(crate) fn handing_over(&self) {
-        self.lock().handing_over = true;
-    }
-
-    /// The prompt is handed over: the worker may go.
-    pub(crate) fn release(&self) {
-        let mut q = self.lock();
-        q.held = false;
-        self.schedule(&mut q);
     }
 
     fn schedule(&self, q: &mut Queue) {
@@ -431,5 +418,21 @@ mod tests {
             round.as_slice(),
             [Work::Undelivered(_), Work::Ended { .. }]
         ));
+    }
+}
+
+impl Held for TurnWork {
+    /// The prompt is about to be said: from now on the harness may answer
+    /// it, and exit, before the [`release`](Self::release), which must
+    /// follow; what it prints and its end wait for it.
+    fn handing_over(&self) {
+        self.lock().handing_over = true;
+    }
+
+    /// The prompt is handed over: the worker may go.
+    fn release(&self) {
+        let mut q = self.lock();
+        q.held = false;
+        self.schedule(&mut q);
     }
 }
