@@ -33,6 +33,9 @@
 //! - `queue` (queue.rs): `POST …/messages` with 1 and 5,000 prompts waiting.
 //! - `lingering` (lingering.rs): threads and RSS with 1,000 harnesses
 //!   lingering at once.
+//! - `snapshot` (snapshot.rs): the turn-end snapshot of a 10,000-file,
+//!   200 MB folder with 10 files changed, beside `git add -A && git
+//!   commit -q` of the same change, and the store's growth per turn.
 //!
 //! The binary is also what the sections run, so that what is timed is the
 //! service and not a fake's interpreter (modes.rs): the service's harness
@@ -63,6 +66,7 @@ mod room_warm;
 mod sdk;
 mod sdk_warm;
 mod service;
+mod snapshot;
 mod spawn;
 mod startup;
 mod stats;
@@ -145,6 +149,9 @@ fn main() {
     }
     if run("lingering") {
         lingering::lingering(&mut table);
+    }
+    if run("snapshot") {
+        snapshot::snapshot(&mut table);
     }
     println!();
     table.print();

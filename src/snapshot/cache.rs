@@ -10,7 +10,7 @@
 //! Only the cache's own writes are trusted: a cached answer from the walker
 //! must name a key held here, and the sha256 comes from here.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -37,7 +37,7 @@ pub(crate) struct Known {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct StatCache {
     /// Path from the folder -> what was read.
-    pub(crate) files: HashMap<String, Known>,
+    pub(crate) files: FxHashMap<String, Known>,
 }
 
 /// The file that keeps `folder`'s cache, in `dir`.
@@ -85,7 +85,7 @@ impl StatCache {
         }
         let mut n = [0u8; 4];
         r.read_exact(&mut n)?;
-        let mut files = HashMap::new();
+        let mut files = FxHashMap::default();
         for _ in 0..u32::from_be_bytes(n) {
             let path = get_str(&mut r, MAX_PATH)?;
             let mut nums = [0u64; 5];

@@ -212,7 +212,10 @@ impl Snapshots {
             take::Ended::Failed(why) => return (Taken::Failed { why }, counts),
             take::Ended::Done => {}
         }
-        let (id, new) = match tree::store(&self.objects, &got.entries) {
+        let mut batch = got.batch;
+        let stored = tree::store(&self.objects, &mut batch, &got.entries)
+            .and_then(|x| self.objects.commit(batch).map(|()| x));
+        let (id, new) = match stored {
             Ok(x) => x,
             Err(e) => {
                 let why = format!("cannot store the snapshot: {e}");
@@ -220,7 +223,7 @@ impl Snapshots {
             }
         };
         counts.listings_new = new;
-        if got.cache != *old {
+        if got.cache_changed || got.cache.files.len() != old.files.len() {
             // The cache only saves reads: a failed write costs the next
             // snapshot its reads, nothing else.
             if let Err(e) = got.cache.save(&cache_file) {

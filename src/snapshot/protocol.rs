@@ -19,7 +19,7 @@
 //!
 //! Numbers are big-endian; a string is a `u32` length and its bytes.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::io::{self, Read, Write};
 
 /// The first bytes of a request.
@@ -99,13 +99,23 @@ pub(crate) struct Request {
     /// top.
     pub(crate) ignore: Vec<String>,
     /// The stat key of each file the service holds the bytes of.
-    pub(crate) cached: HashMap<String, StatKey>,
+    pub(crate) cached: FxHashMap<String, StatKey>,
 }
 
 impl Request {
     /// The request's bytes.
+    #[cfg(test)]
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.cached.len() * 80);
+        self.encode_with(self.cached.iter().map(|(p, k)| (p.as_str(), *k)))
+    }
+
+    /// The request's bytes, its `cached` (left empty) given apart so the
+    /// service's cache is not copied to be sent.
+    pub(crate) fn encode_with<'a>(
+        &self,
+        cached: impl ExactSizeIterator<Item = (&'a str, StatKey)>,
+    ) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + cached.len() * 80);
         out.extend_from_slice(REQUEST_MAGIC);
         put_str(&mut out, &self.root);
         out.extend_from_slice(&self.max_bytes.to_be_bytes());
@@ -114,8 +124,8 @@ impl Request {
         for i in &self.ignore {
             put_str(&mut out, i);
         }
-        out.extend_from_slice(&(self.cached.len() as u32).to_be_bytes());
-        for (path, key) in &self.cached {
+        out.extend_from_slice(&(cached.len() as u32).to_be_bytes());
+        for (path, key) in cached {
             put_str(&mut out, path);
             key.put(&mut out);
         }
@@ -138,7 +148,8 @@ impl Request {
             ignore.push(get_str(&mut r, MAX_PATH)?);
         }
         let n = get_u32(&mut r)?;
-        let mut cached = HashMap::with_capacity((n as usize).min(1 << 20));
+        let mut cached = FxHashMap::default();
+        cached.reserve((n as usize).min(1 << 20));
         for _ in 0..n {
             let path = get_str(&mut r, MAX_PATH)?;
             cached.insert(path, StatKey::get(&mut r)?);

@@ -9,7 +9,7 @@
 //! received. The walker's whole group (and cgroup) is killed once its
 //! answer is read or the deadline passes.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -21,7 +21,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use super::cache::{Known, StatCache, RACY};
-use super::objects::Objects;
+use super::objects::{Batch, Objects};
 use super::protocol::{
     bad, end, get_str, get_u8, read_chunk_len, Frame, Request, ANSWER_MAGIC, MAX_OVERHEAD,
     MAX_PATH, MAX_WHY,
@@ -46,6 +46,10 @@ pub(crate) struct Received {
     pub(crate) entries: Vec<Entry>,
     pub(crate) skipped: Vec<Skipped>,
     pub(crate) cache: StatCache,
+    /// The new objects, not yet durable under their names.
+    pub(crate) batch: Batch,
+    /// Whether `cache` holds an entry the old one had not.
+    pub(crate) cache_changed: bool,
     pub(crate) counts: Counts,
 }
 
@@ -102,9 +106,9 @@ pub(crate) fn walk(
         max_bytes: limits.max_bytes,
         max_entries: limits.max_entries,
         ignore: limits.ignore.clone(),
-        cached: old.files.iter().map(|(p, k)| (p.clone(), k.key)).collect(),
+        cached: Default::default(),
     }
-    .encode();
+    .encode_with(old.files.iter().map(|(p, k)| (p.as_str(), k.key)));
     let mut spec = SpawnSpec::new(&snaps.helper, "/");
     spec.args = vec!["--snapshot-walk".into()];
     spec.account = snaps.account.clone();
@@ -197,8 +201,8 @@ fn receive(
     }
     let racy_from = began_ns - RACY.as_nanos() as i64;
     let mut got = Received::default();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut dirs: HashSet<String> = HashSet::new();
+    let mut seen: FxHashSet<String> = FxHashSet::default();
+    let mut dirs: FxHashSet<String> = FxHashSet::default();
     let mut bytes = 0u64;
     let mut frames = 0u64;
     let mut chunk = Vec::new();
@@ -276,7 +280,7 @@ fn receive(
                 }
                 match get_u8(r)? {
                     end::WHOLE if writer.len() == key.size => {
-                        let (sha256, size) = writer.finish()?;
+                        let (sha256, size) = writer.finish(&mut got.batch)?;
                         got.counts.files_read += 1;
                         got.counts.bytes_read += size;
                         if key.ctime_ns < racy_from && key.mtime_ns < racy_from {
@@ -285,6 +289,7 @@ fn receive(
                                 sha256: sha256.clone(),
                             };
                             got.cache.files.insert(path.clone(), known);
+                            got.cache_changed = true;
                         }
                         got.entries.push(Entry {
                             path,
@@ -315,7 +320,11 @@ fn receive(
 }
 
 /// A path from the walker: relative, normal, new, in a folder it sent.
-fn check_path(path: &str, dirs: &HashSet<String>, seen: &mut HashSet<String>) -> io::Result<()> {
+fn check_path(
+    path: &str,
+    dirs: &FxHashSet<String>,
+    seen: &mut FxHashSet<String>,
+) -> io::Result<()> {
     let normal = !path.is_empty()
         && !path.contains('\0')
         && path

@@ -10,14 +10,14 @@
 //! raw sha256 of its own listing. Numbers are big-endian. A tree's id is
 //! the sha256 of its top folder's listing.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt;
 use std::io;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::objects::{is_sha256, Objects};
+use super::objects::{is_sha256, Batch, Objects};
 
 const HEADER: &[u8] = b"room-core tree 1\n";
 /// The largest listing read back.
@@ -145,8 +145,12 @@ fn raw_sha(hex: &str) -> [u8; 32] {
 /// Stores the listings of `entries` (each folder's parent among them or
 /// the top; paths unique) and returns the tree's id and how many listings
 /// were new.
-pub(crate) fn store(objects: &Objects, entries: &[Entry]) -> io::Result<(TreeId, u64)> {
-    let mut children: HashMap<&str, Vec<&Entry>> = HashMap::new();
+pub(crate) fn store(
+    objects: &Objects,
+    batch: &mut Batch,
+    entries: &[Entry],
+) -> io::Result<(TreeId, u64)> {
+    let mut children: FxHashMap<&str, Vec<&Entry>> = FxHashMap::default();
     let mut dirs: Vec<&str> = vec![""];
     for e in entries {
         children.entry(parent(&e.path)).or_default().push(e);
@@ -162,7 +166,7 @@ pub(crate) fn store(objects: &Objects, entries: &[Entry]) -> io::Result<(TreeId,
             1 + d.bytes().filter(|b| *b == b'/').count()
         })
     });
-    let mut listed: HashMap<&str, String> = HashMap::with_capacity(dirs.len());
+    let mut listed: FxHashMap<&str, String> = FxHashMap::default();
     let mut new = 0;
     for dir in dirs {
         let mut kids = children.remove(dir).unwrap_or_default();
@@ -194,7 +198,7 @@ pub(crate) fn store(objects: &Objects, entries: &[Entry]) -> io::Result<(TreeId,
         }
         let sha = super::objects::sha256_hex(&out);
         if !objects.has(&sha) {
-            objects.put(&out)?;
+            objects.stage(batch, &out)?;
             new += 1;
         }
         listed.insert(dir, sha);
@@ -312,7 +316,9 @@ mod tests {
                 },
             ),
         ];
-        let (id, new) = store(&objects, &entries).unwrap();
+        let mut batch = Batch::default();
+        let (id, new) = store(&objects, &mut batch, &entries).unwrap();
+        objects.commit(batch).unwrap();
         assert_eq!(new, 3);
         let tree = load(&objects, &id).unwrap();
         let paths: Vec<&str> = tree.entries.iter().map(|e| e.path.as_str()).collect();
@@ -321,7 +327,11 @@ mod tests {
         // The same entries in another order: the same id, nothing new.
         let mut again = entries.clone();
         again.reverse();
-        assert_eq!(store(&objects, &again).unwrap(), (id.clone(), 0));
+        let mut batch = Batch::default();
+        assert_eq!(
+            store(&objects, &mut batch, &again).unwrap(),
+            (id.clone(), 0)
+        );
         assert!(id.as_str().parse::<TreeId>().is_ok());
         assert!("ABC".parse::<TreeId>().is_err());
         assert!(serde_json::from_str::<TreeId>("\"x\"").is_err());
