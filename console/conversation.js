@@ -5,6 +5,7 @@
 // is one hidden element that counts them (`data-seq` the first, `data-last`
 // the last, `data-count`), so chatter never grows the page.
 
+import { folderChanged, turnDiff } from "./diff.js";
 import { h } from "./dom.js";
 import { clock, count, cut, duration, json, usd } from "./format.js";
 import { parts } from "./harness.js";
@@ -76,11 +77,13 @@ function partsOf(ev) {
 }
 
 /**
- * Renders events; `calls` keeps each tool call's element by its ID, `run`
- * the hidden element of the run of chatter the last event joined, if it did.
+ * Renders session `id`'s events; `calls` keeps each tool call's element by
+ * its ID, `run` the hidden element of the run of chatter the last event
+ * joined, if it did.
  */
 export class Conversation {
-  constructor() {
+  constructor(id) {
+    this.id = id;
     this.calls = new Map();
     this.run = null;
   }
@@ -143,6 +146,10 @@ export class Conversation {
         return el.append(line(`Turn ${d.turn} began · prompt ${d.prompt}${d.resume ? " · resumed" : ""}`, "turn"));
       case "turn_ended":
         return el.append(line(ended(d), "turn"));
+      case "turn_diff":
+        return turnDiff(el, d, this.id);
+      case "folder_changed":
+        return folderChanged(el, d);
       case "copy_wait_began":
         return el.append(line(`Waiting for the project copy (${d.on === "copying" ? "the mark says copying" : "no mark yet"}), at most ${duration(d.limit_ms)}`));
       case "copy_wait_ended":

@@ -58,7 +58,7 @@ export function sessionPage(main, id, setStatus) {
   let alive = true;
   let view = null;
   const summary = new Summary();
-  const conversation = new Conversation();
+  const conversation = new Conversation(id);
   const state = h("span", { class: "state", "data-state": "" });
   const meta = h("p", { class: "meta" });
   const wait = h("p", { class: "wait", hidden: true, role: "status" });
@@ -159,7 +159,7 @@ export function sessionPage(main, id, setStatus) {
     earlier.disabled = true;
     const before = lowest;
     const from = Math.max(0, before - 1 - TAIL);
-    const chunk = new Conversation();
+    const chunk = new Conversation(id);
     const frag = document.createDocumentFragment();
     try {
       await pages(id, from, before, (events) => chunk.addTo(frag, events), () => alive);

@@ -288,6 +288,11 @@ fn browser_send_images_picked_and_pasted() {
 }
 
 #[test]
+fn browser_each_turn_lists_its_files_and_shows_its_diff_as_text() {
+    scenario("diffs", json!({}));
+}
+
+#[test]
 fn browser_steer_a_running_turn() {
     scenario("steer", json!({}));
 }

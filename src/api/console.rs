@@ -64,6 +64,7 @@ pub const FILES: &[File] = &[
     file!("controls.js", JS),
     file!("images.js", JS),
     file!("conversation.js", JS),
+    file!("diff.js", JS),
     file!("harness.js", JS),
     file!("timeline.js", JS),
     file!("usage.js", JS),

@@ -1,0 +1,149 @@
+// What a turn changed in its session's folder: the files of a `turn_diff`
+// (and of a `folder_changed`, the changes made between turns by someone
+// else) as a list, each with its status, line counts, binary, mode change
+// and old name, what the snapshot could not record, and a "Show diff"
+// button that fetches the turn's unified diff (GET …/turns/{turn}/diff) and
+// shows it as text, a class per line. Built from text only, as dom.js.
+
+import { ApiError, call, sessionPath } from "./api.js";
+import { h, replace } from "./dom.js";
+import { count } from "./format.js";
+
+const STATUS = { added: "added", deleted: "deleted", modified: "modified", renamed: "renamed", type_changed: "type changed" };
+
+/** "+3 −1", "binary", or why there is no count. */
+function counts(f) {
+  if (f.binary) return h("span", { class: "binary" }, "binary");
+  if (f.added === null || f.added === undefined || f.removed === null || f.removed === undefined) {
+    return h("span", { class: "uncounted" }, "lines not counted");
+  }
+  return [h("span", { class: "added" }, `+${count(f.added)}`), " ", h("span", { class: "removed" }, `−${count(f.removed)}`)];
+}
+
+function file(f) {
+  const kind = f.kind && f.kind !== "file" ? ` (${f.kind})` : "";
+  return h("li", { class: "file", "data-path": f.path, "data-status": f.status },
+    h("code", { class: "path" }, f.path), kind, " ",
+    h("span", { class: "status" }, STATUS[f.status] || String(f.status)),
+    f.from !== undefined && [" from ", h("code", { class: "from" }, f.from)],
+    " ", counts(f),
+    f.mode && [" ", h("span", { class: "mode" }, `mode ${f.mode.from} → ${f.mode.to}`)]);
+}
+
+/** "3 files, +10 −2". */
+function totals(d) {
+  const n = d.files_total ?? (d.files || []).length;
+  return `${count(n)} file${n === 1 ? "" : "s"}, +${count(d.added)} −${count(d.removed)}`;
+}
+
+/** The list of files `d` names, with a line for those left out. */
+function files(d) {
+  const list = d.files || [];
+  const more = (d.files_total ?? list.length) - list.length;
+  return h("ul", { class: "files" }, list.map(file),
+    more > 0 && h("li", { class: "more" }, `and ${count(more)} more not listed`));
+}
+
+/** What the snapshot did not record, each named with why. */
+function skipped(d) {
+  const list = d.skipped || [];
+  if (!list.length) return null;
+  const more = (d.skipped_total ?? list.length) - list.length;
+  return h("div", { class: "skipped" },
+    h("p", { class: "note" }, "Not recorded:"),
+    h("ul", {}, list.map((s) => h("li", { "data-path": s.path }, h("code", {}, s.path), ` (${s.why})`)),
+      more > 0 && h("li", { class: "more" }, `and ${count(more)} more`)));
+}
+
+/** "1 MiB", or the bytes. */
+function cap(bytes) {
+  const n = Number(bytes || 0);
+  return n && n % 1048576 === 0 ? `${n / 1048576} MiB` : `${count(n)} bytes`;
+}
+
+/**
+ * The unified diff's text, one element a line, each with its class: `file`
+ * for a file's header (`diff --git` up to its first hunk), `hunk` for `@@`,
+ * `add` and `del` for `+` and `-` lines, `ctx` for the others.
+ */
+export function diffText(text) {
+  const pre = h("pre", { class: "diff" });
+  let inHunk = false;
+  const lines = text.split("\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  for (const l of lines) {
+    let cls;
+    if (l.startsWith("diff --git ")) {
+      inHunk = false;
+      cls = "file";
+    } else if (l.startsWith("@@")) {
+      inHunk = true;
+      cls = "hunk";
+    } else if (!inHunk) {
+      cls = "file";
+    } else {
+      cls = l[0] === "+" ? "add" : l[0] === "-" ? "del" : "ctx";
+    }
+    pre.append(h("span", { class: cls }, l));
+  }
+  return pre;
+}
+
+/** The "Show diff" button of turn `turn` of session `id`, and where it shows. */
+function showDiff(id, turn) {
+  const label = (verb) => ({ "aria-label": `${verb} diff of turn ${turn}` });
+  const button = h("button", { type: "button", class: "show-diff", "data-turn": turn, ...label("Show") }, "Show diff");
+  const out = h("div", { class: "diff-box", hidden: true });
+  let loaded = false;
+  const toggle = (open) => {
+    out.hidden = !open;
+    button.textContent = open ? "Hide diff" : "Show diff";
+    button.setAttribute("aria-label", label(open ? "Hide" : "Show")["aria-label"]);
+    button.setAttribute("aria-expanded", String(open));
+  };
+  button.addEventListener("click", async () => {
+    if (loaded) return toggle(out.hidden);
+    button.disabled = true;
+    try {
+      const d = await call("GET", sessionPath(id, `/turns/${encodeURIComponent(turn)}/diff`));
+      if (d.missing !== undefined) replace(out, h("p", { class: "missing" }, `No diff: ${d.missing}`));
+      else {
+        replace(out, d.diff ? diffText(d.diff) : h("p", { class: "note" }, "(nothing to show as text)"),
+          d.truncated && h("p", { class: "note cut" }, `(cut at ${cap(d.max_bytes)})`));
+      }
+      loaded = true;
+      toggle(true);
+    } catch (e) {
+      const why = e instanceof ApiError ? `${e.message} (${e.status})` : e.message;
+      replace(out, h("p", { class: "bad" }, `Cannot show the diff: ${why}`));
+      out.hidden = false;
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return [button, out];
+}
+
+/** Fills `el` with turn `d.turn`'s `turn_diff` (session `id`). */
+export function turnDiff(el, d, id) {
+  el.dataset.turn = d.turn;
+  if (d.missing !== undefined) {
+    el.append(h("p", { class: "line missing" }, `Turn ${d.turn}: no record of its files: ${d.missing}`));
+  } else if (!(d.files_total ?? (d.files || []).length)) {
+    el.append(h("p", { class: "line" }, `Turn ${d.turn} changed no files`));
+  } else {
+    el.append(h("p", { class: "line" }, `Turn ${d.turn} changed ${totals(d)}`), files(d));
+    if (id) el.append(...showDiff(id, d.turn));
+  }
+  const s = skipped(d);
+  if (s) el.append(s);
+}
+
+/** Fills `el` with a `folder_changed`: changes made between turns. */
+export function folderChanged(el, d) {
+  el.classList.add("between");
+  el.dataset.beforeTurn = d.before_turn;
+  const head = `Changed between turns, before turn ${d.before_turn}`;
+  if (d.missing !== undefined) return el.append(h("p", { class: "line missing" }, `${head}: ${d.missing}`));
+  el.append(h("p", { class: "line" }, `${head}: ${totals(d)}`), files(d));
+}
