@@ -27,6 +27,7 @@
 //! ([`diff`], [`unified`]).
 
 mod cache;
+mod costs;
 mod diff;
 mod objects;
 mod protocol;
@@ -40,10 +41,8 @@ use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use serde::Serialize;
-
+pub use costs::{Counts, Limits, Skipped};
 pub use diff::{Change, FileChange, Kind, ModeChange};
 pub use tree::{Entry, EntryKind, Tree, TreeId};
 pub use unified::Unified;
@@ -52,44 +51,6 @@ use crate::store::DIR_MODE;
 use crate::supervise::cgroup::CgroupRoot;
 use cache::StatCache;
 use objects::Objects;
-
-/// What one snapshot may cost.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
-    /// The most bytes of regular files (their sizes added before anything
-    /// is read); 1 GiB by default.
-    pub max_bytes: u64,
-    /// The most entries (files, links, folders and the rest); 200,000 by
-    /// default.
-    pub max_entries: u64,
-    /// What is left out: a name without `/` at any depth, a path with `/`
-    /// from the top of the folder; `[".git"]` by default.
-    pub ignore: Vec<String>,
-    /// How long one snapshot may take, from the walker's start to its last
-    /// byte; 60 s by default.
-    pub deadline: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            max_bytes: 1 << 30,
-            max_entries: 200_000,
-            ignore: vec![".git".into()],
-            deadline: Duration::from_secs(60),
-        }
-    }
-}
-
-/// An entry a snapshot did not record, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Skipped {
-    /// Its path from the folder (a name that is not UTF-8 shown lossily).
-    pub path: String,
-    /// Why, as a phrase: "a FIFO (named pipe), not opened", "cannot be
-    /// read: Permission denied", "changed while it was read", ….
-    pub why: String,
-}
 
 /// What [`Snapshots::take`] gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,30 +75,13 @@ pub enum Taken {
     },
 }
 
-/// What one snapshot did, beside its result: what shows the cache at work.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    /// Entries recorded.
-    pub entries: u64,
-    /// Regular files whose bytes the walker sent (their stat had moved).
-    pub files_read: u64,
-    /// Bytes of those files.
-    pub bytes_read: u64,
-    /// Regular files taken from the stat cache, not read.
-    pub files_cached: u64,
-    /// Folder listings that were new to the store.
-    pub listings_new: u64,
-}
-
 /// The snapshot store, and how snapshots are taken.
 #[derive(Debug)]
 pub struct Snapshots {
     dir: PathBuf,
     objects: Objects,
     limits: Limits,
-    account: Option<crate::supervise::Account>,
-    helper: PathBuf,
-    cgroups: Option<CgroupRoot>,
+    walker: take::Walker,
     /// The stat cache of each folder taken since the store was opened.
     caches: Mutex<HashMap<PathBuf, Arc<StatCache>>>,
 }
@@ -163,9 +107,11 @@ impl Snapshots {
             dir,
             objects,
             limits,
-            account,
-            helper,
-            cgroups: None,
+            walker: take::Walker {
+                account,
+                helper,
+                cgroups: None,
+            },
             caches: Mutex::default(),
         })
     }
@@ -175,7 +121,7 @@ impl Snapshots {
     /// whole with `cgroup.kill` and removed after: whatever the walker
     /// started, however it detached, ends with it.
     pub fn in_cgroups(mut self, root: CgroupRoot) -> Snapshots {
-        self.cgroups = Some(root);
+        self.walker.cgroups = Some(root);
         self
     }
 
@@ -202,7 +148,8 @@ impl Snapshots {
                 .or_insert_with(|| Arc::new(StatCache::load(&cache_file)))
                 .clone()
         };
-        let (got, ended) = match take::walk(self, folder, &old) {
+        let (got, ended) = match take::walk(&self.walker, &self.objects, &self.limits, folder, &old)
+        {
             Ok(x) => x,
             Err(why) => return (Taken::Failed { why }, Counts::default()),
         };

@@ -21,13 +21,13 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use super::cache::{Known, StatCache, RACY};
+use super::costs::{Counts, Limits, Skipped};
 use super::objects::{Batch, Objects};
 use super::protocol::{
     bad, end, get_str, get_u8, read_chunk_len, Frame, Request, ANSWER_MAGIC, MAX_OVERHEAD,
     MAX_PATH, MAX_WHY,
 };
 use super::tree::{parent, Entry, EntryKind};
-use super::{Counts, Skipped, Snapshots};
 use crate::supervise::{cgroup, spawn, SpawnSpec};
 
 /// How the walk ended.
@@ -85,14 +85,27 @@ impl Read for Bounded {
     }
 }
 
-/// Runs the walker on `folder` and reads its answer; the sentence of a
-/// failure otherwise.
+/// How the walker is started: the program, the account it runs as, the
+/// cgroups it runs in.
+#[derive(Debug)]
+pub(crate) struct Walker {
+    /// The program, run with `--snapshot-walk`.
+    pub helper: std::path::PathBuf,
+    /// The agent account (`None`: the service's own).
+    pub account: Option<crate::supervise::Account>,
+    /// Where each walk gets a cgroup of its own, if anywhere.
+    pub cgroups: Option<cgroup::CgroupRoot>,
+}
+
+/// Runs the walker on `folder` and reads its answer into `objects`; the
+/// sentence of a failure otherwise.
 pub(crate) fn walk(
-    snaps: &Snapshots,
+    snaps: &Walker,
+    objects: &Objects,
+    limits: &Limits,
     folder: &Path,
     old: &StatCache,
 ) -> Result<(Received, Ended), String> {
-    let limits = &snaps.limits;
     let start = Instant::now();
     let end = start + limits.deadline;
     let began_ns = SystemTime::now()
@@ -156,7 +169,7 @@ pub(crate) fn walk(
                         cap: limits.max_bytes.saturating_add(MAX_OVERHEAD),
                     },
                 );
-                receive(&mut r, &snaps.objects, old, limits, began_ns)
+                receive(&mut r, objects, old, limits, began_ns)
             }
             None => Err(io::Error::other("no stdout")),
         };
@@ -191,7 +204,7 @@ fn receive(
     r: &mut impl Read,
     objects: &Objects,
     old: &StatCache,
-    limits: &super::Limits,
+    limits: &Limits,
     began_ns: i64,
 ) -> io::Result<(Received, Ended)> {
     let mut magic = [0u8; 8];

@@ -260,6 +260,22 @@ fn line_bytes(line: &Line) -> usize {
     }
 }
 
+impl Held for TurnWork {
+    /// The prompt is about to be said: from now on the harness may answer
+    /// it, and exit, before the [`release`](Self::release), which must
+    /// follow; what it prints and its end wait for it.
+    fn handing_over(&self) {
+        self.lock().handing_over = true;
+    }
+
+    /// The prompt is handed over: the worker may go.
+    fn release(&self) {
+        let mut q = self.lock();
+        q.held = false;
+        self.schedule(&mut q);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -418,21 +434,5 @@ mod tests {
             round.as_slice(),
             [Work::Undelivered(_), Work::Ended { .. }]
         ));
-    }
-}
-
-impl Held for TurnWork {
-    /// The prompt is about to be said: from now on the harness may answer
-    /// it, and exit, before the [`release`](Self::release), which must
-    /// follow; what it prints and its end wait for it.
-    fn handing_over(&self) {
-        self.lock().handing_over = true;
-    }
-
-    /// The prompt is handed over: the worker may go.
-    fn release(&self) {
-        let mut q = self.lock();
-        q.held = false;
-        self.schedule(&mut q);
     }
 }
