@@ -377,7 +377,7 @@ mod tests {
     #[test]
     fn a_hostile_answer_is_refused() {
         let (objects, dir) = objects();
-        let limits = super::super::Limits::default();
+        let limits = Limits::default();
         let refused = |frames: &[Frame]| {
             let bytes = answer(frames);
             receive(&mut &bytes[..], &objects, &StatCache::default(), &limits, 0)
