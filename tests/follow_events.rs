@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use room_kit::events::{all_events, await_event, turn_ended};
+use room_kit::events::{all_events, await_event, await_turn_diff, turn_ended};
 use room_kit::*;
 use serde_json::{json, Value};
 
@@ -32,7 +32,9 @@ fn a_started_sessions_events_come_in_order() {
         e["kind"] == "copy_wait_began"
     });
     mark(&folder, "ready");
-    // Idle once the turn's folder is recorded after it (its `turn_diff`).
+    // The turn's folder is recorded after it (its `turn_diff`), as the
+    // session shows idle or after.
+    await_turn_diff(&svc, id, 1);
     let events = await_event(&svc, id, "idle after the turn", |e| {
         e["kind"] == "state" && e["data"]["state"] == "idle"
     });
@@ -87,9 +89,20 @@ fn a_started_sessions_events_come_in_order() {
     );
     let native_event = first(&events, "native_id");
     assert!(harness < native_event && native_event < end);
-    let last = events.last().unwrap();
+    let states: Vec<&Value> = events.iter().filter(|e| e["kind"] == "state").collect();
+    assert_eq!(
+        states.last().unwrap()["data"],
+        json!({"state": "idle"}),
+        "{events:#?}"
+    );
+    let diff = first(&events, "turn_diff");
+    assert!(end < diff, "{events:#?}");
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| e["kind"] != "turn_diff")
+        .unwrap();
     assert_eq!(last["data"], json!({"state": "idle"}), "{events:#?}");
-    assert_eq!(events[events.len() - 2]["kind"], "turn_diff", "{events:#?}");
 
     // Pages of 2 give the same events; the page says where to go on.
     assert_eq!(all_events(&svc, id, 2), events);
@@ -361,6 +374,7 @@ fn interrupt_ends_the_turn_and_the_next_queued_prompt_runs() {
     assert_eq!(v["queue"], json!({"length": 0, "paused": false}));
 
     // Nothing to interrupt: the view, and no event.
+    await_turn_diff(&svc, id, 2);
     let before = all_events(&svc, id, 1024).len();
     let (status, _) = svc.post(&format!("/v1/sessions/{id}/interrupt"), json!({}));
     assert_eq!(status, 200);

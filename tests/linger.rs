@@ -127,6 +127,8 @@ fn lingering(svc: &Service, name: &str) -> (String, u32) {
     let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "one"})));
     let id = s["id"].as_str().unwrap().to_string();
     await_ended(svc, &id, 1);
+    // Its folder recorded after it: nothing more is journalled of it.
+    room_kit::events::await_turn_diff(svc, &id, 1);
     let pid = svc.await_record(&folder, 1, Duration::from_secs(10))["pid"]
         .as_u64()
         .unwrap() as u32;

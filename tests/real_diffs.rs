@@ -10,7 +10,7 @@ mod real_support;
 
 use libtest_mimic::Arguments;
 use real_support::{trial, Real};
-use room_kit::events::all_events;
+use room_kit::events::await_turn_diff;
 use room_kit::start_body;
 use serde_json::{json, Value};
 
@@ -23,11 +23,7 @@ fn id_of(v: &Value) -> String {
 
 /// Turn `turn`'s `turn_diff` as `(path, status)` pairs, with the diff.
 fn diff(real: &Real, id: &str, turn: u64) -> (Vec<(String, String)>, Value) {
-    let d = all_events(&real.svc, id, 4096)
-        .into_iter()
-        .find(|e| e["kind"] == "turn_diff" && e["data"]["turn"] == turn)
-        .unwrap_or_else(|| panic!("no turn_diff of turn {turn}"))["data"]
-        .clone();
+    let d = await_turn_diff(&real.svc, id, turn);
     let files = d["files"]
         .as_array()
         .unwrap_or_else(|| panic!("turn {turn}: {d}"))

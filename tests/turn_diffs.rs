@@ -7,7 +7,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use room_kit::events::{all_events, await_event, await_turns_ended};
+use room_kit::events::{all_events, await_turn_diff, await_turns_ended};
 use room_kit::*;
 use serde_json::{json, Value};
 
@@ -16,14 +16,7 @@ const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 /// The `turn_diff` of turn `turn`, once journalled.
 fn diff_of(svc: &Service, id: &str, turn: u64) -> Value {
-    let events = await_event(svc, id, "turn_diff", |e| {
-        e["kind"] == "turn_diff" && e["data"]["turn"] == turn
-    });
-    events
-        .into_iter()
-        .find(|e| e["kind"] == "turn_diff" && e["data"]["turn"] == turn)
-        .unwrap()["data"]
-        .clone()
+    await_turn_diff(svc, id, turn)
 }
 
 /// Each listed file as `(path, status)`.

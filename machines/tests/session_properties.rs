@@ -1008,15 +1008,6 @@ impl World {
                     self.images.insert(prompt.id, prompt.attachments.clone());
                     self.logged.push(prompt.clone());
                 }
-                Effect::Emit(Event::State {
-                    state: room_machines::session::Shown::Idle,
-                }) => {
-                    prop_assert!(
-                        self.after_asked.is_none(),
-                        "idle while turn {:?}'s folder is being recorded",
-                        self.after_asked
-                    );
-                }
                 Effect::NoteSpawn { seq } => noted = Some(*seq),
                 Effect::Snapshot { turn, at } => {
                     prop_assert!(self.snapshots, "{e:?} with snapshots off");

@@ -28,13 +28,15 @@ impl Runtime {
             )
         };
         let seq: TurnSeq = turn.parse().ok().filter(|n| *n > 0).ok_or_else(no_turn)?;
-        let running = {
+        let (running, recording) = {
             let s = lock(&s);
-            s.machine
+            let running = s
+                .machine
                 .record()
                 .turn
                 .as_ref()
-                .is_some_and(|t| t.seq == seq && !t.finished())
+                .is_some_and(|t| t.seq == seq && !t.finished());
+            (running, s.machine.state().snapshot.after == Some(seq))
         };
         let Some(snapshots) = self.snapshots.as_ref() else {
             return Err(Refusal::new(
@@ -59,6 +61,13 @@ impl Runtime {
                     format!(
                         "Turn {seq} of session {id} has not ended: its diff comes once it has."
                     ),
+                ));
+            }
+            if recording {
+                return Err(Refusal::new(
+                    409,
+                    "diff_pending",
+                    format!("Turn {seq} of session {id} has ended and its folder is being recorded: its diff comes with its turn_diff event."),
                 ));
             }
             return Err(no_turn());

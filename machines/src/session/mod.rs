@@ -350,9 +350,6 @@ impl Session {
             Stage::Starting => Shown::Pending,
             Stage::Started if self.launch_live() => Shown::Pending,
             Stage::Started if r.turn.as_ref().is_some_and(|t| !t.finished()) => Shown::Running,
-            // Its folder is being recorded after the turn: idle once the
-            // turn's diff is journalled.
-            Stage::Started if self.state.snapshot.after.is_some() => Shown::Running,
             Stage::Started => Shown::Idle,
         }
     }

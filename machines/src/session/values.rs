@@ -138,9 +138,9 @@ pub struct SnapshotGate {
     /// The turn whose `Before` snapshot is done (or given up): it may start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<TurnSeq>,
-    /// The turn whose `After` snapshot is asked for: the session shows
-    /// running until it is taken (or its wait runs out), so an idle
-    /// session's last turn has its diff.
+    /// The turn whose `After` snapshot is asked for, until it is taken
+    /// (or its wait runs out): the journal of a closed session is not over
+    /// before its diff is in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<TurnSeq>,
     /// The launch's permit is held and its first turn waits for the

@@ -14,6 +14,8 @@ export default async function () {
     await page.check("#deliver-steer");
     await page.click("#send");
     await page.waitForFunction(() => [...document.querySelectorAll(".conv article[data-kind=prompt_steered]")].some((e) => e.textContent.includes("use the other file")));
+    // The event can reach the page before the POST's answer does.
+    await page.waitForFunction(() => !document.querySelector(".said")?.textContent.endsWith("…"));
     const said = await page.textContent(".said");
     check(said === "Steer: steered.", `the controls say it went into the turn: ${said}`);
     const shown = await page.textContent(".conv article[data-kind=prompt_steered]");

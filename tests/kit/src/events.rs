@@ -48,6 +48,18 @@ pub fn await_event(svc: &Service, id: &str, what: &str, f: impl Fn(&Value) -> bo
     })
 }
 
+/// Waits (10 s at most) for turn `turn`'s `turn_diff` (journalled once its
+/// folder is recorded after it, which may be after the session shows
+/// idle); returns its data.
+pub fn await_turn_diff(svc: &Service, id: &str, turn: u64) -> Value {
+    let is_it = |e: &Value| e["kind"] == "turn_diff" && e["data"]["turn"] == turn;
+    await_event(svc, id, &format!("turn {turn}'s diff"), is_it)
+        .into_iter()
+        .find(is_it)
+        .expect("awaited")["data"]
+        .clone()
+}
+
 /// The kinds of `events`, state events left out.
 pub fn kinds(events: &[Value]) -> Vec<String> {
     events
