@@ -17,9 +17,9 @@ use crate::journal::NewEvent;
 use crate::sessions::{lock, Hosted};
 use crate::snapshot::{FileChange, Skipped, Taken, TreeId};
 
-/// The most files a journalled diff lists; the rest are counted, and the
-/// diff's route serves them all.
-pub(crate) const MAX_LISTED: usize = 1000;
+/// The most files a diff lists (journalled or served); the rest are
+/// counted.
+const MAX_LISTED: usize = 1000;
 /// The most skipped entries a journalled diff lists.
 const MAX_SKIPPED: usize = 50;
 
@@ -43,13 +43,18 @@ impl Runtime {
                 "{}: turn {turn}'s snapshot is not taken: too many are waiting",
                 s.id
             );
+            let why = "not taken: too many snapshots were waiting";
             let shot = Shot {
                 turn,
                 at,
                 tree: None,
-                missing: Some("not taken: too many snapshots were waiting".into()),
+                missing: Some(why.into()),
             };
             let _ = SnapshotIndex::of(&self.config.state_dir, &s.id).append(&shot);
+            if at == Boundary::After {
+                let data = json!({ "turn": turn, "missing": why });
+                pass.events.push(NewEvent::new("turn_diff", &data));
+            }
             pass.inputs.push_back(Input::Snapshotted { turn, at });
         }
     }
@@ -117,18 +122,7 @@ impl Runtime {
         let mut data = json!({ "turn": job.turn });
         match (before.and_then(|b| b.tree.as_ref()), after.tree.as_ref()) {
             (Some(b), Some(a)) => self.describe(&mut data, b, a),
-            _ => {
-                let why = after
-                    .missing
-                    .clone()
-                    .or_else(|| {
-                        before
-                            .and_then(|b| b.missing.clone())
-                            .map(|w| format!("before the turn: {w}"))
-                    })
-                    .unwrap_or_else(|| "no snapshot was taken before this turn".to_string());
-                data["missing"] = json!(why);
-            }
+            _ => data["missing"] = json!(missing(before, after)),
         }
         if !skipped.is_empty() {
             data["skipped"] = json!(&skipped[..skipped.len().min(MAX_SKIPPED)]);
@@ -157,15 +151,7 @@ impl Runtime {
             return;
         };
         match snapshots.changes(before, after) {
-            Ok(files) => {
-                let added: u64 = files.iter().filter_map(|f| f.added).sum();
-                let removed: u64 = files.iter().filter_map(|f| f.removed).sum();
-                let listed: Vec<&FileChange> = files.iter().take(MAX_LISTED).collect();
-                data["files"] = json!(listed);
-                data["files_total"] = json!(files.len());
-                data["added"] = json!(added);
-                data["removed"] = json!(removed);
-            }
+            Ok(files) => summarize(data, &files),
             Err(e) => data["missing"] = json!(format!("the diff could not be read: {e}")),
         }
     }
@@ -179,12 +165,37 @@ impl Runtime {
         let mut s = lock(&s);
         let mut pass = Pass::default();
         pass.events.extend(event);
-        pass.inputs.push_back(Input::Snapshotted {
-            turn: job.turn,
-            at: job.at,
-        });
-        let input = pass.inputs.pop_front().expect("just pushed");
-        self.step(&mut s, input);
+        self.step(
+            &mut s,
+            Input::Snapshotted {
+                turn: job.turn,
+                at: job.at,
+            },
+        );
         self.pass(&mut s, pass);
     }
+}
+
+/// Puts `files` into `data` as a diff lists them: the first
+/// [`MAX_LISTED`], their count and their line totals.
+pub(super) fn summarize(data: &mut Value, files: &[FileChange]) {
+    let added: u64 = files.iter().filter_map(|f| f.added).sum();
+    let removed: u64 = files.iter().filter_map(|f| f.removed).sum();
+    data["files"] = json!(&files[..files.len().min(MAX_LISTED)]);
+    data["files_total"] = json!(files.len());
+    data["added"] = json!(added);
+    data["removed"] = json!(removed);
+}
+
+/// Why a turn has no diff, from its snapshots before and after.
+pub(super) fn missing(before: Option<&Shot>, after: &Shot) -> String {
+    after
+        .missing
+        .clone()
+        .or_else(|| {
+            before
+                .and_then(|b| b.missing.clone())
+                .map(|w| format!("before the turn: {w}"))
+        })
+        .unwrap_or_else(|| "no snapshot was taken before this turn".to_string())
 }

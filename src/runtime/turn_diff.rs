@@ -7,7 +7,7 @@ use room_machines::session::{Boundary, TurnSeq};
 use serde_json::{json, Value};
 
 use super::snapshot_index::SnapshotIndex;
-use super::snapshotting::MAX_LISTED;
+use super::snapshotting::{missing, summarize};
 use super::Runtime;
 use crate::error::Refusal;
 use crate::sessions::lock;
@@ -77,29 +77,17 @@ impl Runtime {
             before.as_ref().and_then(|b| b.tree.as_ref()),
             after.tree.as_ref(),
         ) else {
-            let missing = after
-                .missing
-                .or_else(|| {
-                    before
-                        .and_then(|b| b.missing)
-                        .map(|w| format!("before the turn: {w}"))
-                })
-                .unwrap_or_else(|| "no snapshot was taken before this turn".to_string());
-            return Ok(json!({ "turn": seq, "missing": missing }));
+            return Ok(json!({ "turn": seq, "missing": missing(before.as_ref(), &after) }));
         };
         let files = snapshots.changes(b, a).map_err(unreadable)?;
         let unified = snapshots.unified(b, a, MAX_DIFF).map_err(unreadable)?;
-        let added: u64 = files.iter().filter_map(|f| f.added).sum();
-        let removed: u64 = files.iter().filter_map(|f| f.removed).sum();
-        Ok(json!({
+        let mut data = json!({
             "turn": seq,
-            "files": &files[..files.len().min(MAX_LISTED)],
-            "files_total": files.len(),
-            "added": added,
-            "removed": removed,
             "diff": unified.text,
             "truncated": unified.truncated,
             "max_bytes": MAX_DIFF,
-        }))
+        });
+        summarize(&mut data, &files);
+        Ok(data)
     }
 }
