@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -150,6 +150,15 @@ pub(crate) fn walk(
     drop(child.stderr.take());
     let stdin = child.stdin.take();
     let stdout = child.stdout.take().map(OwnedFd::from).map(File::from);
+    // Pipes of 1 MiB, not 64 KiB: the request and the answer's frames
+    // (80 bytes a file) pass in a few wake-ups, not one per 64 KiB, each
+    // of which, on a busy machine, waits for the other side's turn.
+    if let Some(fd) = &stdin {
+        widen(fd);
+    }
+    if let Some(fd) = &stdout {
+        widen(fd);
+    }
     let received = std::thread::scope(|s| {
         s.spawn(move || {
             if let Some(mut stdin) = stdin {
@@ -197,6 +206,18 @@ pub(crate) fn walk(
         _ => format!("the snapshot walker's answer was refused: {e}"),
     })
 }
+
+/// Asks for a pipe of [`PIPE_BYTES`] (the default `pipe-max-size`);
+/// a smaller one only costs wake-ups.
+fn widen(fd: &impl AsRawFd) {
+    let _ = nix::fcntl::fcntl(
+        fd.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES),
+    );
+}
+
+/// The pipe size asked for.
+const PIPE_BYTES: i32 = 1 << 20;
 
 /// Reads the answer: every frame checked, every file's bytes stored under
 /// the sha256 computed here.
