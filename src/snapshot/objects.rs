@@ -167,9 +167,16 @@ impl Objects {
         let mut new_fan_out = false;
         let mut left = staged.into_iter();
         let renamed = left.by_ref().try_for_each(|(tmp, sha)| {
-            new_fan_out |= mkdir_private(&self.dir.join(&sha[..2]))?;
             let to = self.path(&sha);
-            std::fs::rename(&tmp, &to)?;
+            // The fan-out folder is made only when the rename finds it
+            // missing: a turn's objects mostly go to folders there already.
+            match std::fs::rename(&tmp, &to) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    new_fan_out |= mkdir_private(&self.dir.join(&sha[..2]))?;
+                    std::fs::rename(&tmp, &to)?;
+                }
+                renamed => renamed?,
+            }
             dirs.push(to.parent().expect("in a fan-out folder").to_path_buf());
             Ok::<(), io::Error>(())
         });

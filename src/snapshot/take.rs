@@ -234,6 +234,7 @@ fn receive(
         return Err(bad("it does not start as an answer"));
     }
     let mut got = Received::default();
+    got.entries.reserve(cache.files.len() + 256);
     cache.start_walk();
     let walk = cache.walk;
     let mut open = vec![(String::new(), String::new())];

@@ -125,10 +125,6 @@ pub(crate) fn parent(path: &str) -> &str {
     path.rfind('/').map_or("", |i| &path[..i])
 }
 
-fn name(path: &str) -> &str {
-    path.rfind('/').map_or(path, |i| &path[i + 1..])
-}
-
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u32).to_be_bytes());
     out.extend_from_slice(b);
@@ -156,10 +152,12 @@ pub(crate) fn store(
     batch: &mut Batch,
     entries: &[Entry],
 ) -> io::Result<(TreeId, u64)> {
-    let mut children: FxHashMap<&str, Vec<&Entry>> = FxHashMap::default();
+    let mut children: FxHashMap<&str, Vec<(&str, &Entry)>> = FxHashMap::default();
     let mut dirs: Vec<&str> = vec![""];
     for e in entries {
-        children.entry(parent(&e.path)).or_default().push(e);
+        let up = parent(&e.path);
+        let name = &e.path[up.len() + usize::from(!up.is_empty())..];
+        children.entry(up).or_default().push((name, e));
         if e.kind == EntryKind::Dir {
             dirs.push(&e.path);
         }
@@ -176,17 +174,17 @@ pub(crate) fn store(
     let mut new = 0;
     for dir in dirs {
         let mut kids = children.remove(dir).unwrap_or_default();
-        kids.sort_by(|a, b| name(&a.path).cmp(name(&b.path)));
+        kids.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let mut out = HEADER.to_vec();
         out.reserve(kids.len() * 64);
-        for e in kids {
+        for (name, e) in kids {
             out.push(match &e.kind {
                 EntryKind::File { .. } => b'f',
                 EntryKind::Symlink { .. } => b'l',
                 EntryKind::Dir => b'd',
             });
             out.extend_from_slice(&e.mode.to_be_bytes());
-            put_bytes(&mut out, name(&e.path).as_bytes());
+            put_bytes(&mut out, name.as_bytes());
             match &e.kind {
                 EntryKind::File { sha256, size } => {
                     out.extend_from_slice(&size.to_be_bytes());
