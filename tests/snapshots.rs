@@ -39,9 +39,9 @@ fn tree_of(taken: Taken) -> (TreeId, Vec<room_core::snapshot::Skipped>) {
     }
 }
 
-/// Files changed less than a second before a walk are read again next
-/// time (a change within the clock's step could keep their stat): the
-/// tests that show the cache wait that long after writing.
+/// Files changed less than the clock's step (100 ms, 2 s where stamps are
+/// whole seconds) before a walk are read again next time (a change within
+/// it could keep their stat): the tests that show the cache wait longer.
 fn settle() {
     std::thread::sleep(Duration::from_millis(1100));
 }

@@ -22,9 +22,9 @@ const FILE_BYTES: usize = 20_000;
 const CHANGED: usize = 10;
 /// Turns timed.
 const TURNS: usize = 15;
-/// The pause between turns: turns are seconds apart, and a file changed
-/// less than a second before a walk is read again by the next one (the
-/// cache's racy-file rule), which back-to-back turns would time.
+/// The pause between turns: turns are seconds apart (a file changed less
+/// than the clock's step before a walk is read again by the next one: the
+/// cache's racy-file rule).
 const TURN_GAP: Duration = Duration::from_millis(1100);
 
 /// Text-like bytes for file `i`, version `v`, exactly [`FILE_BYTES`] long.

@@ -40,7 +40,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 pub use costs::{Counts, Limits, Skipped};
 pub use diff::{Change, FileChange, Kind, ModeChange};
@@ -82,8 +82,9 @@ pub struct Snapshots {
     objects: Objects,
     limits: Limits,
     walker: take::Walker,
-    /// The stat cache of each folder taken since the store was opened.
-    caches: Mutex<HashMap<PathBuf, Arc<StatCache>>>,
+    /// The stat cache of each folder taken since the store was opened
+    /// (out of it while a walk updates it).
+    caches: Mutex<HashMap<PathBuf, StatCache>>,
 }
 
 impl Snapshots {
@@ -125,6 +126,11 @@ impl Snapshots {
         self
     }
 
+    fn put_cache(&self, folder: &Path, cache: StatCache) {
+        let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
+        caches.insert(folder.to_path_buf(), cache);
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
         &self.limits
@@ -141,22 +147,41 @@ impl Snapshots {
     /// stat cache.
     pub fn take_counted(&self, folder: &Path) -> (Taken, Counts) {
         let cache_file = cache::file_of(&self.dir.join("cache"), folder);
-        let old = {
+        // Taken out while the walk updates it: a second snapshot of the
+        // same folder at once starts from the file (each entry is a fact,
+        // whichever copy is put back last).
+        let taken = {
             let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
-            caches
-                .entry(folder.to_path_buf())
-                .or_insert_with(|| Arc::new(StatCache::load(&cache_file)))
-                .clone()
+            caches.remove(folder)
         };
-        let (got, ended) = match take::walk(&self.walker, &self.objects, &self.limits, folder, &old)
-        {
+        let mut cache = taken.unwrap_or_else(|| StatCache::load(&cache_file));
+        let walked = take::walk(
+            &self.walker,
+            &self.objects,
+            &self.limits,
+            folder,
+            &mut cache,
+        );
+        // Whatever happens next, the cache is put back as it was but for
+        // its marks: it gains the files read only once their objects are
+        // durable.
+        let (got, ended) = match walked {
             Ok(x) => x,
-            Err(why) => return (Taken::Failed { why }, Counts::default()),
+            Err(why) => {
+                self.put_cache(folder, cache);
+                return (Taken::Failed { why }, Counts::default());
+            }
         };
         let mut counts = got.counts;
         match ended {
-            take::Ended::TooLarge(why) => return (Taken::TooLarge { why }, counts),
-            take::Ended::Failed(why) => return (Taken::Failed { why }, counts),
+            take::Ended::TooLarge(why) => {
+                self.put_cache(folder, cache);
+                return (Taken::TooLarge { why }, counts);
+            }
+            take::Ended::Failed(why) => {
+                self.put_cache(folder, cache);
+                return (Taken::Failed { why }, counts);
+            }
             take::Ended::Done => {}
         }
         let mut batch = got.batch;
@@ -165,23 +190,31 @@ impl Snapshots {
         let (id, new) = match stored {
             Ok(x) => x,
             Err(e) => {
+                self.put_cache(folder, cache);
                 let why = format!("cannot store the snapshot: {e}");
                 return (Taken::Failed { why }, counts);
             }
         };
         counts.listings_new = new;
-        if got.cache_changed || got.cache.files.len() != old.files.len() {
+        let walk = cache.walk;
+        let fresh = !got.fresh.is_empty();
+        cache
+            .files
+            .extend(got.fresh.into_iter().map(|(path, mut known)| {
+                known.seen = walk;
+                (path, known)
+            }));
+        if cache.prune() || fresh {
             // The cache only saves reads: a failed write costs the next
             // snapshot its reads, nothing else.
-            if let Err(e) = got.cache.save(&cache_file) {
+            if let Err(e) = cache.save(&cache_file) {
                 log::warn!(
                     "cannot keep the snapshot cache of {}: {e}",
                     folder.display()
                 );
             }
-            let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
-            caches.insert(folder.to_path_buf(), Arc::new(got.cache));
         }
+        self.put_cache(folder, cache);
         let skipped = got.skipped;
         (Taken::Tree { id, skipped }, counts)
     }

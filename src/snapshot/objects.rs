@@ -7,8 +7,9 @@
 //!
 //! One snapshot's new objects are a [`Batch`]: each written to a temp file
 //! in `objects/tmp`, then all made durable before any is renamed to its
-//! name, then the renames made durable. A few (a turn's) are fsync'd one
-//! by one with their folders; many (a first snapshot's thousands, where
+//! name, then the renames made durable. A few (a turn's) are fsync'd each
+//! with their folders, all at once (one journal commit for the files, one
+//! for the folders); many (a first snapshot's thousands, where
 //! an fsync each would cost a journal commit each, 5 ms here) by one
 //! `syncfs` before the renames and one after. So a crash leaves temp
 //! files at worst, never a named object with other bytes.
@@ -78,8 +79,28 @@ fn mkdir_private(dir: &Path) -> io::Result<bool> {
     }
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+/// fsyncs every file or folder of `paths`, each on a thread of its own,
+/// all at once: the file system commits its journal once for the lot (an
+/// fsync waits for the commit that holds its inode, and concurrent ones
+/// share it) where one after another they would cost a commit each.
+fn all_at_once<'a>(paths: impl Iterator<Item = &'a Path>) -> io::Result<()> {
+    let paths: Vec<&Path> = paths.collect();
+    let sync = |p: &Path| File::open(p)?.sync_all();
+    if paths.len() <= 1 {
+        return paths.into_iter().try_for_each(sync);
+    }
+    std::thread::scope(|s| {
+        let threads: Vec<_> = paths.iter().map(|p| s.spawn(move || sync(p))).collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("fsync panicked")))
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect()
+    })
 }
 
 impl Objects {
@@ -138,9 +159,7 @@ impl Objects {
         }
         let one_by_one = staged.len() <= ONE_BY_ONE;
         if one_by_one {
-            for (tmp, _) in &staged {
-                File::open(tmp)?.sync_all()?;
-            }
+            all_at_once(staged.iter().map(|(tmp, _)| tmp.as_path()))?;
         } else {
             self.syncfs()?;
         }
@@ -148,9 +167,16 @@ impl Objects {
         let mut new_fan_out = false;
         let mut left = staged.into_iter();
         let renamed = left.by_ref().try_for_each(|(tmp, sha)| {
-            new_fan_out |= mkdir_private(&self.dir.join(&sha[..2]))?;
             let to = self.path(&sha);
-            std::fs::rename(&tmp, &to)?;
+            // The fan-out folder is made only when the rename finds it
+            // missing: a turn's objects mostly go to folders there already.
+            match std::fs::rename(&tmp, &to) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    new_fan_out |= mkdir_private(&self.dir.join(&sha[..2]))?;
+                    std::fs::rename(&tmp, &to)?;
+                }
+                renamed => renamed?,
+            }
             dirs.push(to.parent().expect("in a fan-out folder").to_path_buf());
             Ok::<(), io::Error>(())
         });
@@ -161,13 +187,10 @@ impl Objects {
         if one_by_one {
             dirs.sort();
             dirs.dedup();
-            for d in &dirs {
-                sync_dir(d)?;
-            }
             if new_fan_out {
-                sync_dir(&self.dir)?;
+                dirs.push(self.dir.clone());
             }
-            Ok(())
+            all_at_once(dirs.iter().map(PathBuf::as_path))
         } else {
             self.syncfs()
         }

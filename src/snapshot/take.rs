@@ -9,10 +9,9 @@
 //! received. The walker's whole group (and cgroup) is killed once its
 //! answer is read or the deadline passes.
 
-use rustc_hash::FxHashSet;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -20,7 +19,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-use super::cache::{Known, StatCache, RACY};
+use super::cache::{settled, Known, StatCache};
 use super::costs::{Counts, Limits, Skipped};
 use super::objects::{Batch, Objects};
 use super::protocol::{
@@ -45,11 +44,11 @@ pub(crate) enum Ended {
 pub(crate) struct Received {
     pub(crate) entries: Vec<Entry>,
     pub(crate) skipped: Vec<Skipped>,
-    pub(crate) cache: StatCache,
     /// The new objects, not yet durable under their names.
     pub(crate) batch: Batch,
-    /// Whether `cache` holds an entry the old one had not.
-    pub(crate) cache_changed: bool,
+    /// The files read whose keys may be cached, once `batch` is durable
+    /// (before, the cache would name objects not stored).
+    pub(crate) fresh: Vec<(String, Known)>,
     pub(crate) counts: Counts,
 }
 
@@ -97,14 +96,15 @@ pub(crate) struct Walker {
     pub cgroups: Option<cgroup::CgroupRoot>,
 }
 
-/// Runs the walker on `folder` and reads its answer into `objects`; the
-/// sentence of a failure otherwise.
+/// Runs the walker on `folder` and reads its answer into `objects`,
+/// marking in `cache` the files it found unchanged (the files read are
+/// [`Received::fresh`]); the sentence of a failure otherwise.
 pub(crate) fn walk(
     snaps: &Walker,
     objects: &Objects,
     limits: &Limits,
     folder: &Path,
-    old: &StatCache,
+    cache: &mut StatCache,
 ) -> Result<(Received, Ended), String> {
     let start = Instant::now();
     let end = start + limits.deadline;
@@ -121,7 +121,7 @@ pub(crate) fn walk(
         ignore: limits.ignore.clone(),
         cached: Default::default(),
     }
-    .encode_with(old.files.iter().map(|(p, k)| (p.as_str(), k.key)));
+    .encode_with(cache.files.iter().map(|(p, k)| (p.as_str(), k.key)));
     let mut spec = SpawnSpec::new(&snaps.helper, "/");
     spec.args = vec!["--snapshot-walk".into()];
     spec.account = snaps.account.clone();
@@ -150,6 +150,15 @@ pub(crate) fn walk(
     drop(child.stderr.take());
     let stdin = child.stdin.take();
     let stdout = child.stdout.take().map(OwnedFd::from).map(File::from);
+    // Pipes of 1 MiB, not 64 KiB: the request and the answer's frames
+    // (80 bytes a file) pass in a few wake-ups, not one per 64 KiB, each
+    // of which, on a busy machine, waits for the other side's turn.
+    if let Some(fd) = &stdin {
+        widen(fd);
+    }
+    if let Some(fd) = &stdout {
+        widen(fd);
+    }
     let received = std::thread::scope(|s| {
         s.spawn(move || {
             if let Some(mut stdin) = stdin {
@@ -169,7 +178,7 @@ pub(crate) fn walk(
                         cap: limits.max_bytes.saturating_add(MAX_OVERHEAD),
                     },
                 );
-                receive(&mut r, objects, old, limits, began_ns)
+                receive(&mut r, objects, cache, limits, began_ns)
             }
             None => Err(io::Error::other("no stdout")),
         };
@@ -198,12 +207,24 @@ pub(crate) fn walk(
     })
 }
 
+/// Asks for a pipe of [`PIPE_BYTES`] (the default `pipe-max-size`);
+/// a smaller one only costs wake-ups.
+fn widen(fd: &impl AsRawFd) {
+    let _ = nix::fcntl::fcntl(
+        fd.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES),
+    );
+}
+
+/// The pipe size asked for.
+const PIPE_BYTES: i32 = 1 << 20;
+
 /// Reads the answer: every frame checked, every file's bytes stored under
 /// the sha256 computed here.
 fn receive(
     r: &mut impl Read,
     objects: &Objects,
-    old: &StatCache,
+    cache: &mut StatCache,
     limits: &Limits,
     began_ns: i64,
 ) -> io::Result<(Received, Ended)> {
@@ -212,10 +233,11 @@ fn receive(
     if &magic != ANSWER_MAGIC {
         return Err(bad("it does not start as an answer"));
     }
-    let racy_from = began_ns - RACY.as_nanos() as i64;
     let mut got = Received::default();
-    let mut seen: FxHashSet<String> = FxHashSet::default();
-    let mut dirs: FxHashSet<String> = FxHashSet::default();
+    got.entries.reserve(cache.files.len() + 256);
+    cache.start_walk();
+    let walk = cache.walk;
+    let mut open = vec![(String::new(), String::new())];
     let mut bytes = 0u64;
     let mut frames = 0u64;
     let mut chunk = Vec::new();
@@ -229,10 +251,10 @@ fn receive(
         }
         let frame = Frame::read(r)?;
         match &frame {
-            Frame::Dir { path, .. }
-            | Frame::Link { path, .. }
-            | Frame::Cached { path, .. }
-            | Frame::File { path, .. } => check_path(path, &dirs, &mut seen)?,
+            Frame::Dir { path, .. } => check_path(path, &mut open, true)?,
+            Frame::Link { path, .. } | Frame::Cached { path, .. } | Frame::File { path, .. } => {
+                check_path(path, &mut open, false)?
+            }
             Frame::Skipped { path, .. } if path.is_empty() || path.len() > MAX_PATH => {
                 return Err(bad("a skipped entry with a bad path"));
             }
@@ -240,7 +262,6 @@ fn receive(
         }
         match frame {
             Frame::Dir { path, mode } => {
-                dirs.insert(path.clone());
                 got.entries.push(Entry {
                     path,
                     mode: mode & 0o7777,
@@ -253,22 +274,22 @@ fn receive(
                 kind: EntryKind::Symlink { target },
             }),
             Frame::Cached { path, mode, key } => {
-                let known = old
+                let known = cache
                     .files
-                    .get(&path)
+                    .get_mut(&path)
                     .filter(|k| k.key == key)
                     .ok_or_else(|| bad(&format!("{path:?} is no file the cache knows")))?;
+                known.seen = walk;
                 bytes = bytes.saturating_add(key.size);
                 got.counts.files_cached += 1;
                 got.entries.push(Entry {
-                    path: path.clone(),
+                    path,
                     mode: mode & 0o7777,
                     kind: EntryKind::File {
                         sha256: known.sha256.clone(),
                         size: key.size,
                     },
                 });
-                got.cache.files.insert(path, known.clone());
             }
             Frame::File { path, mode, key } => {
                 let mut writer = objects.writer();
@@ -296,13 +317,13 @@ fn receive(
                         let (sha256, size) = writer.finish(&mut got.batch)?;
                         got.counts.files_read += 1;
                         got.counts.bytes_read += size;
-                        if key.ctime_ns < racy_from && key.mtime_ns < racy_from {
+                        if settled(&key, began_ns) {
                             let known = Known {
                                 key,
                                 sha256: sha256.clone(),
+                                seen: walk,
                             };
-                            got.cache.files.insert(path.clone(), known);
-                            got.cache_changed = true;
+                            got.fresh.push((path.clone(), known));
                         }
                         got.entries.push(Entry {
                             path,
@@ -332,12 +353,13 @@ fn receive(
     }
 }
 
-/// A path from the walker: relative, normal, new, in a folder it sent.
-fn check_path(
-    path: &str,
-    dirs: &FxHashSet<String>,
-    seen: &mut FxHashSet<String>,
-) -> io::Result<()> {
+/// A path from the walker: relative, normal, in a folder it sent, new.
+/// The walker sends a folder's entries in the byte order of their names,
+/// each folder's own entries right after it (depth first): `open` is the
+/// chain of folders from the top to the one being sent, each with the
+/// last name sent in it, so a path is checked against the folder it must
+/// be in and the name before it, not against every path sent.
+fn check_path(path: &str, open: &mut Vec<(String, String)>, is_dir: bool) -> io::Result<()> {
     let normal = !path.is_empty()
         && !path.contains('\0')
         && path
@@ -347,11 +369,22 @@ fn check_path(
         return Err(bad(&format!("{path:.200?} is not a normal relative path")));
     }
     let up = parent(path);
-    if !up.is_empty() && !dirs.contains(up) {
-        return Err(bad(&format!("{path:.200?} is in no folder it sent")));
+    let name = &path[up.len() + usize::from(!up.is_empty())..];
+    while open.last().is_some_and(|(dir, _)| dir != up) {
+        open.pop();
     }
-    if !seen.insert(path.to_string()) {
-        return Err(bad(&format!("{path:.200?} was sent twice")));
+    let Some((_, last)) = open.last_mut() else {
+        return Err(bad(&format!("{path:.200?} is in no folder it sent")));
+    };
+    match name.cmp(last.as_str()) {
+        std::cmp::Ordering::Greater => {}
+        std::cmp::Ordering::Equal => return Err(bad(&format!("{path:.200?} was sent twice"))),
+        std::cmp::Ordering::Less => return Err(bad(&format!("{path:.200?} came out of order"))),
+    }
+    last.clear();
+    last.push_str(name);
+    if is_dir {
+        open.push((path.to_string(), String::new()));
     }
     Ok(())
 }
@@ -380,10 +413,16 @@ mod tests {
         let limits = Limits::default();
         let refused = |frames: &[Frame]| {
             let bytes = answer(frames);
-            receive(&mut &bytes[..], &objects, &StatCache::default(), &limits, 0)
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default()
+            receive(
+                &mut &bytes[..],
+                &objects,
+                &mut StatCache::default(),
+                &limits,
+                0,
+            )
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
         };
         let dir_frame = |p: &str| Frame::Dir {
             path: p.into(),
@@ -393,6 +432,10 @@ mod tests {
         assert!(refused(&[dir_frame("/etc")]).contains("not a normal relative path"));
         assert!(refused(&[dir_frame("a/b")]).contains("in no folder it sent"));
         assert!(refused(&[dir_frame("a"), dir_frame("a")]).contains("sent twice"));
+        assert!(refused(&[dir_frame("b"), dir_frame("a")]).contains("out of order"));
+        // A folder's entries after another's: its own are over.
+        assert!(refused(&[dir_frame("a"), dir_frame("b"), dir_frame("a/c")])
+            .contains("in no folder it sent"));
         let cached = Frame::Cached {
             path: "x".into(),
             mode: 0o644,
@@ -409,9 +452,15 @@ mod tests {
             },
         }]);
         write_chunk(&mut bytes, b"abc").unwrap();
-        let e = receive(&mut &bytes[..], &objects, &StatCache::default(), &limits, 0)
-            .err()
-            .unwrap();
+        let e = receive(
+            &mut &bytes[..],
+            &objects,
+            &mut StatCache::default(),
+            &limits,
+            0,
+        )
+        .err()
+        .unwrap();
         assert!(e.to_string().contains("longer than its size"), "{e}");
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -125,19 +125,21 @@ pub(crate) fn parent(path: &str) -> &str {
     path.rfind('/').map_or("", |i| &path[..i])
 }
 
-fn name(path: &str) -> &str {
-    path.rfind('/').map_or(path, |i| &path[i + 1..])
-}
-
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u32).to_be_bytes());
     out.extend_from_slice(b);
 }
 
 fn raw_sha(hex: &str) -> [u8; 32] {
+    let nibble = |c: u8| match c {
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        b'A'..=b'F' => c - b'A' + 10,
+        _ => 0,
+    };
     let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0);
+    for (o, pair) in out.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+        *o = nibble(pair[0]) << 4 | nibble(pair[1]);
     }
     out
 }
@@ -150,10 +152,12 @@ pub(crate) fn store(
     batch: &mut Batch,
     entries: &[Entry],
 ) -> io::Result<(TreeId, u64)> {
-    let mut children: FxHashMap<&str, Vec<&Entry>> = FxHashMap::default();
+    let mut children: FxHashMap<&str, Vec<(&str, &Entry)>> = FxHashMap::default();
     let mut dirs: Vec<&str> = vec![""];
     for e in entries {
-        children.entry(parent(&e.path)).or_default().push(e);
+        let up = parent(&e.path);
+        let name = &e.path[up.len() + usize::from(!up.is_empty())..];
+        children.entry(up).or_default().push((name, e));
         if e.kind == EntryKind::Dir {
             dirs.push(&e.path);
         }
@@ -170,31 +174,30 @@ pub(crate) fn store(
     let mut new = 0;
     for dir in dirs {
         let mut kids = children.remove(dir).unwrap_or_default();
-        kids.sort_by(|a, b| name(&a.path).cmp(name(&b.path)));
+        kids.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let mut out = HEADER.to_vec();
-        for e in kids {
-            let (tag, tail): (u8, Vec<u8>) = match &e.kind {
+        out.reserve(kids.len() * 64);
+        for (name, e) in kids {
+            out.push(match &e.kind {
+                EntryKind::File { .. } => b'f',
+                EntryKind::Symlink { .. } => b'l',
+                EntryKind::Dir => b'd',
+            });
+            out.extend_from_slice(&e.mode.to_be_bytes());
+            put_bytes(&mut out, name.as_bytes());
+            match &e.kind {
                 EntryKind::File { sha256, size } => {
-                    let mut t = size.to_be_bytes().to_vec();
-                    t.extend_from_slice(&raw_sha(sha256));
-                    (b'f', t)
+                    out.extend_from_slice(&size.to_be_bytes());
+                    out.extend_from_slice(&raw_sha(sha256));
                 }
-                EntryKind::Symlink { target } => {
-                    let mut t = Vec::new();
-                    put_bytes(&mut t, target.as_bytes());
-                    (b'l', t)
-                }
+                EntryKind::Symlink { target } => put_bytes(&mut out, target.as_bytes()),
                 EntryKind::Dir => {
                     let sha = listed
                         .get(e.path.as_str())
                         .ok_or_else(|| io::Error::other(format!("{} has no listing", e.path)))?;
-                    (b'd', raw_sha(sha).to_vec())
+                    out.extend_from_slice(&raw_sha(sha));
                 }
-            };
-            out.push(tag);
-            out.extend_from_slice(&e.mode.to_be_bytes());
-            put_bytes(&mut out, name(&e.path).as_bytes());
-            out.extend_from_slice(&tail);
+            }
         }
         let sha = super::objects::sha256_hex(&out);
         if !objects.has(&sha) {
