@@ -54,6 +54,7 @@ pub const TARGETS: &[Target] = &[
     ("agent_frame", agent_frame),
     ("journal_restore", journal_restore),
     ("proc_reads", proc_reads),
+    ("snapshot_answer", snapshot_answer),
 ];
 
 /// The project copy's status file, `<folder>.cloudroom-files`, which the
@@ -419,6 +420,39 @@ pub fn journal_restore(data: &[u8]) {
         Some(seq),
         "an acknowledged append survives"
     );
+}
+
+/// A snapshot walker's answer, as the service reads it (the walker runs as
+/// the agent account, so its answer is hostile): it ends whatever the
+/// bytes, and every object it stored holds the bytes its name is the
+/// sha256 of.
+pub fn snapshot_answer(data: &[u8]) {
+    let dir = Scratch::new();
+    let store = dir.0.join("objects");
+    let _ = crate::snapshot::read_answer(data, &store);
+    let mut folders = vec![store];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let name: String = [&folder, &path]
+                .iter()
+                .filter_map(|p| p.file_name()?.to_str())
+                .collect();
+            if folder.file_name().is_some_and(|f| f == "tmp") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).expect("a stored object reads");
+            let sha = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&bytes));
+            assert_eq!(sha, name, "object {} holds other bytes", path.display());
+        }
+    }
 }
 
 /// A new private folder (mode 0700) for one journal, removed when dropped:

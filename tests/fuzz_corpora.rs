@@ -83,6 +83,11 @@ fn agent_frame_corpus() {
 }
 
 #[test]
+fn snapshot_answer_corpus() {
+    replay("snapshot_answer");
+}
+
+#[test]
 fn journal_restore_corpus() {
     replay("journal_restore");
 }

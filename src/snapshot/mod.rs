@@ -251,6 +251,13 @@ impl Snapshots {
     }
 }
 
+/// Reads `data` as a walker's answer into a store at `dir` (the fuzz
+/// target `snapshot_answer`); an error for a broken answer.
+#[cfg(feature = "_internal_test_exports")]
+pub fn read_answer(data: &[u8], dir: &Path) -> io::Result<()> {
+    take::read_answer(data, dir)
+}
+
 /// The walker's whole run: `room-core --snapshot-walk` calls this and
 /// exits with what it returns. It reads its request on stdin and answers on
 /// stdout; nothing else calls it.

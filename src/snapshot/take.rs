@@ -219,6 +219,23 @@ fn widen(fd: &impl AsRawFd) {
 /// The pipe size asked for.
 const PIPE_BYTES: i32 = 1 << 20;
 
+/// Reads `data` as a walker's answer into a store at `dir`, with an empty
+/// stat cache and small limits (the fuzz target `snapshot_answer`):
+/// whatever the bytes, it ends, an error or what the answer said.
+#[cfg(feature = "_internal_test_exports")]
+pub(crate) fn read_answer(data: &[u8], dir: &Path) -> io::Result<()> {
+    let objects = Objects::open(dir.to_path_buf())?;
+    let mut cache = StatCache::default();
+    let limits = Limits {
+        max_bytes: 1 << 20,
+        max_entries: 1000,
+        ..Limits::default()
+    };
+    let mut r = data;
+    let (got, _) = receive(&mut r, &objects, &mut cache, &limits, 0)?;
+    objects.commit(got.batch)
+}
+
 /// Reads the answer: every frame checked, every file's bytes stored under
 /// the sha256 computed here.
 fn receive(
