@@ -14,9 +14,13 @@ use serde_json::{json, Value};
 /// The service under test.
 const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
-/// The `turn_diff` of turn `turn`, once journalled.
-fn diff_of(svc: &Service, id: &str, turn: u64) -> Value {
-    await_turn_diff(svc, id, turn)
+/// A claude session in `folder` whose first prompt is `prompt`, once its
+/// first turn has ended: its ID.
+fn first_turn(svc: &Service, folder: &std::path::Path, prompt: &str) -> String {
+    let s = svc.start_session(start_body(folder, "claude", json!({ "prompt": prompt })));
+    let id = s["id"].as_str().unwrap().to_string();
+    await_turns_ended(svc, &id, 1);
+    id
 }
 
 /// Each listed file as `(path, status)`.
@@ -50,14 +54,8 @@ fn every_change_a_turns_shell_makes_is_in_its_diff_and_served_as_a_unified_diff(
     std::fs::write(folder.join("old-name.txt"), "moved content\n").unwrap();
     std::fs::write(folder.join("tool.sh"), "echo hi\n").unwrap();
     std::fs::create_dir_all(folder.join(".git")).unwrap();
-    let s = svc.start_session(start_body(
-        &folder,
-        "claude",
-        json!({"prompt": "run: sed -i s/two/TWO/ keep.txt && rm gone.txt && mv old-name.txt new-name.txt && chmod +x tool.sh && ln -s keep.txt link && mkdir empty && echo x > .git/HEAD"}),
-    ));
-    let id = s["id"].as_str().unwrap().to_string();
-    await_turns_ended(&svc, &id, 1);
-    let diff = diff_of(&svc, &id, 1);
+    let id = first_turn(&svc, &folder, "run: sed -i s/two/TWO/ keep.txt && rm gone.txt && mv old-name.txt new-name.txt && chmod +x tool.sh && ln -s keep.txt link && mkdir empty && echo x > .git/HEAD");
+    let diff = await_turn_diff(&svc, &id, 1);
     assert_eq!(
         statuses(&diff),
         pairs(&[
@@ -111,15 +109,9 @@ fn every_change_a_turns_shell_makes_is_in_its_diff_and_served_as_a_unified_diff(
 fn a_change_made_between_turns_is_its_own_entry_not_the_next_turns() {
     let svc = Service::start(ROOM_CORE, json!({}));
     let folder = svc.folder("between");
-    let s = svc.start_session(start_body(
-        &folder,
-        "claude",
-        json!({"prompt": "run: echo 1 > a.txt"}),
-    ));
-    let id = s["id"].as_str().unwrap().to_string();
-    await_turns_ended(&svc, &id, 1);
+    let id = first_turn(&svc, &folder, "run: echo 1 > a.txt");
     assert_eq!(
-        statuses(&diff_of(&svc, &id, 1)),
+        statuses(&await_turn_diff(&svc, &id, 1)),
         pairs(&[("a.txt", "added")])
     );
     // Someone else edits the folder, then the next turn changes another file.
@@ -130,7 +122,7 @@ fn a_change_made_between_turns_is_its_own_entry_not_the_next_turns() {
     );
     assert_eq!(status, 200, "{v}");
     await_turns_ended(&svc, &id, 2);
-    let turn2 = diff_of(&svc, &id, 2);
+    let turn2 = await_turn_diff(&svc, &id, 2);
     assert_eq!(statuses(&turn2), pairs(&[("b.txt", "added")]), "{turn2}");
     let events = all_events(&svc, &id, 1024);
     let between: Vec<&Value> = events
@@ -164,15 +156,9 @@ fn a_folder_over_the_limits_is_too_large_to_snapshot_and_its_turn_still_runs() {
     for n in 0..10 {
         std::fs::write(folder.join(format!("f{n}")), "x").unwrap();
     }
-    let s = svc.start_session(start_body(
-        &folder,
-        "claude",
-        json!({"prompt": "run: echo done > out.txt"}),
-    ));
-    let id = s["id"].as_str().unwrap().to_string();
-    let ended = await_turns_ended(&svc, &id, 1);
-    assert!(folder.join("out.txt").exists(), "{ended:?}");
-    let diff = diff_of(&svc, &id, 1);
+    let id = first_turn(&svc, &folder, "run: echo done > out.txt");
+    assert!(folder.join("out.txt").exists(), "the turn ran");
+    let diff = await_turn_diff(&svc, &id, 1);
     let missing = diff["missing"].as_str().unwrap_or_else(|| panic!("{diff}"));
     assert!(missing.starts_with("too large to snapshot: "), "{missing}");
     assert!(diff.get("files").is_none(), "{diff}");
@@ -185,13 +171,7 @@ fn a_folder_over_the_limits_is_too_large_to_snapshot_and_its_turn_still_runs() {
 fn with_snapshots_off_no_diff_is_journalled_and_the_route_says_why() {
     let svc = Service::start(ROOM_CORE, json!({"snapshots": false}));
     let folder = svc.folder("off");
-    let s = svc.start_session(start_body(
-        &folder,
-        "claude",
-        json!({"prompt": "run: echo 1 > a.txt"}),
-    ));
-    let id = s["id"].as_str().unwrap().to_string();
-    await_turns_ended(&svc, &id, 1);
+    let id = first_turn(&svc, &folder, "run: echo 1 > a.txt");
     let events = all_events(&svc, &id, 1024);
     assert!(
         !events.iter().any(|e| e["kind"] == "turn_diff"),
@@ -227,14 +207,8 @@ fn the_walk_runs_as_the_agent_account_never_as_root() {
         None,
     )
     .unwrap();
-    let s = svc.start_session(start_body(
-        &folder,
-        "claude",
-        json!({"prompt": "run: echo 1 > mine.txt"}),
-    ));
-    let id = s["id"].as_str().unwrap().to_string();
-    await_turns_ended(&svc, &id, 1);
-    let diff = diff_of(&svc, &id, 1);
+    let id = first_turn(&svc, &folder, "run: echo 1 > mine.txt");
+    let diff = await_turn_diff(&svc, &id, 1);
     assert_eq!(statuses(&diff), pairs(&[("mine.txt", "added")]), "{diff}");
     let skipped = diff["skipped"]
         .as_array()
