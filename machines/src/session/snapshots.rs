@@ -1,4 +1,4 @@
-//! The folder recorded at turn boundaries (docs/api.md, "Snapshots"): no
+//! The folder recorded at turn boundaries (docs/api.md, "Snapshots and diffs"): no
 //! turn starts before its folder is recorded, so what the turn changes is
 //! told apart from what changed before it; a turn that is over has its
 //! folder recorded after it. The runtime takes the snapshots (as the agent
@@ -7,8 +7,7 @@
 //!
 //! [`Config::snapshot_wait`]: super::Config::snapshot_wait
 
-use super::io::Effect;
-use super::io::Outcome;
+use super::io::{Effect, Outcome};
 use super::record::{Phase, Stage, Turn, TurnSeq};
 use super::timers::Deadline;
 use super::values::{Boundary, SnapshotGate};
