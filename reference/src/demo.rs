@@ -6,10 +6,13 @@
 //! website and shows what `room-cli loop list` says afterwards. The third
 //! (`options_part`) starts a session with a model, an effort,
 //! instructions and an image, shows what its harness got, and switches its
-//! model with a message; with `--keep` it leaves a
-//! session waiting for an approval and the service running, and prints the
-//! console's address.
+//! model with a message. The fourth (`diff_part`) runs two turns that
+//! change files, with an edit by hand between them, and shows each turn's
+//! diff and the edit between them as its own entry. With `--keep` it
+//! leaves a session waiting for an approval and the service running, and
+//! prints the console's address.
 
+mod diff_part;
 mod loop_part;
 mod options_part;
 mod wait;
@@ -124,6 +127,7 @@ fn demo(root: &Path, [core, cli, website]: &Binaries, keep: bool) -> Result<(), 
         website,
     })?;
     options_part::run(&svc, root)?;
+    diff_part::run(&svc, root)?;
     if keep {
         options_part::keep(&svc, root)?;
     }

@@ -443,6 +443,11 @@ fn the_demo_runs_a_loop_and_shows_what_loop_list_shows() {
         "   each turn_started names its model: [\"claude-haiku-4-5\",\"opus\"]",
         "Done: the session ran with the model, effort, instructions and image the app chose, \
          and a message switched its model.",
+        "   turn 1 changed: draft.txt (added), notes.txt (added)",
+        "   turn 2 changed: draft.txt (deleted), notes.txt (modified)",
+        "   changed between the turns (folder_changed): by-hand.txt (added)",
+        "   -two\n   +TWO\n",
+        "Done: each turn's diff holds what that turn changed, and the edit between them is its own.",
     ] {
         assert!(text.contains(want), "{want:?} missing from:\n{text}");
     }
