@@ -234,3 +234,66 @@ fn the_walk_runs_as_the_agent_account_never_as_root() {
         }
     }
 }
+
+#[test]
+fn a_file_written_all_through_its_snapshots_ends_them_in_bounded_time_and_other_sessions_are_answered(
+) {
+    let svc = Service::start(ROOM_CORE, json!({}));
+    let busy = svc.folder("busy");
+    let id = first_turn(&svc, &busy, "run: echo 1 > a.txt");
+    // Someone appends to a file in the folder for the rest of the test
+    // (at most 20 s), through the next turn's snapshots.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, path) = (stop.clone(), busy.join("grow.txt"));
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&path).unwrap();
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                && std::time::Instant::now() < until
+            {
+                f.write_all(&[b'x'; 4096]).unwrap();
+                // 4 MB/s: a log a build writes, not a disk filler (the
+                // caps cover that).
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+    };
+    let began = std::time::Instant::now();
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "run: echo 2 > b.txt"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    // Another session is started and answered meanwhile.
+    let quiet = svc.folder("quiet");
+    let other = first_turn(&svc, &quiet, "run: echo 3 > c.txt");
+    for _ in 0..20 {
+        let asked = std::time::Instant::now();
+        let (status, _) = svc.get(&format!("/v1/sessions/{other}"));
+        assert_eq!(status, 200);
+        assert!(asked.elapsed() < std::time::Duration::from_secs(1));
+    }
+    let turn2 = await_turn_diff(&svc, &id, 2);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(began.elapsed() < std::time::Duration::from_secs(15));
+    let files = statuses(&turn2);
+    assert!(files.contains(&("b.txt".into(), "added".into())), "{turn2}");
+    // The file being written is recorded as it was read, or said to have
+    // changed while it was read: never a blocked snapshot.
+    let grow_listed = files.iter().any(|(p, _)| p == "grow.txt");
+    let grow_skipped = turn2["skipped"]
+        .as_array()
+        .is_some_and(|s| s.iter().any(|e| e["path"] == "grow.txt"));
+    let between = all_events(&svc, &id, 1024)
+        .into_iter()
+        .find(|e| e["kind"] == "folder_changed")
+        .map(|e| e["data"].clone())
+        .unwrap_or_default();
+    assert!(
+        grow_listed || grow_skipped || between.to_string().contains("grow.txt"),
+        "turn 2: {turn2}\nbetween: {between}"
+    );
+}
