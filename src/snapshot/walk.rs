@@ -29,6 +29,10 @@ use super::protocol::{
     MAX_TARGET,
 };
 
+/// How many bytes of a file are read between two looks at its stat: a
+/// file written while it is read stops being read within about this much.
+const RECHECK_EVERY: u64 = 8 << 20;
+
 /// The deepest nesting of folders walked (each level holds a descriptor).
 pub(crate) const MAX_DEPTH: usize = 256;
 
@@ -301,6 +305,8 @@ impl<'a, W: Write> Walker<'a, W> {
         let mut file = std::fs::File::from(fd);
         let mut left = key.size + 1;
         let mut got = 0u64;
+        let mut moved = false;
+        let mut unchecked = 0u64;
         let failed = loop {
             let want = (left as usize).min(self.buf.len());
             if want == 0 {
@@ -312,9 +318,19 @@ impl<'a, W: Write> Walker<'a, W> {
                     write_chunk(self.out, &self.buf[..n])?;
                     got += n as u64;
                     left -= n as u64;
+                    unchecked += n as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => break Some(e),
+            }
+            // A file written while it is read is said to have changed as
+            // soon as that shows, not after all of it was read and sent.
+            if unchecked >= RECHECK_EVERY {
+                unchecked = 0;
+                if !fstat(file.as_raw_fd()).is_ok_and(|now| StatKey::of(&now) == key) {
+                    moved = true;
+                    break None;
+                }
             }
         };
         write_chunk(self.out, &[])?;
@@ -324,7 +340,8 @@ impl<'a, W: Write> Walker<'a, W> {
             self.out.write_all(&(why.len() as u32).to_be_bytes())?;
             return Ok(self.out.write_all(why.as_bytes())?);
         }
-        let unchanged = got == key.size
+        let unchanged = !moved
+            && got == key.size
             && fstat(file.as_raw_fd()).is_ok_and(|after| StatKey::of(&after) == key);
         let status = if unchanged { end::WHOLE } else { end::CHANGED };
         Ok(self.out.write_all(&[status])?)
