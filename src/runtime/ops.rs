@@ -56,7 +56,8 @@ impl Runtime {
             linger: self.config.linger_ms,
             max_queued_prompts: self.config.max_queued_prompts,
             snapshots: self.snapshots.is_some(),
-            snapshot_wait: machine::SNAPSHOT_WAIT,
+            // The snapshot's own deadline, and time to say why it failed.
+            snapshot_wait: self.config.snapshot_deadline_ms.saturating_add(5_000),
         }
     }
 
