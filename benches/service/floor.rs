@@ -90,14 +90,9 @@ impl Drop for Floor {
     /// claude that has not gone within a few seconds is killed.
     fn drop(&mut self) {
         self.stdin = None;
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if room_kit::procs::exited_within(self.child.pid(), Duration::from_secs(3)).is_none() {
+            let _ = self.child.signal(Signal::SIGKILL);
         }
-        let _ = self.child.signal(Signal::SIGKILL);
         let _ = self.child.wait();
     }
 }

@@ -133,14 +133,9 @@ impl Drop for SdkWarm {
     /// killed.
     fn drop(&mut self) {
         self.stdin = None;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if room_kit::procs::exited_within(self.child.id(), Duration::from_secs(5)).is_none() {
+            let _ = self.child.kill();
         }
-        let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
