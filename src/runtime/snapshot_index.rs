@@ -81,13 +81,9 @@ impl SnapshotIndex {
             .collect())
     }
 
-    /// The last snapshot of turn `turn` at `at`.
+    /// The last snapshot of turn `turn` at `at`, read from the index.
     pub(crate) fn find(&self, turn: TurnSeq, at: Boundary) -> std::io::Result<Option<Shot>> {
-        Ok(self
-            .read()?
-            .into_iter()
-            .rev()
-            .find(|s| s.turn == turn && s.at == at))
+        Ok(last_of(&self.read()?, turn, at).cloned())
     }
 
     /// The last tree recorded after a turn, before turn `before`.
@@ -98,4 +94,10 @@ impl SnapshotIndex {
             .rev()
             .find(|s| s.at == Boundary::After && s.turn < before))
     }
+}
+
+/// The last snapshot of turn `turn` at `at` among `shots` (an index read
+/// once for several lookups).
+pub(crate) fn last_of(shots: &[Shot], turn: TurnSeq, at: Boundary) -> Option<&Shot> {
+    shots.iter().rev().find(|s| s.turn == turn && s.at == at)
 }

@@ -6,7 +6,7 @@
 use room_machines::session::{Boundary, TurnSeq};
 use serde_json::{json, Value};
 
-use super::snapshot_index::SnapshotIndex;
+use super::snapshot_index::{last_of, SnapshotIndex};
 use super::snapshotting::{missing, summarize};
 use super::Runtime;
 use crate::error::Refusal;
@@ -53,7 +53,9 @@ impl Runtime {
                 format!("Turn {seq} of session {id}: its snapshots cannot be read: {e}."),
             )
         };
-        let Some(after) = index.find(seq, Boundary::After).map_err(unreadable)? else {
+        // Read once for both sides of the turn.
+        let shots = index.read().map_err(unreadable)?;
+        let Some(after) = last_of(&shots, seq, Boundary::After).cloned() else {
             if running {
                 return Err(Refusal::new(
                     409,
@@ -72,7 +74,7 @@ impl Runtime {
             }
             return Err(no_turn());
         };
-        let before = index.find(seq, Boundary::Before).map_err(unreadable)?;
+        let before = last_of(&shots, seq, Boundary::Before).cloned();
         let (Some(b), Some(a)) = (
             before.as_ref().and_then(|b| b.tree.as_ref()),
             after.tree.as_ref(),
