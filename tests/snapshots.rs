@@ -288,12 +288,8 @@ fn a_deadline_hit_fails_in_bounded_time_and_leaves_no_walker() {
             write(&root.path().join(format!("d{d}/f{i}")), "some bytes\n");
         }
     }
-    // A walker of its own name, so this test finds its own processes only.
     let bin = TempDir::new("snap-walker");
-    let walker = bin.path().join("walker-of-this-test");
-    if std::fs::hard_link(ROOM_CORE, &walker).is_err() {
-        std::fs::copy(ROOM_CORE, &walker).unwrap();
-    }
+    let walker = own_walker(&bin);
     let limits = Limits {
         deadline: Duration::from_millis(5),
         ..Limits::default()
@@ -309,15 +305,73 @@ fn a_deadline_hit_fails_in_bounded_time_and_leaves_no_walker() {
         why.ends_with("did not finish within 0.005 s (its deadline)"),
         "{why}"
     );
+    assert_eq!(walkers(&walker), Vec::<u32>::new(), "walkers left");
+}
+
+/// A copy of the walker under a name of its own in `bin`, so a test finds
+/// its own walkers only.
+fn own_walker(bin: &TempDir) -> PathBuf {
+    let walker = bin.path().join("walker-of-this-test");
+    if std::fs::hard_link(ROOM_CORE, &walker).is_err() {
+        std::fs::copy(ROOM_CORE, &walker).unwrap();
+    }
+    walker
+}
+
+/// The pids of the processes (zombies too) running `walker`.
+fn walkers(walker: &Path) -> Vec<u32> {
     let walker = walker.display().to_string();
-    let left: Vec<String> = std::fs::read_dir("/proc")
+    std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).into_owned())
-        .filter(|c| c.starts_with(&walker))
-        .collect();
-    assert!(left.is_empty(), "walkers left: {left:?}");
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(&walker))
+                || std::fs::read_link(e.path().join("exe"))
+                    .is_ok_and(|x| x.display().to_string().starts_with(&walker))
+        })
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn one_walker_answers_snapshot_after_snapshot_and_one_killed_between_them_is_replaced() {
+    let (root, state) = (TempDir::new("snap-folder"), TempDir::new("snap-state"));
+    write(&root.path().join("a.txt"), "one\n");
+    let bin = TempDir::new("snap-walker");
+    let walker = own_walker(&bin);
+    let snaps = Snapshots::open(state.path(), Limits::default(), None, walker.clone()).unwrap();
+    let (first, _) = tree_of(snaps.take(root.path()));
+    let kept = walkers(&walker);
+    assert_eq!(
+        kept.len(),
+        1,
+        "one walker waits for the next snapshot: {kept:?}"
+    );
+    write(&root.path().join("a.txt"), "two\n");
+    let (second, _) = tree_of(snaps.take(root.path()));
+    assert_ne!(first, second);
+    assert_eq!(walkers(&walker), kept, "the same walker answered again");
+    // The agent account may kill its own processes, the walker among them.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(kept[0] as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    write(&root.path().join("a.txt"), "three\n");
+    let (third, _) = tree_of(snaps.take(root.path()));
+    assert_ne!(third, second);
+    let now = walkers(&walker);
+    assert!(
+        now.len() == 1 && now != kept,
+        "a new walker, the old one reaped: {now:?} (was {kept:?})"
+    );
+    drop(snaps);
+    assert_eq!(
+        walkers(&walker),
+        Vec::<u32>::new(),
+        "the store's end ends its walker"
+    );
 }
 
 #[test]

@@ -29,6 +29,7 @@
 mod cache;
 mod costs;
 mod diff;
+mod helper;
 mod objects;
 mod protocol;
 mod take;
@@ -81,7 +82,7 @@ pub struct Snapshots {
     dir: PathBuf,
     objects: Objects,
     limits: Limits,
-    walker: take::Walker,
+    walker: helper::Walker,
     /// The stat cache of each folder taken since the store was opened
     /// (out of it while a walk updates it).
     caches: Mutex<HashMap<PathBuf, StatCache>>,
@@ -108,10 +109,11 @@ impl Snapshots {
             dir,
             objects,
             limits,
-            walker: take::Walker {
+            walker: helper::Walker {
                 account,
                 helper,
                 cgroups: None,
+                idle: Mutex::default(),
             },
             caches: Mutex::default(),
         })

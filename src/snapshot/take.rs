@@ -1,33 +1,25 @@
-//! One snapshot, on the service's side: the walker started as the agent
-//! account (as the harness version check is: [`crate::supervise::spawn`],
-//! no capabilities, `no_new_privs`, an empty environment, cwd `/`, its own
-//! process group, `dies_with_spawner`, and a cgroup of its own when the
-//! snapshots were given a cgroup root), the request written to it, and its
-//! answer read as hostile input: within the deadline, at most `max_bytes`
-//! of file bytes plus [`MAX_OVERHEAD`] in all, every length and path
-//! bounded and checked, every object's sha256 computed here from the bytes
-//! received. The walker's whole group (and cgroup) is killed once its
-//! answer is read or the deadline passes.
+//! One snapshot, on the service's side: the request written to a walker
+//! running as the agent account ([`super::helper`]), and its answer read
+//! as hostile input: within the deadline, at most `max_bytes` of file
+//! bytes plus [`MAX_OVERHEAD`] in all, every length and path bounded and
+//! checked, every object's sha256 computed here from the bytes received.
+//! A walker that breaks the protocol or misses the deadline is killed
+//! (its whole group and cgroup); one that answered exactly is kept for
+//! the next snapshot.
 
-use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
-
 use super::cache::{settled, Known, StatCache};
 use super::costs::{Counts, Limits, Skipped};
+use super::helper::{Helper, Walker};
 use super::objects::{Batch, Objects};
 use super::protocol::{
     bad, end, get_str, get_u8, read_chunk_len, Frame, Request, ANSWER_MAGIC, MAX_OVERHEAD,
     MAX_PATH, MAX_WHY,
 };
 use super::tree::{parent, Entry, EntryKind};
-use crate::supervise::{cgroup, spawn, SpawnSpec};
 
 /// How the walk ended.
 pub(crate) enum Ended {
@@ -52,53 +44,12 @@ pub(crate) struct Received {
     pub(crate) counts: Counts,
 }
 
-/// The walker's stdout, read within a deadline and up to a cap.
-struct Bounded {
-    pipe: File,
-    end: Instant,
-    read: u64,
-    cap: u64,
-}
-
-impl Read for Bounded {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            let left = self.end.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(io::Error::new(io::ErrorKind::TimedOut, "the deadline"));
-            }
-            let mut fds = [PollFd::new(self.pipe.as_fd(), PollFlags::POLLIN)];
-            let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
-            match poll(&mut fds, timeout) {
-                Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
-                Ok(_) => break,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let n = self.pipe.read(buf)?;
-        self.read += n as u64;
-        if self.read > self.cap {
-            return Err(bad(&format!("it sent more than {} bytes", self.cap)));
-        }
-        Ok(n)
-    }
-}
-
-/// How the walker is started: the program, the account it runs as, the
-/// cgroups it runs in.
-#[derive(Debug)]
-pub(crate) struct Walker {
-    /// The program, run with `--snapshot-walk`.
-    pub helper: std::path::PathBuf,
-    /// The agent account (`None`: the service's own).
-    pub account: Option<crate::supervise::Account>,
-    /// Where each walk gets a cgroup of its own, if anywhere.
-    pub cgroups: Option<cgroup::CgroupRoot>,
-}
-
 /// Runs the walker on `folder` and reads its answer into `objects`,
 /// marking in `cache` the files it found unchanged (the files read are
-/// [`Received::fresh`]); the sentence of a failure otherwise.
+/// [`Received::fresh`]); the sentence of a failure otherwise. A walker
+/// kept from an earlier snapshot is asked first; one that has gone (past
+/// its idle limit, or killed by the agent account) before it answered a
+/// byte is replaced by a new one.
 pub(crate) fn walk(
     snaps: &Walker,
     objects: &Objects,
@@ -106,8 +57,7 @@ pub(crate) fn walk(
     folder: &Path,
     cache: &mut StatCache,
 ) -> Result<(Received, Ended), String> {
-    let start = Instant::now();
-    let end = start + limits.deadline;
+    let end = Instant::now() + limits.deadline;
     let began_ns = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);
@@ -122,78 +72,50 @@ pub(crate) fn walk(
         cached: Default::default(),
     }
     .encode_with(cache.files.iter().map(|(p, k)| (p.as_str(), k.key)));
-    let mut spec = SpawnSpec::new(&snaps.helper, "/");
-    spec.args = vec!["--snapshot-walk".into()];
-    spec.account = snaps.account.clone();
-    spec.dies_with_spawner = true;
-    if let Some(cgroups) = &snaps.cgroups {
-        let key = format!("snapshot-{}", uuid::Uuid::new_v4().simple());
-        let dir = cgroups
-            .create(&key)
-            .map_err(|e| format!("cannot create the walker's cgroup: {e}"))?;
-        spec.cgroup = Some(dir);
-    }
-    let cgroup_dir = spec.cgroup.clone();
-    let spawned = spawn(&spec);
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            if let Some(dir) = &cgroup_dir {
-                let _ = cgroup::remove(dir, end);
-            }
-            return Err(format!(
-                "cannot run the snapshot walker {}: {e}",
-                snaps.helper.display()
-            ));
-        }
-    };
-    drop(child.stderr.take());
-    let stdin = child.stdin.take();
-    let stdout = child.stdout.take().map(OwnedFd::from).map(File::from);
-    // Pipes of 1 MiB, not 64 KiB: the request and the answer's frames
-    // (80 bytes a file) pass in a few wake-ups, not one per 64 KiB, each
-    // of which, on a busy machine, waits for the other side's turn.
-    if let Some(fd) = &stdin {
-        widen(fd);
-    }
-    if let Some(fd) = &stdout {
-        widen(fd);
-    }
-    let received = std::thread::scope(|s| {
-        s.spawn(move || {
-            if let Some(mut stdin) = stdin {
+    let ask = |helper: &Helper, cache: &mut StatCache| {
+        std::thread::scope(|s| {
+            s.spawn(|| {
                 // A walker that reads nothing is killed at the deadline,
                 // which ends this write (EPIPE).
+                let mut stdin = helper.stdin();
                 let _ = stdin.write_all(&request);
+            });
+            let cap = limits.max_bytes.saturating_add(MAX_OVERHEAD);
+            let mut r = BufReader::with_capacity(256 * 1024, helper.reader(end, cap));
+            let received = receive(&mut r, objects, cache, limits, began_ns);
+            // Only a walker that said exactly its answer is asked again.
+            let whole = received.is_ok() && r.buffer().is_empty();
+            if !whole {
+                helper.kill();
             }
-        });
-        let received = match stdout {
-            Some(pipe) => {
-                let mut r = BufReader::with_capacity(
-                    256 * 1024,
-                    Bounded {
-                        pipe,
-                        end,
-                        read: 0,
-                        cap: limits.max_bytes.saturating_add(MAX_OVERHEAD),
-                    },
-                );
-                receive(&mut r, objects, cache, limits, began_ns)
-            }
-            None => Err(io::Error::other("no stdout")),
-        };
-        // Unreaped, the leader keeps its group's number: this reaches only
-        // what the walker started.
-        let _ = killpg(Pid::from_raw(child.pgid() as i32), Signal::SIGKILL);
-        if let Some(dir) = &cgroup_dir {
-            let _ = cgroup::kill(dir);
+            (received, whole, r.get_ref().read)
+        })
+    };
+    let mut received = None;
+    if let Some(helper) = snaps.lend() {
+        let (got, whole, read) = ask(&helper, cache);
+        if whole {
+            snaps.keep(helper);
         }
-        received
-    });
-    let _ = child.wait();
-    if let Some(dir) = &cgroup_dir {
-        let _ = cgroup::remove(dir, Instant::now() + crate::supervise::KILL_WAIT);
+        let gone = read == 0
+            && got
+                .as_ref()
+                .is_err_and(|e| e.kind() == io::ErrorKind::UnexpectedEof);
+        if !gone {
+            received = Some(got);
+        }
     }
+    let received = match received {
+        Some(got) => got,
+        None => {
+            let helper = Helper::start(snaps, "--snapshot-walk")?;
+            let (got, whole, _) = ask(&helper, cache);
+            if whole {
+                snaps.keep(helper);
+            }
+            got
+        }
+    };
     received.map_err(|e| match e.kind() {
         io::ErrorKind::TimedOut => format!(
             "the snapshot of {} did not finish within {} s (its deadline)",
@@ -206,18 +128,6 @@ pub(crate) fn walk(
         _ => format!("the snapshot walker's answer was refused: {e}"),
     })
 }
-
-/// Asks for a pipe of [`PIPE_BYTES`] (the default `pipe-max-size`);
-/// a smaller one only costs wake-ups.
-fn widen(fd: &impl AsRawFd) {
-    let _ = nix::fcntl::fcntl(
-        fd.as_raw_fd(),
-        nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES),
-    );
-}
-
-/// The pipe size asked for.
-const PIPE_BYTES: i32 = 1 << 20;
 
 /// Reads `data` as a walker's answer into a store at `dir`, with an empty
 /// stat cache and small limits (the fuzz target `snapshot_answer`):

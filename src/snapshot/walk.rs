@@ -1,6 +1,7 @@
 //! The walker: `room-core --snapshot-walk`, run as the agent account (or
-//! the service's own when there is none). It reads one [`Request`] on
-//! stdin and answers with frames on stdout ([`super::protocol`]).
+//! the service's own when there is none). It reads [`Request`]s on stdin
+//! and answers each with frames on stdout ([`super::protocol`]), one at a
+//! time, until stdin ends or stays quiet for [`WALKER_IDLE`].
 //!
 //! It never follows a symbolic link and never opens what is not a regular
 //! file or a folder: the folder is reached from `/` one component at a
@@ -15,13 +16,15 @@
 //! open at a time, and folders nest at most [`MAX_DEPTH`] deep.
 
 use std::ffi::{CString, OsStr};
-use std::io::{self, BufWriter, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
 
 use nix::dir::Dir;
 use nix::fcntl::{readlinkat, AtFlags, OFlag};
 use nix::libc;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::stat::{fstat, fstatat, FileStat, Mode};
 
 use super::protocol::{
@@ -36,28 +39,52 @@ const RECHECK_EVERY: u64 = 8 << 20;
 /// The deepest nesting of folders walked (each level holds a descriptor).
 pub(crate) const MAX_DEPTH: usize = 256;
 
-/// Runs the walker on stdin and stdout; the process's exit code.
+/// How long the walker waits for its next request before it exits: the
+/// service keeps a walker between snapshots, and one it stops asking ends
+/// on its own.
+pub(crate) const WALKER_IDLE: Duration = Duration::from_secs(60);
+
+/// Runs the walker on stdin and stdout, one answer per request, until
+/// stdin ends or no request comes for [`WALKER_IDLE`]; the process's exit
+/// code.
 pub(crate) fn main() -> i32 {
-    let mut input = Vec::new();
-    let read = io::stdin().lock().take(MAX_REQUEST).read_to_end(&mut input);
-    let stdout = io::stdout().lock();
-    let mut out = BufWriter::with_capacity(256 * 1024, stdout);
-    if out.write_all(ANSWER_MAGIC).is_err() {
-        return 1;
-    }
-    let outcome = read
-        .and_then(|_| Request::decode(&input[..]))
-        .map_err(|e| Stop::Failed(format!("cannot read the request: {e}")))
-        .and_then(|req| Walker::new(&req, &mut out).run());
-    let last = match outcome {
-        Ok(()) => Frame::End,
-        Err(Stop::TooLarge(why)) => Frame::TooLarge { why },
-        Err(Stop::Failed(why)) => Frame::Failed { why },
-        Err(Stop::Output) => return 1,
-    };
-    match last.write(&mut out).and_then(|_| out.flush()) {
-        Ok(()) => 0,
-        Err(_) => 1,
+    let stdin = io::stdin();
+    let mut input = BufReader::with_capacity(1 << 20, stdin.lock());
+    let mut out = BufWriter::with_capacity(256 * 1024, io::stdout().lock());
+    loop {
+        if input.buffer().is_empty() {
+            let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+            let idle = PollTimeout::try_from(WALKER_IDLE).unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, idle) {
+                Ok(0) => return 0,
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => return 1,
+            }
+        }
+        match input.fill_buf() {
+            Ok([]) => return 0,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return 1,
+        }
+        if out.write_all(ANSWER_MAGIC).is_err() {
+            return 1;
+        }
+        let request = Request::decode((&mut input).take(MAX_REQUEST));
+        // After a request it could not read, the next one's start is lost.
+        let in_step = request.is_ok();
+        let outcome = request
+            .map_err(|e| Stop::Failed(format!("cannot read the request: {e}")))
+            .and_then(|req| Walker::new(&req, &mut out).run());
+        let last = match outcome {
+            Ok(()) => Frame::End,
+            Err(Stop::TooLarge(why)) => Frame::TooLarge { why },
+            Err(Stop::Failed(why)) => Frame::Failed { why },
+            Err(Stop::Output) => return 1,
+        };
+        if last.write(&mut out).and_then(|_| out.flush()).is_err() || !in_step {
+            return 1;
+        }
     }
 }
 
