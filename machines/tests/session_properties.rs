@@ -168,6 +168,8 @@ fn app() -> impl Strategy<Value = Input> {
         1 => Just(Input::Close),
         1 => mode().prop_map(Input::Relaunch),
         1 => Just(Input::ServiceStop),
+        1 => Just(Input::RewindBegin),
+        1 => Just(Input::RewindOver),
     ]
 }
 
@@ -782,8 +784,14 @@ impl World {
         let launch_before = self.s.launch().map(|l| l.state().clone());
         let outcome = self.s.handle(self.now, input.clone());
         self.last = outcome;
+        if let Outcome::Refused(why) = outcome {
+            self.seen.insert(format!("refused {why:?}"));
+        }
+        if outcome == Outcome::Applied && input == Input::RewindBegin {
+            let running = self.s.record().turn.as_ref().is_some_and(|t| !t.finished());
+            prop_assert!(!running, "a rewind began while a turn ran");
+        }
         if outcome == Outcome::Refused(room_machines::session::Refusal::QueueFull) {
-            self.seen.insert("refused QueueFull".into());
             prop_assert!(self.s.record().queue.len() >= config().max_queued_prompts);
         }
         let effects: Vec<Effect> = std::iter::from_fn(|| self.s.poll_effect()).collect();
@@ -1057,6 +1065,7 @@ impl World {
                     ..
                 } => {
                     self.folder_was_recorded(*seq)?;
+                    prop_assert!(!self.s.state().rewinding, "a turn went on during a rewind");
                     prop_assert!(self.linger > 0, "{e:?} with no lingering");
                     let carries = self
                         .started_prompt
@@ -1211,6 +1220,7 @@ impl World {
                         "a closed session spawned"
                     );
                     prop_assert!(!r.paused, "a paused queue started a turn");
+                    prop_assert!(!self.s.state().rewinding, "a turn started during a rewind");
                     prop_assert!(
                         self.procs.is_empty() && self.spawn.is_none(),
                         "a second turn: live {:?}, spawning {:?}",
@@ -1782,6 +1792,10 @@ fn the_random_lives_reach_every_situation() {
         "unresponsive, retried: false",
         "PersistPrompt",
         "refused QueueFull",
+        "applied RewindBegin",
+        "applied RewindOver",
+        "refused TurnRunning",
+        "refused Rewinding",
         "steered",
     ];
     let errors = ERRORS.iter().map(|p| format!("error: {p}"));

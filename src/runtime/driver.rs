@@ -84,6 +84,25 @@ pub(super) fn refusal(id: &str, why: Refused, waiting: usize) -> Refusal {
                 "Session {id} has spent its budget; raise it with POST /v1/sessions/{id}/budget."
             ),
         ),
+        Refused::TurnRunning => Refusal::new(
+            409,
+            "turn_running",
+            format!(
+                "Session {id} has a turn running or about to start; rewind it once that turn has ended (POST /v1/sessions/{id}/interrupt ends it now)."
+            ),
+        ),
+        Refused::FolderRecording => Refusal::new(
+            409,
+            "diff_pending",
+            format!(
+                "Session {id}'s last turn has ended and its folder is being recorded; rewind once its turn_diff event is journalled."
+            ),
+        ),
+        Refused::Rewinding => Refusal::new(
+            409,
+            "rewind_running",
+            format!("Session {id} is being rewound already; send this once that rewind has answered."),
+        ),
     }
 }
 

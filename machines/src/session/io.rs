@@ -126,6 +126,11 @@ pub struct Options {
 #[serde(rename_all = "snake_case")]
 pub enum Input {
     // ---- from the app ----
+    /// `POST …/rewind`: hold the queue while the folder is put back (no
+    /// turn may be running or about to start); `RewindOver` lets it go.
+    RewindBegin,
+    /// The rewind that `RewindBegin` held the queue for is over.
+    RewindOver,
     /// `POST …/messages`: queue a prompt, which may choose the model and
     /// effort of its turn and the turns after it.
     Message(NewPrompt),
@@ -496,6 +501,12 @@ pub enum Refusal {
     BudgetSpent,
     /// The queue holds `max_queued_prompts` prompts (429 `queue_full`).
     QueueFull,
+    /// A turn runs, or is about to (409 `turn_running`).
+    TurnRunning,
+    /// The last turn's folder is being recorded (409 `diff_pending`).
+    FolderRecording,
+    /// Another rewind is under way (409 `rewind_running`).
+    Rewinding,
 }
 
 /// What an input did.

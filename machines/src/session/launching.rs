@@ -94,7 +94,7 @@ impl Session {
     /// ending) the launch completes at once and the harness runs later.
     pub(super) fn start_harness(&mut self, now: Millis) {
         let r = &self.state.record;
-        if r.paused || r.turn.is_some() || r.queue.is_empty() {
+        if r.paused || r.turn.is_some() || r.queue.is_empty() || self.state.rewinding {
             self.complete_launch(now, None);
             return;
         }

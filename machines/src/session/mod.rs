@@ -124,6 +124,7 @@ mod phase_tests;
 mod prompt;
 pub mod record;
 pub mod retry;
+mod rewinding;
 mod signals;
 mod snapshots;
 mod spending;
@@ -193,6 +194,9 @@ pub struct State {
     /// The snapshot the next turn waits for.
     #[serde(default)]
     pub snapshot: SnapshotGate,
+    /// A rewind is under way: no turn starts until it is over.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rewinding: bool,
 }
 
 /// What this run said on the current turn's stdin. Not in the record: a
@@ -312,6 +316,7 @@ impl Session {
                 stdin: Stdin::default(),
                 signalled: None,
                 snapshot: SnapshotGate::default(),
+                rewinding: false,
             },
             launch: None,
             staged: Vec::new(),
@@ -384,6 +389,8 @@ impl Session {
     pub fn handle(&mut self, now: Millis, input: Input) -> Outcome {
         let outcome = match input {
             Input::Message(prompt) => self.handle_message(now, prompt),
+            Input::RewindBegin => self.handle_rewind_begin(),
+            Input::RewindOver => self.handle_rewind_over(now),
             Input::Steer(text) => self.handle_steer(now, text),
             Input::SetBudget(budget) => self.handle_set_budget(now, budget),
             Input::Stop => self.handle_stop(now),
@@ -539,6 +546,7 @@ impl Session {
             && r.stage == Stage::Started
             && !self.launch_live()
             && !r.paused
+            && !self.state.rewinding
             && !r.queue.is_empty()
             && !self.budget_spent();
         if may && r.turn.is_none() {

@@ -5,6 +5,7 @@ mod budget;
 mod choice;
 mod left_behind;
 mod order;
+mod rewind;
 mod snapshots;
 mod talk;
 mod usage;

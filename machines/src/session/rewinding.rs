@@ -1,0 +1,56 @@
+//! A rewind (docs/api.md, "Rewind"): the runtime puts the session's
+//! folder back as a turn left it. The machine decides when one may begin
+//! (no turn running or about to start, the last turn's folder recorded)
+//! and starts no turn until it is over: a message sent meanwhile waits in
+//! the queue, and a launch's first turn waits for it.
+
+use super::io::{Outcome, Refusal};
+use super::record::Stage;
+use super::Session;
+use crate::time::Millis;
+
+impl Session {
+    /// `RewindBegin`: holds the queue for a rewind, or says why not.
+    pub(super) fn handle_rewind_begin(&mut self) -> Outcome {
+        if self.state.halted {
+            return Outcome::Refused(Refusal::ServiceStopping);
+        }
+        if self.state.record.stage == Stage::Closed {
+            return Outcome::Refused(Refusal::Closed);
+        }
+        if self.launch_live() || self.state.record.stage == Stage::Starting {
+            return Outcome::Refused(Refusal::Starting);
+        }
+        if self.state.rewinding {
+            return Outcome::Refused(Refusal::Rewinding);
+        }
+        let running = self
+            .state
+            .record
+            .turn
+            .as_ref()
+            .is_some_and(|t| !t.finished());
+        // A turn whose folder is being recorded before it is as good as
+        // started: the rewind would change the folder under it.
+        let gate = self.state.snapshot;
+        let next_asked =
+            gate.asked == Some(self.state.record.next_turn) && gate.ready != gate.asked;
+        if running || next_asked {
+            return Outcome::Refused(Refusal::TurnRunning);
+        }
+        if self.state.snapshot.after.is_some() {
+            return Outcome::Refused(Refusal::FolderRecording);
+        }
+        self.state.rewinding = true;
+        Outcome::Applied
+    }
+
+    /// `RewindOver`: the queue goes on.
+    pub(super) fn handle_rewind_over(&mut self, now: Millis) -> Outcome {
+        if !std::mem::take(&mut self.state.rewinding) {
+            return Outcome::Ignored;
+        }
+        self.pump(now);
+        Outcome::Applied
+    }
+}
