@@ -32,6 +32,7 @@ mod diff;
 mod helper;
 mod objects;
 mod protocol;
+mod reach;
 mod take;
 mod tree;
 mod unified;
