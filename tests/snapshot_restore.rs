@@ -442,6 +442,96 @@ fn a_deadline_hit_fails_in_bounded_time_and_leaves_no_restorer() {
     assert_eq!(helpers(&helper), Vec::<u32>::new(), "restorers left");
 }
 
+#[test]
+fn a_restorer_that_breaks_the_protocol_is_refused_and_ended_with_what_it_started() {
+    let (root, state) = (
+        TempDir::new("restore-folder"),
+        TempDir::new("restore-state"),
+    );
+    let folder = root.path();
+    write(&folder.join("a.txt"), "one\n");
+    let a = take(&open(state.path(), Limits::default()), folder);
+    write(&folder.join("a.txt"), "two\n");
+    write(&folder.join("b.txt"), "new\n");
+    let b = take(&open(state.path(), Limits::default()), folder);
+    let bin = TempDir::new("restore-helper");
+    // A restorer that starts a child of its own that would outlive the
+    // test (as a hostile one would), and once it runs says what it likes
+    // and waits.
+    let fake = |name: &str, answer: &str| {
+        let path = bin.path().join(name);
+        write(
+            &path,
+            format!(
+                "#!/bin/sh\nsleep 3600.{n} &\n\
+                 until grep -q '3600[.]{n}' /proc/$!/cmdline; do :; done\n\
+                 {answer}\nwait\n",
+                n = name.len()
+            ),
+        );
+        chmod(&path, 0o755);
+        let snaps = Snapshots::open(state.path(), Limits::default(), None, path).unwrap();
+        let t = Instant::now();
+        let e = snaps.restore(folder, &b, &a).unwrap_err();
+        assert!(t.elapsed() < AT_ONCE, "{:?}", t.elapsed());
+        // SIGKILLed with its group, the child may take a moment to go (a
+        // zombie's cmdline is empty).
+        let sleep = format!("3600.{}", name.len());
+        let running = || -> Vec<u32> {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter(|p| {
+                    std::fs::read(p.path().join("cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&sleep))
+                })
+                .filter_map(|p| p.file_name().to_str()?.parse().ok())
+                .collect()
+        };
+        let t = Instant::now();
+        while !running().is_empty() && t.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            running(),
+            Vec::<u32>::new(),
+            "{name}: what it started is ended"
+        );
+        e
+    };
+    // Two operations (a.txt written, b.txt removed): three results.
+    let e = fake("three", "printf 'RCRESTA1OOO'");
+    assert_eq!(
+        e,
+        "the restore helper's answer was refused: it answered more operations than the 2 it was sent"
+    );
+    let e = fake("wrong-magic", "printf 'RCSNAPA1E'");
+    assert_eq!(
+        e,
+        "the restore helper's answer was refused: it does not start as a restore's answer"
+    );
+    let e = fake("long-why", "printf 'RCRESTA1X\\000\\001\\000\\000'");
+    assert_eq!(
+        e,
+        "the restore helper's answer was refused: a string of 65536 bytes (at most 1024)"
+    );
+    assert_eq!(
+        read(&folder.join("a.txt")),
+        "two\n",
+        "the fakes wrote nothing"
+    );
+
+    // No folder there: the restore does not start.
+    let gone = folder.join("not-there");
+    let e = open(state.path(), Limits::default())
+        .restore(&gone, &b, &a)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        format!("cannot restore {0}: {0} is not there", gone.display())
+    );
+}
+
 /// A copy of the service binary under a name of its own in `bin`, so a
 /// test finds its own helpers only.
 fn own_helper(bin: &TempDir) -> PathBuf {
