@@ -34,6 +34,10 @@ fn main() {
     if args == ["--snapshot-walk"] {
         std::process::exit(room_core::snapshot::walker_main());
     }
+    // Its writing half, which restores a folder to a recorded tree.
+    if args == ["--snapshot-restore"] {
+        std::process::exit(room_core::snapshot::restorer_main());
+    }
     let console_url = args.first().is_some_and(|a| a == "--console-url");
     if console_url {
         args.remove(0);

@@ -1,6 +1,6 @@
-//! What a snapshot may cost and what it reports beside its tree: the
-//! values the store ([`super::Snapshots`]) and the walk's service side
-//! ([`super::take`]) share.
+//! What a snapshot may cost and what it reports beside its tree, and what
+//! a restore reports: the values the store ([`super::Snapshots`]) and the
+//! helpers' service sides ([`super::take`], [`super::restore`]) share.
 
 use std::time::Duration;
 
@@ -57,4 +57,21 @@ pub struct Counts {
     pub files_cached: u64,
     /// Folder listings that were new to the store.
     pub listings_new: u64,
+}
+
+/// What [`super::Snapshots::restore`] did to the folder. Paths are relative
+/// to the folder, sorted; each path is in one list at most.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Restored {
+    /// Paths of the target tree made or changed (bytes, link target, kind
+    /// or permission bits): with `deleted`, the paths of
+    /// [`super::Snapshots::changes`] from the tree taken before to the
+    /// target (a renamed file's path here, where it was in `deleted`).
+    pub written: Vec<String>,
+    /// Paths removed (in the tree taken before, not in the target).
+    pub deleted: Vec<String>,
+    /// Paths that could not be restored, each with a sentence ("cannot be
+    /// removed: Permission denied", …): left as they were, or as far as
+    /// the restore got.
+    pub failed: Vec<Skipped>,
 }

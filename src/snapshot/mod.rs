@@ -32,6 +32,10 @@ mod diff;
 mod helper;
 mod objects;
 mod protocol;
+mod reach;
+mod restore;
+mod restore_protocol;
+mod restore_write;
 mod take;
 mod tree;
 mod unified;
@@ -43,7 +47,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-pub use costs::{Counts, Limits, Skipped};
+pub use costs::{Counts, Limits, Restored, Skipped};
 pub use diff::{Change, FileChange, Kind, ModeChange};
 pub use tree::{Entry, EntryKind, Tree, TreeId};
 pub use unified::Unified;
@@ -246,6 +250,20 @@ impl Snapshots {
         tree::load(&self.objects, id)
     }
 
+    /// Restores `folder` (absolute) to tree `to`, as the agent account:
+    /// `now` is a tree the caller has just taken of it ([`Snapshots::take`]),
+    /// from which the changes are computed, so what is written is what
+    /// [`Snapshots::changes`] lists from `now` to `to`. A restorer
+    /// (`room-core --snapshot-restore`, [`restorer_main`]) makes them
+    /// without following a link; a folder goes only when empty; setuid and
+    /// setgid bits are never set. What could not be done is in
+    /// [`Restored::failed`]; an `Err` says why the restore could not run or
+    /// finish (the deadline of [`Limits::deadline`] included). Blocking;
+    /// call it on a thread of its own.
+    pub fn restore(&self, folder: &Path, now: &TreeId, to: &TreeId) -> Result<Restored, String> {
+        restore::run(&self.walker, &self.objects, &self.limits, folder, now, to)
+    }
+
     /// The bytes of file object `sha256` (a [`EntryKind::File`]'s), checked
     /// against its name.
     pub fn file_bytes(&self, sha256: &str, size: u64) -> io::Result<Vec<u8>> {
@@ -266,4 +284,12 @@ pub fn read_answer(data: &[u8], dir: &Path) -> io::Result<()> {
 #[doc(hidden)]
 pub fn walker_main() -> i32 {
     walk::main()
+}
+
+/// The restorer's whole run: `room-core --snapshot-restore` calls this and
+/// exits with what it returns. It reads one request on stdin, answers on
+/// stdout and returns; nothing else calls it.
+#[doc(hidden)]
+pub fn restorer_main() -> i32 {
+    restore_write::main()
 }

@@ -305,7 +305,8 @@ pub(crate) fn read_chunk_len(r: &mut impl Read) -> io::Result<usize> {
     Ok(n)
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+/// Writes a string: its `u32` length, then its bytes.
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u32).to_be_bytes());
     out.extend_from_slice(s.as_bytes());
 }
@@ -315,19 +316,22 @@ pub(crate) fn bad(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_string())
 }
 
+/// One byte.
 pub(crate) fn get_u8(r: &mut impl Read) -> io::Result<u8> {
     let mut b = [0u8; 1];
     r.read_exact(&mut b)?;
     Ok(b[0])
 }
 
-fn get_u32(r: &mut impl Read) -> io::Result<u32> {
+/// A big-endian `u32`.
+pub(crate) fn get_u32(r: &mut impl Read) -> io::Result<u32> {
     let mut b = [0u8; 4];
     r.read_exact(&mut b)?;
     Ok(u32::from_be_bytes(b))
 }
 
-fn get_u64(r: &mut impl Read) -> io::Result<u64> {
+/// A big-endian `u64`.
+pub(crate) fn get_u64(r: &mut impl Read) -> io::Result<u64> {
     let mut b = [0u8; 8];
     r.read_exact(&mut b)?;
     Ok(u64::from_be_bytes(b))

@@ -15,10 +15,9 @@
 //! opened. Only the chain of folders from the top to the one being read is
 //! open at a time, and folders nest at most [`MAX_DEPTH`] deep.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::CString;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::Duration;
 
 use nix::dir::Dir;
@@ -31,6 +30,7 @@ use super::protocol::{
     end, write_chunk, Frame, Request, StatKey, ANSWER_MAGIC, MAX_CHUNK, MAX_PATH, MAX_REQUEST,
     MAX_TARGET,
 };
+use super::reach::{errno_text, open_root};
 
 /// How many bytes of a file are read between two looks at its stat: a
 /// file written while it is read stops being read within about this much.
@@ -391,14 +391,6 @@ fn same(a: &FileStat, b: &FileStat) -> bool {
     a.st_dev == b.st_dev && a.st_ino == b.st_ino
 }
 
-/// An I/O error as `strerror` says it, without Rust's "(os error N)".
-fn errno_text(e: &io::Error) -> String {
-    match e.raw_os_error() {
-        Some(n) => nix::errno::Errno::from_raw(n).desc().to_string(),
-        None => e.to_string(),
-    }
-}
-
 fn join(parent: &str, name: &str) -> String {
     if parent.is_empty() {
         name.to_string()
@@ -425,65 +417,4 @@ fn level(mut dir: Dir, path: String) -> Result<Level, Stop> {
         names,
         next: 0,
     })
-}
-
-/// The folder `root` (absolute, no `.` or `..`), reached from `/` without
-/// following a link: `O_PATH` for the folders above it, `O_RDONLY` for it.
-/// `None` when it (or a folder above it) is not there.
-fn open_root(root: &str) -> Result<Option<Dir>, String> {
-    let bytes = root.as_bytes();
-    if !root.starts_with('/') || bytes.split(|b| *b == b'/').any(|s| s == b"." || s == b"..") {
-        return Err(format!(
-            "{root} is not an absolute path without . or .. components"
-        ));
-    }
-    let names: Vec<&[u8]> = bytes
-        .split(|b| *b == b'/')
-        .filter(|s| !s.is_empty())
-        .collect();
-    let slash = CString::new("/").expect("no NUL");
-    let path_flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
-    let read_flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
-    let last = names.len();
-    let mut fd: OwnedFd = crate::sys::openat(
-        libc::AT_FDCWD,
-        &slash,
-        if last == 0 { read_flags } else { path_flags },
-    )
-    .map_err(|e| format!("cannot open /: {}", errno_text(&e)))?;
-    for (i, name) in names.iter().enumerate() {
-        let c = CString::new(*name).map_err(|_| format!("{root} holds a NUL byte"))?;
-        let flags = (if i + 1 == last {
-            read_flags
-        } else {
-            path_flags
-        }) | OFlag::O_NOFOLLOW;
-        let opened = crate::sys::openat(fd.as_raw_fd(), &c, flags);
-        if opened
-            .as_ref()
-            .is_err_and(|e| e.raw_os_error() == Some(libc::ENOENT))
-        {
-            return Ok(None);
-        }
-        fd = opened.map_err(|e| {
-            let upto: Vec<&str> = names[..=i]
-                .iter()
-                .map(|n| OsStr::from_bytes(n).to_str().unwrap_or("?"))
-                .collect();
-            let upto = format!("/{}", upto.join("/"));
-            match e.raw_os_error() {
-                Some(libc::ELOOP) => format!(
-                    "{upto} is a symbolic link, and the snapshot follows none"
-                ),
-                Some(libc::ENOTDIR) => {
-                    format!("{upto} is a symbolic link or not a folder, and the snapshot follows no link")
-                }
-                _ => format!("cannot open {upto}: {}", errno_text(&e)),
-            }
-        })?;
-    }
-    // `Dir` takes the descriptor over (and closes it, also on failure).
-    Dir::from(fd)
-        .map(Some)
-        .map_err(|e| format!("cannot list {root}: {}", e.desc()))
 }
