@@ -250,8 +250,8 @@ impl Snapshots {
         tree::load(&self.objects, id)
     }
 
-    /// Restores `folder` (absolute) to tree `to`, as the agent account:
-    /// `now` is a tree the caller has just taken of it ([`Snapshots::take`]),
+    /// Restores `folder` (absolute) to tree `to`, as the agent account (the
+    /// service's own when there is none, as for a snapshot): `now` is a tree the caller has just taken of it ([`Snapshots::take`]),
     /// from which the changes are computed, so what is written is what
     /// [`Snapshots::changes`] lists from `now` to `to`. A restorer
     /// (`room-core --snapshot-restore`, [`restorer_main`]) makes them
