@@ -453,6 +453,40 @@ pub(crate) fn relaunch(body: &[u8]) -> Result<Relaunch, Refusal> {
     parse(body, &["mode"])
 }
 
+/// `POST /v1/sessions/{id}/rewind`, as sent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RewindBody {
+    to_turn: f64,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// Parses a rewind: the turn (a whole number from 1, as JSON Schema's
+/// integers are, `1.0` too) and whether it is a dry run.
+pub(crate) fn rewind(body: &[u8]) -> Result<(u64, bool), Refusal> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(Refusal::new(
+            422,
+            "invalid_body",
+            "The body must be a JSON object: {\"to_turn\": …, \"dry_run\": …}.",
+        ));
+    }
+    let b: RewindBody = parse(body, &["to_turn", "dry_run"])?;
+    let n = b.to_turn;
+    if n.fract() != 0.0 || !(1.0..=u32::MAX as f64).contains(&n) {
+        return Err(Refusal::new(
+            422,
+            "invalid_field",
+            format!(
+                "to_turn must be a turn's number, a whole number from 1 to {}.",
+                u32::MAX
+            ),
+        ));
+    }
+    Ok((n as u64, b.dry_run))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,6 +63,8 @@ pub enum Op {
     Budget,
     /// `GET /v1/sessions/{id}/turns/{turn}/diff`.
     TurnDiff,
+    /// `POST /v1/sessions/{id}/rewind`.
+    Rewind,
     /// `GET /v1/workspaces/{id}`.
     Workspace,
     /// `GET /`: the console's page (console.rs).
@@ -156,6 +158,7 @@ pub const ROUTES: &[Route] = &[
     ),
     route("POST", "/v1/sessions/{id}/budget", Op::Budget),
     route("GET", "/v1/sessions/{id}/turns/{turn}/diff", Op::TurnDiff),
+    route("POST", "/v1/sessions/{id}/rewind", Op::Rewind),
     route("GET", "/v1/workspaces/{id}", Op::Workspace),
     public("/", Op::Console),
     public("/console/{file}", Op::ConsoleFile),
@@ -352,6 +355,10 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         Op::Relaunch => command(rt.relaunch(id, bodies::relaunch(body)?.mode)?),
         Op::Workspace => ok(rt.workspace(id)?),
         Op::TurnDiff => ok(rt.turn_diff(id, ids.get(1).map_or("", String::as_str))?),
+        Op::Rewind => {
+            let (to_turn, dry_run) = bodies::rewind(body)?;
+            ok(rt.rewind(id, to_turn, dry_run)?)
+        }
         // Answered on the async thread before it gets here.
         Op::Stream | Op::Console | Op::ConsoleFile => Err(Refusal::new(
             500,

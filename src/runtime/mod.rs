@@ -24,6 +24,7 @@ pub(crate) mod permits;
 
 mod reading;
 mod restore;
+mod rewind;
 mod snapshot_index;
 mod snapshot_lanes;
 mod snapshotting;

@@ -30,6 +30,32 @@ pub(crate) struct Shot {
     /// Why no tree was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
+    /// A rewind's line (after the turn `turn`, the last that ran): the
+    /// turn it put the folder back to; `tree` is the folder after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewound_to: Option<TurnSeq>,
+    /// A rewind's line: the folder just before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_rewind: Option<TreeId>,
+}
+
+impl Shot {
+    /// A turn boundary's line.
+    pub(crate) fn boundary(
+        turn: TurnSeq,
+        at: Boundary,
+        tree: Option<TreeId>,
+        missing: Option<String>,
+    ) -> Shot {
+        Shot {
+            turn,
+            at,
+            tree,
+            missing,
+            rewound_to: None,
+            before_rewind: None,
+        }
+    }
 }
 
 /// A session's index file.
@@ -86,7 +112,8 @@ impl SnapshotIndex {
         Ok(last_of(&self.read()?, turn, at).cloned())
     }
 
-    /// The last tree recorded after a turn, before turn `before`.
+    /// The last tree recorded after a turn (or a rewind after it), before
+    /// turn `before`.
     pub(crate) fn last_after(&self, before: TurnSeq) -> std::io::Result<Option<Shot>> {
         Ok(self
             .read()?
@@ -97,7 +124,14 @@ impl SnapshotIndex {
 }
 
 /// The last snapshot of turn `turn` at `at` among `shots` (an index read
-/// once for several lookups).
+/// once for several lookups), not a rewind's.
 pub(crate) fn last_of(shots: &[Shot], turn: TurnSeq, at: Boundary) -> Option<&Shot> {
-    shots.iter().rev().find(|s| s.turn == turn && s.at == at)
+    last_at(shots, turn, at).map(|i| &shots[i])
+}
+
+/// Where [`last_of`]'s snapshot is in `shots`.
+pub(crate) fn last_at(shots: &[Shot], turn: TurnSeq, at: Boundary) -> Option<usize> {
+    shots
+        .iter()
+        .rposition(|s| s.turn == turn && s.at == at && s.rewound_to.is_none())
 }

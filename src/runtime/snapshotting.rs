@@ -44,12 +44,7 @@ impl Runtime {
                 s.id
             );
             let why = "not taken: too many snapshots were waiting";
-            let shot = Shot {
-                turn,
-                at,
-                tree: None,
-                missing: Some(why.into()),
-            };
+            let shot = Shot::boundary(turn, at, None, Some(why.into()));
             let _ = SnapshotIndex::of(&self.config.state_dir, &s.id).append(&shot);
             if at == Boundary::After {
                 let data = json!({ "turn": turn, "missing": why });
@@ -84,12 +79,7 @@ impl Runtime {
             Taken::Failed { why } => (None, Vec::new(), Some(format!("snapshot failed: {why}"))),
         };
         let index = SnapshotIndex::of(&self.config.state_dir, &job.id);
-        let shot = Shot {
-            turn: job.turn,
-            at: job.at,
-            tree: tree.clone(),
-            missing: missing.clone(),
-        };
+        let shot = Shot::boundary(job.turn, job.at, tree.clone(), missing.clone());
         if let Err(e) = index.append(&shot) {
             log::error!(
                 "{}: cannot record turn {}'s snapshot: {e}",
