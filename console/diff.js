@@ -3,7 +3,9 @@
 // else) as a list, each with its status, line counts, binary, mode change
 // and old name, what the snapshot could not record, and a "Show diff"
 // button that fetches the turn's unified diff (GET …/turns/{turn}/diff) and
-// shows it as text, a class per line. Built from text only, as dom.js.
+// shows it as text, a class per line; "Rewind to here", which shows the
+// rewind's dry run (what would change, the conflicts) before it asks to
+// confirm; and a `rewound` entry. Built from text only, as dom.js.
 
 import { ApiError, call, sessionPath } from "./api.js";
 import { h, replace } from "./dom.js";
@@ -114,9 +116,73 @@ function showDiff(id, turn) {
       loaded = true;
       toggle(true);
     } catch (e) {
-      const why = e instanceof ApiError ? `${e.message} (${e.status})` : e.message;
-      replace(out, h("p", { class: "bad" }, `Cannot show the diff: ${why}`));
+      replace(out, h("p", { class: "bad" }, `Cannot show the diff: ${why(e)}`));
       out.hidden = false;
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return [button, out];
+}
+
+/** An error's sentence for the page. */
+function why(e) {
+  return e instanceof ApiError ? `${e.message} (${e.status})` : e.message;
+}
+
+/** Paths as a list, at most `total` said. */
+function pathList(cls, paths, total) {
+  const more = (total ?? paths.length) - paths.length;
+  return h("ul", { class: cls }, paths.map((p) => h("li", { "data-path": p }, h("code", {}, p))),
+    more > 0 && h("li", { class: "more" }, `and ${count(more)} more`));
+}
+
+/**
+ * The "Rewind to here" button of turn `turn` of session `id`: it asks for
+ * the dry run first (POST …/rewind with dry_run) and shows what would
+ * change and the conflicts (changes since the turn by anyone but a turn,
+ * which the rewind overwrites); only "Rewind" there puts the folder back.
+ */
+function rewindButton(id, turn) {
+  const button = h("button", { type: "button", class: "rewind", "data-turn": turn, "aria-label": `Rewind the folder to turn ${turn}` }, "Rewind to here");
+  const out = h("div", { class: "rewind-box", hidden: true });
+  const path = sessionPath(id, "/rewind");
+  const show = (...nodes) => {
+    replace(out, ...nodes);
+    out.hidden = false;
+  };
+  const confirm = async (go) => {
+    go.disabled = true;
+    try {
+      const d = await call("POST", path, { to_turn: turn });
+      const failed = d.failed || [];
+      show(h("p", { class: "line done" }, `Rewound to turn ${turn}: ${count((d.written || []).length)} written, ${count((d.deleted || []).length)} removed`),
+        failed.length > 0 && h("ul", { class: "failed" }, failed.map((f) => h("li", { "data-path": f.path }, h("code", {}, f.path), ` (${f.why})`))));
+    } catch (e) {
+      show(h("p", { class: "bad" }, `Cannot rewind: ${why(e)}`));
+    }
+  };
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      const d = await call("POST", path, { to_turn: turn, dry_run: true });
+      if (!(d.files_total ?? 0)) {
+        show(h("p", { class: "note" }, `The folder is as turn ${turn} left it: nothing to rewind.`));
+        return;
+      }
+      const go = h("button", { type: "button", class: "confirm-rewind", "aria-label": `Confirm the rewind to turn ${turn}` }, "Rewind");
+      const cancel = h("button", { type: "button", class: "cancel-rewind", "aria-label": `Cancel the rewind to turn ${turn}` }, "Cancel");
+      go.addEventListener("click", () => confirm(go));
+      cancel.addEventListener("click", () => { out.hidden = true; });
+      const conflicts = d.conflicts || [];
+      show(h("p", { class: "line" }, `Rewinding to turn ${turn} changes ${totals(d)}:`), files(d),
+        conflicts.length > 0 && [h("p", { class: "warn" }, "Changed since by someone other than a turn, and overwritten by the rewind:"),
+          pathList("conflicts", conflicts, d.conflicts_total)],
+        d.conflicts_complete === false && h("p", { class: "warn" }, "A snapshot in between is missing: a change may not be listed."),
+        h("p", { class: "note" }, "Only the folder: the conversation is kept."),
+        go, " ", cancel);
+    } catch (e) {
+      show(h("p", { class: "bad" }, `Cannot rewind: ${why(e)}`));
     } finally {
       button.disabled = false;
     }
@@ -135,8 +201,17 @@ export function turnDiff(el, d, id) {
     el.append(h("p", { class: "line" }, `Turn ${d.turn} changed ${totals(d)}`), files(d));
     if (id) el.append(...showDiff(id, d.turn));
   }
+  if (id && d.missing === undefined) el.append(" ", ...rewindButton(id, d.turn));
   const s = skipped(d);
   if (s) el.append(s);
+}
+
+/** Fills `el` with a `rewound`: the folder put back as a turn left it. */
+export function rewound(el, d) {
+  el.dataset.toTurn = d.to_turn;
+  const n = (d.written || []).length + (d.deleted || []).length;
+  el.append(h("p", { class: "line" }, `Folder rewound to turn ${d.to_turn}: ${count(n)} path${n === 1 ? "" : "s"} put back`),
+    d.error !== undefined && h("p", { class: "bad" }, `It stopped part way: ${d.error}`));
 }
 
 /** Fills `el` with a `folder_changed`: changes made between turns. */

@@ -293,6 +293,11 @@ fn browser_each_turn_lists_its_files_and_shows_its_diff_as_text() {
 }
 
 #[test]
+fn browser_rewind_a_folder_after_its_dry_run() {
+    scenario("rewind", json!({}));
+}
+
+#[test]
 fn browser_steer_a_running_turn() {
     scenario("steer", json!({}));
 }
