@@ -196,7 +196,7 @@ fn a_rewind_is_refused_while_a_turn_runs_and_for_a_turn_that_has_not_ended() {
     let code = |(status, v): (u16, Value)| (status, v["code"].as_str().unwrap_or("").to_string());
     assert_eq!(
         code(rewind(&svc, &id, json!({"to_turn": 2}))),
-        (404, "no_such_turn".into())
+        (409, "no_such_turn".into())
     );
     assert_eq!(
         code(rewind(&svc, &id, json!({"to_turn": 0}))),

@@ -61,8 +61,10 @@ impl Runtime {
             event: None,
         };
         if to_turn > ran {
+            // The session is there; the turn named in the body is not (yet):
+            // its state, not a missing resource.
             return Err(Refusal::new(
-                404,
+                409,
                 "no_such_turn",
                 format!("Session {id} has no turn {to_turn} that has ended."),
             ));
