@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use room_core::snapshot::{Change, Limits, Restored, Snapshots, Taken, TreeId};
-use room_kit::{agent_account, TempDir};
+use room_kit::{agent_account, procs, TempDir};
 
 /// The service binary, which is also the walker and the restorer.
 const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
@@ -423,7 +423,7 @@ fn a_deadline_hit_fails_in_bounded_time_and_leaves_no_restorer() {
     }
     let b = take(&open(state.path(), Limits::default()), root.path());
     let bin = TempDir::new("restore-helper");
-    let helper = own_helper(&bin);
+    let helper = procs::named_copy(ROOM_CORE, bin.path(), "restorer-of-this-test");
     let limits = Limits {
         deadline: Duration::from_millis(5),
         ..Limits::default()
@@ -439,7 +439,7 @@ fn a_deadline_hit_fails_in_bounded_time_and_leaves_no_restorer() {
             root.path().display()
         )
     );
-    assert_eq!(helpers(&helper), Vec::<u32>::new(), "restorers left");
+    assert_eq!(procs::running(&helper), Vec::<u32>::new(), "restorers left");
 }
 
 #[test]
@@ -530,30 +530,4 @@ fn a_restorer_that_breaks_the_protocol_is_refused_and_ended_with_what_it_started
         e,
         format!("cannot restore {0}: {0} is not there", gone.display())
     );
-}
-
-/// A copy of the service binary under a name of its own in `bin`, so a
-/// test finds its own helpers only.
-fn own_helper(bin: &TempDir) -> PathBuf {
-    let helper = bin.path().join("restorer-of-this-test");
-    if std::fs::hard_link(ROOM_CORE, &helper).is_err() {
-        std::fs::copy(ROOM_CORE, &helper).unwrap();
-    }
-    helper
-}
-
-/// The pids of the processes (zombies too) running `helper`.
-fn helpers(helper: &Path) -> Vec<u32> {
-    let helper = helper.display().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(&helper))
-                || std::fs::read_link(e.path().join("exe"))
-                    .is_ok_and(|x| x.display().to_string().starts_with(&helper))
-        })
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect()
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use room_core::snapshot::{Change, EntryKind, Kind, Limits, Snapshots, Taken, TreeId};
-use room_kit::{agent_account, skip, TempDir};
+use room_kit::{agent_account, procs, skip, TempDir};
 use sha2::{Digest, Sha256};
 
 /// The service binary, which is also the walker.
@@ -289,7 +289,7 @@ fn a_deadline_hit_fails_in_bounded_time_and_leaves_no_walker() {
         }
     }
     let bin = TempDir::new("snap-walker");
-    let walker = own_walker(&bin);
+    let walker = procs::named_copy(ROOM_CORE, bin.path(), "walker-of-this-test");
     let limits = Limits {
         deadline: Duration::from_millis(5),
         ..Limits::default()
@@ -305,33 +305,7 @@ fn a_deadline_hit_fails_in_bounded_time_and_leaves_no_walker() {
         why.ends_with("did not finish within 0.005 s (its deadline)"),
         "{why}"
     );
-    assert_eq!(walkers(&walker), Vec::<u32>::new(), "walkers left");
-}
-
-/// A copy of the walker under a name of its own in `bin`, so a test finds
-/// its own walkers only.
-fn own_walker(bin: &TempDir) -> PathBuf {
-    let walker = bin.path().join("walker-of-this-test");
-    if std::fs::hard_link(ROOM_CORE, &walker).is_err() {
-        std::fs::copy(ROOM_CORE, &walker).unwrap();
-    }
-    walker
-}
-
-/// The pids of the processes (zombies too) running `walker`.
-fn walkers(walker: &Path) -> Vec<u32> {
-    let walker = walker.display().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(&walker))
-                || std::fs::read_link(e.path().join("exe"))
-                    .is_ok_and(|x| x.display().to_string().starts_with(&walker))
-        })
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect()
+    assert_eq!(procs::running(&walker), Vec::<u32>::new(), "walkers left");
 }
 
 #[test]
@@ -339,10 +313,10 @@ fn one_walker_answers_snapshot_after_snapshot_and_one_killed_between_them_is_rep
     let (root, state) = (TempDir::new("snap-folder"), TempDir::new("snap-state"));
     write(&root.path().join("a.txt"), "one\n");
     let bin = TempDir::new("snap-walker");
-    let walker = own_walker(&bin);
+    let walker = procs::named_copy(ROOM_CORE, bin.path(), "walker-of-this-test");
     let snaps = Snapshots::open(state.path(), Limits::default(), None, walker.clone()).unwrap();
     let (first, _) = tree_of(snaps.take(root.path()));
-    let kept = walkers(&walker);
+    let kept = procs::running(&walker);
     assert_eq!(
         kept.len(),
         1,
@@ -351,7 +325,11 @@ fn one_walker_answers_snapshot_after_snapshot_and_one_killed_between_them_is_rep
     write(&root.path().join("a.txt"), "two\n");
     let (second, _) = tree_of(snaps.take(root.path()));
     assert_ne!(first, second);
-    assert_eq!(walkers(&walker), kept, "the same walker answered again");
+    assert_eq!(
+        procs::running(&walker),
+        kept,
+        "the same walker answered again"
+    );
     // The agent account may kill its own processes, the walker among them.
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(kept[0] as i32),
@@ -361,14 +339,14 @@ fn one_walker_answers_snapshot_after_snapshot_and_one_killed_between_them_is_rep
     write(&root.path().join("a.txt"), "three\n");
     let (third, _) = tree_of(snaps.take(root.path()));
     assert_ne!(third, second);
-    let now = walkers(&walker);
+    let now = procs::running(&walker);
     assert!(
         now.len() == 1 && now != kept,
         "a new walker, the old one reaped: {now:?} (was {kept:?})"
     );
     drop(snaps);
     assert_eq!(
-        walkers(&walker),
+        procs::running(&walker),
         Vec::<u32>::new(),
         "the store's end ends its walker"
     );

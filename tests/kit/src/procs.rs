@@ -124,3 +124,30 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
         })
         .collect()
 }
+
+/// A hard link (or copy) of `program` named `name` in `dir`: a helper the
+/// service starts from it is found by that name alone (`running`), so a
+/// test sees its own helpers, not another test's.
+pub fn named_copy(program: &str, dir: &Path, name: &str) -> std::path::PathBuf {
+    let copy = dir.join(name);
+    if std::fs::hard_link(program, &copy).is_err() {
+        std::fs::copy(program, &copy).unwrap();
+    }
+    copy
+}
+
+/// The pids of the processes (zombies too) running `program`.
+pub fn running(program: &Path) -> Vec<u32> {
+    let program = program.display().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(&program))
+                || std::fs::read_link(e.path().join("exe"))
+                    .is_ok_and(|x| x.display().to_string().starts_with(&program))
+        })
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
