@@ -192,6 +192,7 @@ fn talking(harness: Harness) -> Talker {
     let opening = Opening {
         cwd: "/w".into(),
         resume: None,
+        revert_before: None,
         approval_policy: ApprovalPolicy::Untrusted,
         sandbox: SandboxMode::WorkspaceWrite,
         model: None,

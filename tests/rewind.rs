@@ -106,7 +106,11 @@ fn a_rewind_puts_the_folder_back_as_turn_one_left_it_after_its_dry_run_named_the
     std::fs::write(folder.join("by-hand.txt"), "mine\n").unwrap();
     let before = state(&folder);
 
-    let (status, dry) = rewind(&svc, &id, json!({"to_turn": 1, "dry_run": true}));
+    let (status, dry) = rewind(
+        &svc,
+        &id,
+        json!({"to_turn": 1, "conversation": false, "dry_run": true}),
+    );
     assert_eq!(status, 200, "{dry}");
     assert_eq!(dry["dry_run"], true);
     assert_eq!(strings(&dry["conflicts"]), ["by-hand.txt"], "{dry}");
@@ -143,7 +147,7 @@ fn a_rewind_puts_the_folder_back_as_turn_one_left_it_after_its_dry_run_named_the
     );
     assert_eq!(state(&folder), before, "a dry run changes nothing");
 
-    let (status, done) = rewind(&svc, &id, json!({"to_turn": 1}));
+    let (status, done) = rewind(&svc, &id, json!({"to_turn": 1, "conversation": false}));
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["dry_run"], false);
     assert_eq!(done["failed"], json!([]), "{done}");
@@ -177,7 +181,11 @@ fn a_rewind_puts_the_folder_back_as_turn_one_left_it_after_its_dry_run_named_the
     );
     // A second rewind sees turn 4's file as a turn's, not a conflict, and
     // the first rewind's own changes are not conflicts either.
-    let (status, again) = rewind(&svc, &id, json!({"to_turn": 2, "dry_run": true}));
+    let (status, again) = rewind(
+        &svc,
+        &id,
+        json!({"to_turn": 2, "conversation": false, "dry_run": true}),
+    );
     assert_eq!(status, 200, "{again}");
     assert_eq!(again["conflicts"], json!([]), "{again}");
 }
@@ -203,11 +211,60 @@ fn a_rewind_is_refused_while_a_turn_runs_and_for_a_turn_that_has_not_ended() {
         (422, "invalid_field".into())
     );
     assert_eq!(
-        code(rewind(&svc, &id, json!({"to_turn": 1, "files": true}))),
+        code(rewind(&svc, &id, json!({"to_turn": 1, "also": true}))),
         (422, "unknown_field".into())
     );
     assert_eq!(
-        code(rewind(&svc, "cr_nope", json!({"to_turn": 1}))),
+        code(rewind(
+            &svc,
+            &id,
+            json!({"to_turn": 1, "files": false, "conversation": false})
+        )),
+        (422, "invalid_body".into())
+    );
+    // The fake harness writes no message to cut its conversation at: a
+    // dry run says why, the rewind itself is refused and changes nothing.
+    let (status, v) = rewind(&svc, &id, json!({"to_turn": 1, "dry_run": true}));
+    assert_eq!(
+        (status, v["conversation"].as_str()),
+        (200, Some("unchanged")),
+        "{v}"
+    );
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({ "prompt": "run: echo 2 > a.txt" }),
+    );
+    assert_eq!(status, 200, "{v}");
+    await_turn_diff(&svc, &id, 2);
+    let (status, v) = rewind(&svc, &id, json!({"to_turn": 1, "dry_run": true}));
+    assert_eq!(
+        (status, v["conversation"].as_str()),
+        (200, Some("uncut")),
+        "{v}"
+    );
+    assert!(
+        v["conversation_why"]
+            .as_str()
+            .unwrap()
+            .ends_with("cannot be cut after turn 1: claude wrote no message in turn 1 to cut after. Nothing was changed."),
+        "{v}"
+    );
+    let (status, v) = rewind(&svc, &id, json!({"to_turn": 1}));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (409, Some("conversation_uncut")),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(folder.join("a.txt")).unwrap(),
+        "2\n"
+    );
+    assert_eq!(
+        code(rewind(
+            &svc,
+            "cr_nope",
+            json!({"to_turn": 1, "conversation": false})
+        )),
         (404, "session_not_found".into())
     );
     let (status, v) = svc.post(
@@ -218,7 +275,11 @@ fn a_rewind_is_refused_while_a_turn_runs_and_for_a_turn_that_has_not_ended() {
     wait_until("turn 2 runs", std::time::Duration::from_secs(10), || {
         folder.join("started.txt").exists().then_some(())
     });
-    let (status, v) = rewind(&svc, &id, json!({"to_turn": 1, "dry_run": true}));
+    let (status, v) = rewind(
+        &svc,
+        &id,
+        json!({"to_turn": 1, "conversation": false, "dry_run": true}),
+    );
     assert_eq!(
         (status, v["code"].as_str()),
         (409, Some("turn_running")),
@@ -233,8 +294,8 @@ fn a_rewind_is_refused_while_a_turn_runs_and_for_a_turn_that_has_not_ended() {
     );
     let (status, _) = svc.post(&format!("/v1/sessions/{id}/interrupt"), json!({}));
     assert_eq!(status, 200);
-    await_turn_diff(&svc, &id, 2);
-    let (status, v) = rewind(&svc, &id, json!({"to_turn": 1}));
+    await_turn_diff(&svc, &id, 3);
+    let (status, v) = rewind(&svc, &id, json!({"to_turn": 1, "conversation": false}));
     assert_eq!(status, 200, "{v}");
     assert!(!folder.join("started.txt").exists());
     assert_eq!(
@@ -254,7 +315,7 @@ fn with_snapshots_off_a_rewind_says_why_it_cannot_be() {
     ));
     let id = s["id"].as_str().unwrap().to_string();
     await_turns_ended(&svc, &id, 1);
-    let (status, v) = rewind(&svc, &id, json!({"to_turn": 1}));
+    let (status, v) = rewind(&svc, &id, json!({"to_turn": 1, "conversation": false}));
     assert_eq!(
         (status, v["code"].as_str()),
         (409, Some("snapshots_off")),

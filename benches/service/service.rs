@@ -342,6 +342,7 @@ pub(crate) fn claude_turn_spec(
     let turn = Turn {
         harness: Harness::Claude,
         native_id: None,
+        cut: None,
         plan_only: false,
         approvals: room_machines::session::ApprovalMode::Auto,
         folder,

@@ -86,6 +86,7 @@ pub(crate) fn startup(table: &mut Table) {
             let turn = Turn {
                 harness,
                 native_id: None,
+                cut: None,
                 plan_only: false,
                 approvals: room_machines::session::ApprovalMode::Auto,
                 folder: &folder,

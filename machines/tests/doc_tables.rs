@@ -930,6 +930,7 @@ fn session_restore_table() -> String {
         native_total: None,
         retrying: None,
         chosen: Default::default(),
+        cut: None,
     };
     let first = |mut t: Turn| {
         t.launch = true;

@@ -18,7 +18,7 @@ use room_machines::copy::{CopyMark, Observation};
 use room_machines::launch;
 use room_machines::session::{
     retry_difference, ApprovalId, ApprovalMode, ApprovalRequest, Attachment, Boundary, Budget,
-    Config, DecidedBy, Decision, Effect, Effort, Event, Exit, Failure, Input, LaunchEffect,
+    Config, Cut, DecidedBy, Decision, Effect, Effort, Event, Exit, Failure, Input, LaunchEffect,
     LaunchInput, ModelChoice, NewPrompt, Options, Outcome, Process, PromptId, Record, RelaunchMode,
     Session, Signal, Stage, StartFields, Timer, TurnSeq, TurnTail, Usage, UsageReport, Usd,
     KILL_WAIT, MAX_PENDING,
@@ -169,7 +169,12 @@ fn app() -> impl Strategy<Value = Input> {
         1 => mode().prop_map(Input::Relaunch),
         1 => Just(Input::ServiceStop),
         1 => Just(Input::RewindBegin),
-        1 => Just(Input::RewindOver),
+        1 => prop::option::of(Just(Cut {
+            after_turn: 1,
+            at: "m1".into(),
+            carried_by: None,
+        }))
+        .prop_map(|cut| Input::RewindOver { cut }),
     ]
 }
 
@@ -264,6 +269,14 @@ fn warm_act() -> impl Strategy<Value = Act> {
         1 => Just(Act::Restart),
         2 => Just(Act::SurvivorGone),
         3 => Just(Act::Snapshot),
+        1 => Just(Act::App(Input::RewindBegin)),
+        1 => Just(Act::App(Input::RewindOver {
+            cut: Some(Cut {
+                after_turn: 1,
+                at: "m1".into(),
+                carried_by: None,
+            })
+        })),
     ]
 }
 
@@ -1066,6 +1079,10 @@ impl World {
                 } => {
                     self.folder_was_recorded(*seq)?;
                     prop_assert!(!self.s.state().rewinding, "a turn went on during a rewind");
+                    prop_assert!(
+                        self.s.record().cut.is_none(),
+                        "a lingering process went on past a cut"
+                    );
                     prop_assert!(self.linger > 0, "{e:?} with no lingering");
                     let carries = self
                         .started_prompt
@@ -1209,9 +1226,21 @@ impl World {
                     seq,
                     choice,
                     attachments,
+                    resume,
+                    cut,
                     ..
                 } => {
                     self.folder_was_recorded(*seq)?;
+                    // A rewound conversation resumes at its cut until a turn
+                    // has run from it.
+                    let want = resume
+                        .as_ref()
+                        .and(self.s.record().cut.as_ref())
+                        .map(|c| c.at.clone());
+                    prop_assert_eq!(cut, &want, "the cut a spawn carries");
+                    if cut.is_some() {
+                        self.seen.insert("cut carried".into());
+                    }
                     self.spawned_with.insert(*seq, choice.clone());
                     self.spawned_images.insert(*seq, attachments.clone());
                     let r = self.s.record();
@@ -1794,6 +1823,7 @@ fn the_random_lives_reach_every_situation() {
         "refused QueueFull",
         "applied RewindBegin",
         "applied RewindOver",
+        "cut carried",
         "refused TurnRunning",
         "refused Rewinding",
         "steered",

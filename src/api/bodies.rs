@@ -14,7 +14,7 @@ use room_machines::session::Decision;
 use crate::attachments::check::{self, Checked};
 use crate::error::Refusal;
 use crate::harness::options::{check_model, Effort};
-use crate::runtime::{RelaunchMode, Start};
+use crate::runtime::{RelaunchMode, Rewind, Start};
 use crate::sessions::Kind;
 
 /// The largest body accepted (1 MiB), but for the two that may carry a
@@ -458,21 +458,37 @@ pub(crate) fn relaunch(body: &[u8]) -> Result<Relaunch, Refusal> {
 #[serde(deny_unknown_fields)]
 struct RewindBody {
     to_turn: f64,
+    #[serde(default = "yes")]
+    files: bool,
+    #[serde(default = "yes")]
+    conversation: bool,
     #[serde(default)]
     dry_run: bool,
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// Parses a rewind: the turn (a whole number from 1, as JSON Schema's
-/// integers are, `1.0` too) and whether it is a dry run.
-pub(crate) fn rewind(body: &[u8]) -> Result<(u64, bool), Refusal> {
+/// integers are, `1.0` too), which halves (both unless one is false) and
+/// whether it is a dry run.
+pub(crate) fn rewind(body: &[u8]) -> Result<Rewind, Refusal> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(Refusal::new(
             422,
             "invalid_body",
-            "The body must be a JSON object: {\"to_turn\": …, \"dry_run\": …}.",
+            "The body must be a JSON object: {\"to_turn\": …, \"files\": …, \"conversation\": …, \"dry_run\": …}.",
         ));
     }
-    let b: RewindBody = parse(body, &["to_turn", "dry_run"])?;
+    let b: RewindBody = parse(body, &["to_turn", "files", "conversation", "dry_run"])?;
+    if !b.files && !b.conversation {
+        return Err(Refusal::new(
+            422,
+            "invalid_body",
+            "Nothing to rewind: files and conversation are both false.",
+        ));
+    }
     let n = b.to_turn;
     if n.fract() != 0.0 || !(1.0..=u32::MAX as f64).contains(&n) {
         return Err(Refusal::new(
@@ -484,7 +500,12 @@ pub(crate) fn rewind(body: &[u8]) -> Result<(u64, bool), Refusal> {
             ),
         ));
     }
-    Ok((n as u64, b.dry_run))
+    Ok(Rewind {
+        to_turn: n as u64,
+        files: b.files,
+        conversation: b.conversation,
+        dry_run: b.dry_run,
+    })
 }
 
 #[cfg(test)]

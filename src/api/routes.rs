@@ -355,10 +355,7 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         Op::Relaunch => command(rt.relaunch(id, bodies::relaunch(body)?.mode)?),
         Op::Workspace => ok(rt.workspace(id)?),
         Op::TurnDiff => ok(rt.turn_diff(id, ids.get(1).map_or("", String::as_str))?),
-        Op::Rewind => {
-            let (to_turn, dry_run) = bodies::rewind(body)?;
-            ok(rt.rewind(id, to_turn, dry_run)?)
-        }
+        Op::Rewind => ok(rt.rewind(id, bodies::rewind(body)?)?),
         // Answered on the async thread before it gets here.
         Op::Stream | Op::Console | Op::ConsoleFile => Err(Refusal::new(
             500,

@@ -49,6 +49,8 @@ pub struct Turn<'a> {
     pub harness: Harness,
     /// The native session to resume, if any.
     pub native_id: Option<&'a str>,
+    /// Where a rewind cut its conversation (the harness's mark), if it did.
+    pub cut: Option<&'a str>,
     /// A read-only turn.
     pub plan_only: bool,
     /// Who answers the harness's approval requests.
@@ -79,6 +81,12 @@ pub fn build(
             return Err(format!("the native session ID {id:?} cannot be resumed"));
         }
     }
+    if let Some(at) = turn.cut {
+        // Read from the harness's own lines in the journal: as the ID.
+        if at.is_empty() || at.starts_with('-') || at.len() > 256 {
+            return Err(format!("the conversation cannot be cut at {at:.80?}"));
+        }
+    }
     let account = account::for_agent(config.agent_uid)?;
     let env = environment(
         std::env::vars_os(),
@@ -98,7 +106,10 @@ pub fn build(
     }
     let folder = turn.folder.to_string_lossy();
     let mut opening = codex::opening(&folder, turn.native_id, &modes, turn.options);
-    let mut args = turn.harness.argv(turn.native_id, &modes, turn.options);
+    opening.revert_before = turn.native_id.and(turn.cut).map(str::to_string);
+    let mut args = turn
+        .harness
+        .argv(turn.native_id, turn.cut, &modes, turn.options);
     if let Some((servers, file)) = turn.mcp {
         match (turn.harness, file) {
             (Harness::Claude, Some(file)) => {
@@ -412,6 +423,7 @@ mod tests {
                 let turn = Turn {
                     harness,
                     native_id: Some("abc"),
+                    cut: None,
                     plan_only: false,
                     approvals: ApprovalMode::Auto,
                     folder: Path::new("/work/s1"),
@@ -470,6 +482,7 @@ mod tests {
         let turn = |harness| Turn {
             harness,
             native_id: None,
+            cut: None,
             plan_only: false,
             approvals: ApprovalMode::Auto,
             folder: Path::new("/w"),
@@ -496,6 +509,7 @@ mod tests {
         let turn = Turn {
             harness: Harness::Codex,
             native_id: Some("--dangerously-bypass-approvals-and-sandbox"),
+            cut: None,
             plan_only: false,
             approvals: ApprovalMode::Auto,
             folder: Path::new("/w"),

@@ -61,11 +61,12 @@ impl Harness {
     pub fn argv(
         self,
         native_id: Option<&str>,
+        cut: Option<&str>,
         modes: &modes::Modes,
         options: options::Options,
     ) -> Vec<String> {
         match self {
-            Harness::Claude => claude::argv(native_id, modes, options),
+            Harness::Claude => claude::argv(native_id, cut, modes, options),
             Harness::Codex => codex::argv(modes),
         }
     }

@@ -269,6 +269,7 @@ impl Runtime {
                 seq,
                 prompt,
                 resume,
+                cut,
                 plan_only,
                 choice,
                 attachments,
@@ -277,6 +278,7 @@ impl Runtime {
                     prompt,
                     attachments,
                     resume,
+                    cut,
                     plan_only,
                     choice,
                 };

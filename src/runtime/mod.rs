@@ -9,6 +9,7 @@
 pub(crate) mod alarms;
 
 mod command_answer;
+mod conversation_cut;
 mod driver;
 mod follow;
 mod follow_state;
@@ -64,6 +65,7 @@ pub(crate) use crate::sessions::Start;
 pub(crate) use command_answer::CommandAnswer;
 use job::Job;
 pub(crate) use list_query::{ListQuery, DEFAULT_LIST, MAX_LIST};
+pub(crate) use rewind::Rewind;
 pub(crate) use room_machines::session::RelaunchMode;
 
 /// Everything the driver needs; shared by the API, the pool and turn threads.

@@ -12,14 +12,16 @@
 
 use std::collections::BTreeSet;
 
-use room_machines::session::{Boundary, Input, TurnSeq};
+use room_machines::session::{Boundary, Cut, Input, TurnSeq};
 use serde_json::{json, Value};
 
+use super::conversation_cut::{self, Mark};
 use super::driver::Pass;
 use super::snapshot_index::{last_at, Shot, SnapshotIndex};
 use super::snapshotting::summarize;
 use super::Runtime;
 use crate::error::Refusal;
+use crate::harness::Harness;
 use crate::journal::NewEvent;
 use crate::sessions::{lock, SessionRef};
 use crate::snapshot::{Snapshots, Taken, TreeId};
@@ -27,19 +29,44 @@ use crate::snapshot::{Snapshots, Taken, TreeId};
 /// The most conflicting paths an answer lists; the rest are counted.
 const MAX_CONFLICTS: usize = 1000;
 
+/// What a rewind is asked to do.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rewind {
+    /// The turn to go back to.
+    pub to_turn: TurnSeq,
+    /// Put the folder back.
+    pub files: bool,
+    /// Cut the harness's conversation after the turn.
+    pub conversation: bool,
+    /// Only say what it would do.
+    pub dry_run: bool,
+}
+
+/// The folder's half of a rewind, once planned.
+struct FilesPlan {
+    folder: std::path::PathBuf,
+    now: TreeId,
+    target: TreeId,
+}
+
 impl Runtime {
-    /// Rewinds session `id`'s folder to how turn `to_turn` left it, or with
-    /// `dry_run` says what that would change.
-    pub fn rewind(&self, id: &str, to_turn: TurnSeq, dry_run: bool) -> Result<Value, Refusal> {
+    /// Rewinds session `id` to how turn `to_turn` left it (its folder, its
+    /// conversation, or both), or with `dry_run` says what that would do.
+    pub(crate) fn rewind(&self, id: &str, ask: Rewind) -> Result<Value, Refusal> {
+        let to_turn = ask.to_turn;
         let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
-        let Some(snapshots) = self.snapshots.as_ref() else {
-            return Err(Refusal::new(
-                409,
-                "snapshots_off",
-                "This service records no snapshots (the config's snapshots is false), so no turn's folder can be put back.",
-            ));
+        let snapshots = match (ask.files, self.snapshots.as_ref()) {
+            (false, _) => None,
+            (true, Some(snapshots)) => Some(snapshots),
+            (true, None) => {
+                return Err(Refusal::new(
+                    409,
+                    "snapshots_off",
+                    "This service records no snapshots (the config's snapshots is false), so no turn's folder can be put back.",
+                ))
+            }
         };
-        let (folder, ran) = {
+        let (folder, ran, harness, native) = {
             let mut h = lock(&s);
             self.command(&mut h, Input::RewindBegin).map_err(|r| {
                 if r.code == "session_starting" {
@@ -53,12 +80,19 @@ impl Runtime {
                 }
             })?;
             let r = h.machine.record();
-            (h.start.folder.clone(), r.next_turn.saturating_sub(1))
+            let ran = r.next_turn.saturating_sub(1);
+            (
+                h.start.folder.clone(),
+                ran,
+                h.start.harness,
+                r.native_id.clone(),
+            )
         };
         let mut hold = Hold {
             rt: self,
             s: &s,
             event: None,
+            cut: None,
         };
         if to_turn > ran {
             // The session is there; the turn named in the body is not (yet):
@@ -69,6 +103,89 @@ impl Runtime {
                 format!("Session {id} has no turn {to_turn} that has ended."),
             ));
         }
+        let mut data =
+            json!({ "to_turn": to_turn, "dry_run": ask.dry_run, "conversation": "kept" });
+        let cut = match ask.conversation {
+            false => None,
+            true => match self.conversation_cut(id, harness, native.as_deref(), to_turn, ran) {
+                Ok(cut) => cut,
+                // A dry run says so; the rewind itself changes nothing.
+                Err(refusal) if ask.dry_run => {
+                    data["conversation_why"] = json!(refusal.message);
+                    data["conversation"] = json!("uncut");
+                    None
+                }
+                Err(refusal) => return Err(refusal),
+            },
+        };
+        if ask.conversation && data["conversation"] == "kept" {
+            data["conversation"] = json!(if cut.is_some() { "cut" } else { "unchanged" });
+        }
+        let plan = match snapshots {
+            Some(snapshots) => Some(self.plan_files(id, snapshots, folder, to_turn, &mut data)?),
+            None => None,
+        };
+        if ask.dry_run {
+            return Ok(data);
+        }
+        let failure = match (snapshots, plan) {
+            (Some(snapshots), Some(plan)) => {
+                self.restore_files(id, snapshots, plan, ran, to_turn, &mut data)
+            }
+            _ => None,
+        };
+        hold.cut = cut;
+        hold.event = Some(NewEvent::new("rewound", &data));
+        drop(hold);
+        match failure {
+            None => Ok(data),
+            Some(why) => Err(Refusal::new(
+                500,
+                "rewind_failed",
+                format!("The rewind of session {id} to turn {to_turn} stopped part way: {why}. Its rewound event says what the folder holds now."),
+            )),
+        }
+    }
+
+    /// Where the conversation is cut after turn `to_turn` (none when
+    /// nothing follows it), from the journal.
+    fn conversation_cut(
+        &self,
+        id: &str,
+        harness: Harness,
+        native: Option<&str>,
+        to_turn: TurnSeq,
+        ran: TurnSeq,
+    ) -> Result<Option<Cut>, Refusal> {
+        if to_turn == ran {
+            return Ok(None);
+        }
+        let journal = self.journal(id).ok_or_else(|| Refusal::no_session(id))?;
+        match conversation_cut::mark(&journal, harness, native, to_turn) {
+            Ok(Mark::At(at)) => Ok(Some(Cut {
+                after_turn: to_turn,
+                at,
+                carried_by: None,
+            })),
+            Ok(Mark::Nothing) => Ok(None),
+            Err(why) => Err(Refusal::new(
+                409,
+                "conversation_uncut",
+                format!("The conversation of session {id} cannot be cut after turn {to_turn}: {why}. Nothing was changed."),
+            )),
+        }
+    }
+
+    /// The folder's half: what would change and the conflicts, into
+    /// `data`; the trees to restore between.
+    fn plan_files(
+        &self,
+        id: &str,
+        snapshots: &Snapshots,
+        folder: std::path::PathBuf,
+        to_turn: TurnSeq,
+        data: &mut Value,
+    ) -> Result<FilesPlan, Refusal> {
         let index = SnapshotIndex::of(&self.config.state_dir, id);
         let shots = index.read().map_err(|e| unreadable(id, to_turn, e))?;
         let not_recorded = |why: &str| {
@@ -97,8 +214,9 @@ impl Runtime {
                 ));
             }
         };
-        let unreadable = |e| unreadable(id, to_turn, e);
-        let files = snapshots.changes(&now, &target).map_err(unreadable)?;
+        let files = snapshots
+            .changes(&now, &target)
+            .map_err(|e| unreadable(id, to_turn, e))?;
         let (mut conflicts, complete) = conflicts(snapshots, &shots[at + 1..], &target, &now);
         // Only what the rewind would change: work of someone's that it
         // overwrites or removes.
@@ -107,25 +225,38 @@ impl Runtime {
             .flat_map(|f| std::iter::once(f.path.as_str()).chain(f.from.as_deref()))
             .collect();
         conflicts.retain(|p| touched.contains(p.as_str()));
-        let mut data = json!({
-            "to_turn": to_turn,
-            "dry_run": dry_run,
-            "conflicts": conflicts.iter().take(MAX_CONFLICTS).collect::<Vec<_>>(),
-            "conflicts_total": conflicts.len(),
-            "conflicts_complete": complete,
-            // The folder only: the harness's conversation still holds the
-            // turns after `to_turn`.
-            "conversation": "kept",
-        });
-        summarize(&mut data, &files);
+        data["conflicts"] = json!(conflicts.iter().take(MAX_CONFLICTS).collect::<Vec<_>>());
+        data["conflicts_total"] = json!(conflicts.len());
+        data["conflicts_complete"] = json!(complete);
+        summarize(data, &files);
         if !skipped.is_empty() {
             // Entries a snapshot cannot record (a FIFO, an unreadable
             // file) are neither saved nor removed: a rewind leaves them.
             data["left"] = json!(&skipped[..skipped.len().min(MAX_CONFLICTS)]);
         }
-        if dry_run {
-            return Ok(data);
-        }
+        Ok(FilesPlan {
+            folder,
+            now,
+            target,
+        })
+    }
+
+    /// Puts the folder back, records it after and indexes the rewind; what
+    /// it did goes into `data`. Why it stopped part way, if it did.
+    fn restore_files(
+        &self,
+        id: &str,
+        snapshots: &Snapshots,
+        plan: FilesPlan,
+        ran: TurnSeq,
+        to_turn: TurnSeq,
+        data: &mut Value,
+    ) -> Option<String> {
+        let FilesPlan {
+            folder,
+            now,
+            target,
+        } = plan;
         data["before_tree"] = json!(now);
         let restored = snapshots.restore(&folder, &now, &target);
         let after = match snapshots.take(&folder) {
@@ -138,11 +269,12 @@ impl Runtime {
         if after.is_none() {
             line.missing = Some("the folder could not be recorded after the rewind".into());
         }
+        let index = SnapshotIndex::of(&self.config.state_dir, id);
         if let Err(e) = index.append(&line) {
             log::error!("{id}: cannot record its rewind to turn {to_turn}: {e}");
         }
         data["tree"] = json!(after);
-        let failure = match restored {
+        match restored {
             Ok(r) => {
                 data["written"] = json!(r.written);
                 data["deleted"] = json!(r.deleted);
@@ -153,16 +285,6 @@ impl Runtime {
                 data["error"] = json!(why);
                 Some(why)
             }
-        };
-        hold.event = Some(NewEvent::new("rewound", &data));
-        drop(hold);
-        match failure {
-            None => Ok(data),
-            Some(why) => Err(Refusal::new(
-                500,
-                "rewind_failed",
-                format!("The rewind of session {id} to turn {to_turn} stopped part way: {why}. Its rewound event says what the folder holds now."),
-            )),
         }
     }
 }
@@ -176,12 +298,15 @@ fn unreadable(id: &str, turn: TurnSeq, e: std::io::Error) -> Refusal {
 }
 
 /// The machine's hold on the queue for one rewind: dropped, it journals
-/// the rewind's event (if any) and lets the queue go, in one pass under
-/// the session's lock, on every way out.
+/// the rewind's event (if any) and lets the queue go (from the cut, if
+/// the conversation was cut), in one pass under the session's lock, on
+/// every way out.
 struct Hold<'a> {
     rt: &'a Runtime,
     s: &'a SessionRef,
     event: Option<NewEvent>,
+    /// Where the conversation is cut, once the rewind is done.
+    cut: Option<Cut>,
 }
 
 impl Drop for Hold<'_> {
@@ -189,7 +314,8 @@ impl Drop for Hold<'_> {
         let mut h = lock(self.s);
         let mut pass = Pass::default();
         pass.events.extend(self.event.take());
-        self.rt.step(&mut h, Input::RewindOver);
+        let cut = self.cut.take();
+        self.rt.step(&mut h, Input::RewindOver { cut });
         self.rt.pass(&mut h, pass);
     }
 }

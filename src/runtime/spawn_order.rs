@@ -11,6 +11,8 @@ pub(super) struct SpawnOrder {
     pub attachments: Vec<Attachment>,
     /// The native session it resumes, if any.
     pub resume: Option<String>,
+    /// Where a rewind cut its conversation, if it did.
+    pub cut: Option<String>,
     /// Plan only.
     pub plan_only: bool,
     /// The model and effort in force.

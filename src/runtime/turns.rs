@@ -77,6 +77,7 @@ impl Runtime {
             prompt,
             attachments,
             resume,
+            cut,
             plan_only,
             choice,
         } = order;
@@ -93,6 +94,7 @@ impl Runtime {
         let turn = command::Turn {
             harness,
             native_id: resume.as_deref(),
+            cut: cut.as_deref(),
             plan_only,
             approvals: sessions::options(&s.start).approvals,
             folder: &folder,

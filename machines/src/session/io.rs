@@ -11,7 +11,7 @@ use super::event::Event;
 use super::launch_io::LaunchInput;
 use super::prompt::{NewPrompt, Prompt};
 use super::usage::UsageReport;
-use super::values::{Boundary, Exit, JournalCap, RelaunchMode};
+use super::values::{Boundary, Cut, Exit, JournalCap, RelaunchMode};
 use super::values::{Process, PromptId, TurnSeq};
 use crate::launch;
 use crate::launch::LaunchEffect;
@@ -129,8 +129,13 @@ pub enum Input {
     /// `POST …/rewind`: hold the queue while the folder is put back (no
     /// turn may be running or about to start); `RewindOver` lets it go.
     RewindBegin,
-    /// The rewind that `RewindBegin` held the queue for is over.
-    RewindOver,
+    /// The rewind that `RewindBegin` held the queue for is over; with a
+    /// cut, the conversation ends where it says from the next process on
+    /// (a lingering one ends).
+    RewindOver {
+        /// Where the conversation is cut, if it is.
+        cut: Option<Cut>,
+    },
     /// `POST …/messages`: queue a prompt, which may choose the model and
     /// effort of its turn and the turns after it.
     Message(NewPrompt),
@@ -352,6 +357,9 @@ pub enum Effect {
         prompt: String,
         /// The native session to resume, if any.
         resume: Option<String>,
+        /// Where its conversation is cut (a rewind's mark), if it is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cut: Option<String>,
         /// Plan only.
         plan_only: bool,
         /// The model and effort the process runs.

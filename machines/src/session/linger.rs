@@ -56,6 +56,7 @@ impl Session {
         });
         let t = self.state.record.turn.clone().expect("the live turn");
         self.record_after(now, &t);
+        self.cut_carried(&t);
         let until = now.saturating_add(self.config.linger);
         self.state.timers.set(Deadline::Linger, until);
         self.pump(now);
@@ -123,6 +124,10 @@ impl Session {
     /// chose: not when it changes an effort the harness takes only when
     /// its process starts.
     pub(super) fn takes_in_place(&self) -> bool {
+        // A cut conversation goes on only in a process resumed at the cut.
+        if self.state.record.cut.is_some() {
+            return false;
+        }
         let Some(next) = self.state.record.queue.front() else {
             return true;
         };

@@ -169,7 +169,7 @@ pub use retry::{retry_difference, StartFields};
 pub use tail::TurnTail;
 pub use timers::{Deadline, TimerTable};
 pub use usage::{Usage, UsageReport, Usd};
-pub use values::{Boundary, Exit, JournalCap, RelaunchMode, SnapshotGate};
+pub use values::{Boundary, Cut, Exit, JournalCap, RelaunchMode, SnapshotGate};
 
 /// Everything a session knows, in memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -390,7 +390,7 @@ impl Session {
         let outcome = match input {
             Input::Message(prompt) => self.handle_message(now, prompt),
             Input::RewindBegin => self.handle_rewind_begin(),
-            Input::RewindOver => self.handle_rewind_over(now),
+            Input::RewindOver { cut } => self.handle_rewind_over(now, cut),
             Input::Steer(text) => self.handle_steer(now, text),
             Input::SetBudget(budget) => self.handle_set_budget(now, budget),
             Input::Stop => self.handle_stop(now),
@@ -575,10 +575,18 @@ impl Session {
         };
         let seq = r.next_turn;
         r.next_turn += 1;
+        // Marked as carried once the process is there (`TurnSpawned`),
+        // when the record is written.
+        let cut = r
+            .native_id
+            .as_ref()
+            .and(r.cut.as_ref())
+            .map(|c| c.at.clone());
         self.staged.push(Effect::SpawnTurn {
             seq,
             prompt: prompt.text.to_string(),
             resume: r.native_id.clone(),
+            cut,
             plan_only,
             choice: self.options.choice.with(&r.chosen).with(&prompt.choice),
             attachments: prompt.attachments.clone(),

@@ -16,7 +16,7 @@ use super::usage::Usage;
 
 pub use super::phase::{Phase, Run, Turn};
 pub use super::prompt::{NewPrompt, Prompt, Text};
-pub use super::values::{EndWhy, Process, PromptId, TurnSeq};
+pub use super::values::{Cut, EndWhy, Process, PromptId, TurnSeq};
 
 /// Where a session is in its life: the one state enum, persisted.
 ///
@@ -111,6 +111,9 @@ pub struct Record {
     /// [`Options::choice`]: super::Options::choice
     #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
     pub chosen: ModelChoice,
+    /// Where a rewind cut the conversation, until a turn has run from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<Cut>,
 }
 
 fn one() -> u64 {
@@ -136,6 +139,7 @@ impl Record {
             native_total: None,
             retrying: None,
             chosen: ModelChoice::default(),
+            cut: None,
         }
     }
 }

@@ -2,10 +2,14 @@
 //! folder back as a turn left it. The machine decides when one may begin
 //! (no turn running or about to start, the last turn's folder recorded)
 //! and starts no turn until it is over: a message sent meanwhile waits in
-//! the queue, and a launch's first turn waits for it.
+//! the queue, and a launch's first turn waits for it. A rewind of the
+//! conversation leaves a [`Cut`] in the record: the next process resumes
+//! the native session cut there (a lingering one, whose conversation
+//! holds the turns after it, ends), and once a turn that carried it has
+//! run, the harness's own conversation goes on from the cut.
 
 use super::io::{Outcome, Refusal};
-use super::record::Stage;
+use super::record::{Cut, Phase, Stage, Turn};
 use super::Session;
 use crate::time::Millis;
 
@@ -45,12 +49,38 @@ impl Session {
         Outcome::Applied
     }
 
-    /// `RewindOver`: the queue goes on.
-    pub(super) fn handle_rewind_over(&mut self, now: Millis) -> Outcome {
+    /// `RewindOver`: the queue goes on, from the cut if there is one.
+    pub(super) fn handle_rewind_over(&mut self, now: Millis, cut: Option<Cut>) -> Outcome {
         if !std::mem::take(&mut self.state.rewinding) {
             return Outcome::Ignored;
         }
+        if let Some(cut) = cut {
+            self.rec().cut = Some(Cut {
+                carried_by: None,
+                ..cut
+            });
+            self.end_linger(now);
+        }
         self.pump(now);
         Outcome::Applied
+    }
+
+    /// Turn `turn` is over: if it carried the cut and had its prompt, the
+    /// harness's conversation now goes on from the cut, which is done
+    /// with; if it never ran, the next process carries it again.
+    pub(super) fn cut_carried(&mut self, turn: &Turn) {
+        let Some(cut) = &self.state.record.cut else {
+            return;
+        };
+        if cut.carried_by != Some(turn.seq) {
+            return;
+        }
+        let ran = matches!(turn.phase, Phase::Prompted(_) | Phase::Lingering { .. });
+        let r = self.rec();
+        if ran {
+            r.cut = None;
+        } else if let Some(cut) = r.cut.as_mut() {
+            cut.carried_by = None;
+        }
     }
 }

@@ -81,6 +81,11 @@ impl Session {
         let (prompt, ending, launch) = (t.prompt.id, t.ending, t.launch);
         let resume = self.state.record.native_id.clone();
         let r = self.rec();
+        if r.native_id.is_some() {
+            if let Some(cut) = r.cut.as_mut() {
+                cut.carried_by = Some(seq);
+            }
+        }
         let t = r.turn.as_mut().expect("checked above");
         // Its choice is in force from the turn that runs it.
         r.chosen = r.chosen.with(&t.prompt.choice);
@@ -258,6 +263,7 @@ impl Session {
             usage,
         });
         self.record_after(now, &turn);
+        self.cut_carried(&turn);
         self.settle(now, turn, stdin, End::Exited(exit, detail));
         self.carry_on(now);
         Outcome::Applied
@@ -285,6 +291,7 @@ impl Session {
             usage,
         });
         self.record_after(now, &turn);
+        self.cut_carried(&turn);
         // A restored turn: this run said nothing on its stdin.
         let stdin = std::mem::take(&mut self.state.stdin);
         self.settle(now, turn, stdin, End::Gone);

@@ -128,6 +128,23 @@ pub enum Boundary {
     After,
 }
 
+/// Where a rewind cut the harness's conversation: after turn
+/// `after_turn`, at the harness's own mark (claude: the uuid of that
+/// turn's last message; codex: the id of its first turn after it). The
+/// next process resumes the native session cut there; once a turn that
+/// carried it has run, the harness's conversation goes on from the cut
+/// and the next resumes as usual.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cut {
+    /// The turn the conversation ends with.
+    pub after_turn: TurnSeq,
+    /// The harness's mark (opaque to the machine).
+    pub at: String,
+    /// The turn whose process was started with it, until that turn ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_by: Option<TurnSeq>,
+}
+
 /// The snapshot before the next turn: asked for, and whether it came back
 /// (or its wait ran out). Not in the record: a restart asks again.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

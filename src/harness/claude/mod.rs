@@ -2,7 +2,8 @@
 //! wire types it reads and writes (protocol.rs) and its side of the
 //! talker (talk.rs). Here: the argv of its process, `claude -p
 //! --input-format stream-json --output-format stream-json --verbose
-//! --permission-prompt-tool stdio [--resume <id>] --permission-mode <mode>
+//! --permission-prompt-tool stdio [--resume <id> [--resume-session-at
+//! <uuid>]] --permission-mode <mode>
 //! [--allowedTools <tool>...]`, the prompt a user message on stdin (so no
 //! prompt can be taken for an option). The turn's first event,
 //! `{"type":"system","subtype":"init","session_id":…}`, names the session
@@ -16,11 +17,22 @@ use super::modes::Modes;
 use super::options::Options;
 use protocol::PROTOCOL_ARGS;
 
-/// The argv (without the program) of one turn.
-pub fn argv(native_id: Option<&str>, modes: &Modes, options: Options) -> Vec<String> {
+/// The argv (without the program) of one turn; `cut` is a rewind's: the
+/// uuid of the message the resumed conversation ends with
+/// (`--resume-session-at`, which the Agent SDK's `resumeSessionAt`
+/// passes; claude drops what followed it and the turn goes on from it).
+pub fn argv(
+    native_id: Option<&str>,
+    cut: Option<&str>,
+    modes: &Modes,
+    options: Options,
+) -> Vec<String> {
     let mut a: Vec<String> = PROTOCOL_ARGS.iter().map(|s| s.to_string()).collect();
     if let Some(id) = native_id {
         a.extend(["--resume".into(), id.into()]);
+        if let Some(at) = cut {
+            a.extend(["--resume-session-at".into(), at.into()]);
+        }
     }
     a.extend(["--permission-mode".into(), modes.claude.flag().into()]);
     // Each value is one argument after its option: checked by the API to
@@ -58,7 +70,7 @@ mod tests {
             effort: Some(Effort::Max),
             instructions: Some("--print this\nand that"),
         };
-        let a = argv(None, &config.modes(true), options);
+        let a = argv(None, None, &config.modes(true), options);
         assert_eq!(
             a[a.len() - 6..],
             [
@@ -73,9 +85,24 @@ mod tests {
     }
 
     #[test]
+    fn a_rewound_conversation_resumes_at_its_cut() {
+        let config = Config::default();
+        let modes = config.modes(false);
+        let a = argv(Some("abc"), Some("u1"), &modes, Options::default());
+        let at = a.iter().position(|x| x == "--resume").unwrap();
+        assert_eq!(
+            a[at..at + 4],
+            ["--resume", "abc", "--resume-session-at", "u1"]
+        );
+        // Nothing to cut without a session to resume.
+        let a = argv(None, Some("u1"), &modes, Options::default());
+        assert!(!a.iter().any(|x| x.starts_with("--resume")), "{a:?}");
+    }
+
+    #[test]
     fn resumes_by_native_id_and_plans_read_only() {
         let config = Config::default();
-        let a = argv(Some("abc"), &config.modes(false), Options::default());
+        let a = argv(Some("abc"), None, &config.modes(false), Options::default());
         assert_eq!(
             a,
             [
@@ -95,7 +122,7 @@ mod tests {
                 "Bash"
             ]
         );
-        let a = argv(None, &config.modes(true), Options::default());
+        let a = argv(None, None, &config.modes(true), Options::default());
         assert_eq!(
             a,
             [

@@ -238,6 +238,16 @@ pub(crate) struct TurnInterruptParams<'a> {
     pub turn_id: &'a str,
 }
 
+/// `thread/revert`'s parameters: the thread's history cut before a turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ThreadRevertParams<'a> {
+    /// The thread.
+    pub thread_id: &'a str,
+    /// The first turn dropped, with every turn after it.
+    pub before_turn_id: &'a str,
+}
+
 /// The answer to an approval request (command or file change).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub(crate) struct ApprovalAnswer {
@@ -347,6 +357,18 @@ pub(crate) fn turn_steer(id: u64, thread_id: &str, expected_turn_id: &str, text:
             thread_id,
             expected_turn_id,
             input: vec![UserInput::Text { text }],
+        },
+    )
+}
+
+/// `turn/interrupt`.
+pub(crate) fn thread_revert(id: u64, thread_id: &str, before_turn_id: &str) -> String {
+    request(
+        id,
+        "thread/revert",
+        ThreadRevertParams {
+            thread_id,
+            before_turn_id,
         },
     )
 }

@@ -51,6 +51,9 @@ pub struct Opening {
     pub cwd: String,
     /// The thread to resume, if any.
     pub resume: Option<String>,
+    /// A rewind's cut: the resumed thread's history is reverted to before
+    /// this turn (`thread/revert`) before the prompt goes.
+    pub revert_before: Option<String>,
     /// When codex asks.
     pub approval_policy: ApprovalPolicy,
     /// Its sandbox.
@@ -70,6 +73,7 @@ pub struct Opening {
 enum Waiting {
     Initialize,
     Thread,
+    Revert,
     Turn,
     Steer { prompt: PromptId, text: String },
     Other,
@@ -160,8 +164,9 @@ impl CodexTalk {
                 Some(Waiting::Thread) => match codex::thread_id(&result) {
                     Some(thread) => {
                         self.thread = Some(thread);
-                        if let Some((text, images)) = self.prompt.take() {
-                            hearing.writes.push(self.turn_start(text, &images, None));
+                        match self.opening.revert_before.clone() {
+                            Some(turn) => hearing.writes.push(self.revert(&turn)),
+                            None => self.prompt_now(&mut hearing),
                         }
                     }
                     None => {
@@ -170,6 +175,10 @@ impl CodexTalk {
                         ))
                     }
                 },
+                Some(Waiting::Revert) => {
+                    self.opening.revert_before = None;
+                    self.prompt_now(&mut hearing);
+                }
                 Some(Waiting::Turn) => {
                     self.starting = false;
                     if let Some(turn) = codex::turn_id(&result) {
@@ -179,6 +188,12 @@ impl CodexTalk {
                 _ => {}
             },
             Incoming::Error { id, message } => match self.answered(&id) {
+                Some(Waiting::Revert) => {
+                    hearing.heard = Some(Heard::PromptRefused(format!(
+                        "codex could not cut the conversation where the rewind asked: {}",
+                        cut(&message, TEXT_MAX)
+                    )));
+                }
                 Some(Waiting::Initialize | Waiting::Thread | Waiting::Turn) => {
                     self.starting = false;
                     hearing.heard = Some(Heard::PromptRefused(format!(
@@ -298,6 +313,24 @@ impl CodexTalk {
             carries: Carries::Prompt,
         })
         .collect()
+    }
+
+    /// The prompt kept through the opening goes now.
+    fn prompt_now(&mut self, hearing: &mut Hearing) {
+        if let Some((text, images)) = self.prompt.take() {
+            hearing.writes.push(self.turn_start(text, &images, None));
+        }
+    }
+
+    /// `thread/revert` to before `turn`; it carries the prompt, which
+    /// waits for its answer.
+    fn revert(&mut self, turn: &str) -> Out {
+        let id = self.ask(Waiting::Revert);
+        let thread = self.thread.as_deref().unwrap_or_default();
+        Out {
+            line: codex::thread_revert(id, thread, turn),
+            carries: Carries::Prompt,
+        }
     }
 
     fn turn_start(&mut self, text: String, images: &[Image], model: Option<&str>) -> Out {

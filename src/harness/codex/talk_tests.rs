@@ -19,6 +19,7 @@ fn opening(resume: Option<&str>) -> Opening {
     Opening {
         cwd: "<work>".into(),
         resume: resume.map(str::to_string),
+        revert_before: None,
         approval_policy: ApprovalPolicy::Untrusted,
         sandbox: SandboxMode::WorkspaceWrite,
         model: None,
@@ -111,6 +112,49 @@ fn a_resumed_thread_is_resumed_and_an_unknown_one_refuses_the_prompt() {
         talk.hear(refused).heard,
         Some(Heard::PromptRefused(
             "codex refused the turn: no rollout found for thread id t-1".into()
+        ))
+    );
+}
+
+#[test]
+fn a_rewound_thread_is_reverted_before_its_prompt_and_a_refused_revert_refuses_it() {
+    let mut o = opening(Some("t-1"));
+    o.revert_before = Some("turn-2".into());
+    let mut talk = CodexTalk::new(o.clone());
+    let said = talk.say(Said::prompt("hi".into()));
+    assert_eq!(json(&said[2])["method"], "thread/resume");
+    let resumed = r#"{"id":2,"result":{"thread":{"id":"t-1"}}}"#;
+    let writes = talk.hear(resumed).writes;
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(json(&writes[0])["method"], "thread/revert");
+    assert_eq!(
+        json(&writes[0])["params"],
+        serde_json::json!({"threadId": "t-1", "beforeTurnId": "turn-2"})
+    );
+    let id = json(&writes[0])["id"].clone();
+    let writes = talk
+        .hear(&format!(
+            r#"{{"id":{id},"result":{{"thread":{{"id":"t-1"}}}}}}"#
+        ))
+        .writes;
+    assert_eq!(
+        json(&writes[0])["method"],
+        "turn/start",
+        "the prompt goes now"
+    );
+    assert_eq!(json(&writes[0])["params"]["input"][0]["text"], "hi");
+
+    let mut talk = CodexTalk::new(o);
+    talk.say(Said::prompt("hi".into()));
+    let writes = talk.hear(resumed).writes;
+    let id = json(&writes[0])["id"].clone();
+    let refused =
+        format!(r#"{{"id":{id},"error":{{"code":-32600,"message":"unknown turn turn-2"}}}}"#);
+    assert_eq!(
+        talk.hear(&refused).heard,
+        Some(Heard::PromptRefused(
+            "codex could not cut the conversation where the rewind asked: unknown turn turn-2"
+                .into()
         ))
     );
 }

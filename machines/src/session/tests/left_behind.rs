@@ -60,6 +60,7 @@ fn the_turns_end_stops_the_grace_and_the_kill_wait() {
             seq: 3,
             prompt: "three".into(),
             resume: Some("n1".into()),
+            cut: None,
             plan_only: false,
             choice: Default::default(),
             attachments: Vec::new(),

@@ -182,6 +182,7 @@ fn a_warm_follow_up_with_no_sign_of_life_runs_once_more_in_a_new_process() {
             seq: 4,
             prompt: "three".into(),
             resume: Some("n1".into()),
+            cut: None,
             plan_only: false,
             choice: Default::default(),
             attachments: Vec::new(),

@@ -3,6 +3,7 @@
 //! it is over.
 
 use super::*;
+use crate::session::Cut;
 
 fn outcome(t: &mut T, input: Input) -> Outcome {
     let now = t.now;
@@ -57,7 +58,7 @@ fn a_rewind_holds_the_queue_until_it_is_over() {
             .any(|e| matches!(e, Effect::Snapshot { .. } | Effect::SpawnTurn { .. })),
         "{e:?}"
     );
-    let e = t.go(Input::RewindOver);
+    let e = t.go(Input::RewindOver { cut: None });
     assert!(
         has(
             &e,
@@ -68,7 +69,10 @@ fn a_rewind_holds_the_queue_until_it_is_over() {
         ),
         "{e:?}"
     );
-    assert_eq!(outcome(&mut t, Input::RewindOver), Outcome::Ignored);
+    assert_eq!(
+        outcome(&mut t, Input::RewindOver { cut: None }),
+        Outcome::Ignored
+    );
 }
 
 #[test]
@@ -77,7 +81,7 @@ fn a_lingering_process_is_no_running_turn_and_stays_for_the_next_message() {
     assert!(t.s.lingering());
     assert_eq!(outcome(&mut t, Input::RewindBegin), Outcome::Applied);
     t.go(Input::message("two".into()));
-    let e = t.go(Input::RewindOver);
+    let e = t.go(Input::RewindOver { cut: None });
     assert!(!has(&e, &term(1)), "{e:?}");
     let e = t.go(taken(2, Boundary::Before));
     assert!(
@@ -115,7 +119,7 @@ fn no_rewind_while_a_turn_runs_is_about_to_or_is_being_recorded() {
     t.go(taken(2, Boundary::After));
     assert_eq!(outcome(&mut t, Input::RewindBegin), Outcome::Applied);
     // Closed: nothing more happens to the session.
-    t.go(Input::RewindOver);
+    t.go(Input::RewindOver { cut: None });
     t.go(Input::Close);
     assert_eq!(
         outcome(&mut t, Input::RewindBegin),
@@ -141,7 +145,7 @@ fn a_relaunch_during_a_rewind_runs_its_first_turn_after_it() {
         !e.iter().any(|e| matches!(e, Effect::Snapshot { .. })),
         "{e:?}"
     );
-    let e = t.go(Input::RewindOver);
+    let e = t.go(Input::RewindOver { cut: None });
     assert!(
         has(
             &e,
@@ -152,4 +156,61 @@ fn a_relaunch_during_a_rewind_runs_its_first_turn_after_it() {
         ),
         "{e:?}"
     );
+}
+
+fn cut() -> Cut {
+    Cut {
+        after_turn: 1,
+        at: "m1".into(),
+        carried_by: None,
+    }
+}
+
+/// The cut the next `SpawnTurn` in `e` carries, and whether there is one.
+fn spawn_cut(e: &[Effect]) -> Option<Option<String>> {
+    e.iter().find_map(|e| match e {
+        Effect::SpawnTurn { cut, .. } => Some(cut.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_cut_conversation_ends_the_lingering_process_and_the_next_resumes_at_the_cut_once() {
+    let mut t = idle_after_one(60_000);
+    t.go(Input::RewindBegin);
+    let e = t.go(Input::RewindOver { cut: Some(cut()) });
+    assert!(has(&e, &Effect::CloseInput { seq: 1 }), "{e:?}");
+    assert!(has(&e, &Effect::Persist), "the cut is durable: {e:?}");
+    // A message waits for the process to go, then spawns at the cut.
+    let e = t.go(Input::message("two".into()));
+    assert_eq!(spawns(&e), 0, "{e:?}");
+    t.end(1, Exit::Code(0));
+    let e = t.go(taken(2, Boundary::Before));
+    assert_eq!(spawn_cut(&e), Some(Some("m1".into())), "{e:?}");
+    t.go(Input::TurnSpawned { seq: 2, process: P });
+    assert_eq!(t.s.record().cut.as_ref().unwrap().carried_by, Some(2));
+    t.named(2);
+    t.finished(2);
+    assert_eq!(t.s.record().cut, None, "a turn ran from the cut");
+    // The next process resumes as usual.
+    t.go(taken(2, Boundary::After));
+    t.go(Input::message("three".into()));
+    t.end(2, Exit::Code(0));
+    let e = t.go(taken(3, Boundary::Before));
+    assert_eq!(spawn_cut(&e), Some(None), "{e:?}");
+}
+
+#[test]
+fn a_turn_that_never_had_its_prompt_leaves_the_cut_for_the_next() {
+    let mut t = idle_after_one(0);
+    t.go(Input::RewindBegin);
+    t.go(Input::RewindOver { cut: Some(cut()) });
+    t.go(Input::message("two".into()));
+    let e = t.go(taken(2, Boundary::Before));
+    assert_eq!(spawn_cut(&e), Some(Some("m1".into())));
+    t.go(Input::SpawnFailed {
+        seq: 2,
+        reason: "no such program".into(),
+    });
+    assert!(t.s.record().cut.is_some(), "not carried: it stays");
 }

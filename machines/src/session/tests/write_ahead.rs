@@ -178,6 +178,7 @@ fn a_warm_turn_its_harness_never_printed_for_runs_again_as_the_next_turn() {
                 seq: 4,
                 prompt: "three".into(),
                 resume: Some("n1".into()),
+                cut: None,
                 plan_only: false,
                 choice: Default::default(),
                 attachments: Vec::new(),

@@ -1,0 +1,193 @@
+//! Where a rewind cuts a harness's conversation, read from the session's
+//! journal (the harness's own lines): claude's after the last message it
+//! wrote in the turn (its `uuid`, for `--resume-session-at`), codex's
+//! before the first turn of its own that began after the turn (its id,
+//! for `thread/revert`). Only within the native session the harness runs
+//! now: a turn of an earlier one (before a restart) cannot be cut to.
+
+use room_machines::session::TurnSeq;
+use serde_json::Value;
+
+use crate::harness::Harness;
+use crate::journal::Journal;
+
+/// How many journal lines are read at a time.
+const PAGE: usize = 1000;
+
+/// What the journal says about cutting the conversation after a turn.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Mark {
+    /// Cut there (the harness's mark).
+    At(String),
+    /// The harness's conversation holds nothing after the turn.
+    Nothing,
+}
+
+/// Where session `journal`'s conversation (run by `harness`, its native
+/// session `native` now) is cut after turn `turn`; a sentence when it
+/// cannot be.
+pub(super) fn mark(
+    journal: &Journal,
+    harness: Harness,
+    native: Option<&str>,
+    turn: TurnSeq,
+) -> Result<Mark, String> {
+    let mut scan = Scan {
+        harness,
+        turn,
+        current: None,
+        session: None,
+        last_message: None,
+        next_turn: None,
+    };
+    let mut after = 0;
+    loop {
+        let lines = journal
+            .lines(after, PAGE)
+            .map_err(|e| format!("its journal cannot be read: {e}"))?;
+        let Some(last) = lines.last() else { break };
+        after = last.seq;
+        for line in &lines {
+            let Ok(event) = serde_json::from_str::<Value>(&line.json) else {
+                continue;
+            };
+            if scan.feed(&line.kind, &event["data"]) {
+                return scan.finish(native);
+            }
+        }
+    }
+    scan.finish(native)
+}
+
+/// The journal read so far.
+struct Scan {
+    harness: Harness,
+    turn: TurnSeq,
+    /// The turn whose lines these are.
+    current: Option<TurnSeq>,
+    /// The native session turn `turn` ran in.
+    session: Option<String>,
+    /// claude: the uuid of the last message it wrote in turn `turn`.
+    last_message: Option<String>,
+    /// codex: its first turn begun after turn `turn`.
+    next_turn: Option<String>,
+}
+
+impl Scan {
+    /// Takes one event; whether the scan is done.
+    fn feed(&mut self, kind: &str, data: &Value) -> bool {
+        match kind {
+            "turn_started" => {
+                self.current = data["turn"].as_u64();
+                if self.current == Some(self.turn) {
+                    self.session = data["resume"].as_str().map(str::to_string);
+                }
+                // claude's mark is in the turn itself, complete at its end.
+                self.harness == Harness::Claude && self.current.is_some_and(|t| t > self.turn)
+            }
+            "native_id" if self.current == Some(self.turn) => {
+                self.session = data["native_id"].as_str().map(str::to_string);
+                false
+            }
+            "harness" => match (self.harness, self.current) {
+                (Harness::Claude, Some(t)) if t == self.turn => {
+                    if data["type"] == "assistant" {
+                        if let Some(uuid) = data["uuid"].as_str() {
+                            self.last_message = Some(uuid.to_string());
+                        }
+                    }
+                    false
+                }
+                (Harness::Codex, Some(t)) if t > self.turn => {
+                    let id = data["params"]["turn"]["id"].as_str();
+                    match id.filter(|_| data["method"] == "turn/started") {
+                        Some(id) => {
+                            self.next_turn = Some(id.to_string());
+                            true
+                        }
+                        None => false,
+                    }
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    fn finish(self, native: Option<&str>) -> Result<Mark, String> {
+        if self.session.is_none() || self.session.as_deref() != native {
+            return Err(format!(
+                "turn {} ran in another native session than the harness's now (a relaunch began a new one), or never named one",
+                self.turn
+            ));
+        }
+        match self.harness {
+            Harness::Claude => self.last_message.map(Mark::At).ok_or_else(|| {
+                format!("claude wrote no message in turn {} to cut after", self.turn)
+            }),
+            Harness::Codex => Ok(self.next_turn.map_or(Mark::Nothing, Mark::At)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn scan(harness: Harness, events: &[(&str, Value)], native: &str) -> Result<Mark, String> {
+        let mut s = Scan {
+            harness,
+            turn: 1,
+            current: None,
+            session: None,
+            last_message: None,
+            next_turn: None,
+        };
+        for (kind, data) in events {
+            if s.feed(kind, data) {
+                break;
+            }
+        }
+        s.finish(Some(native))
+    }
+
+    #[test]
+    fn claude_is_cut_after_its_last_message_of_the_turn() {
+        let events = [
+            ("turn_started", json!({"turn": 1, "resume": null})),
+            ("native_id", json!({"native_id": "s1"})),
+            ("harness", json!({"type": "assistant", "uuid": "u1"})),
+            ("harness", json!({"type": "user", "uuid": "u2"})),
+            ("harness", json!({"type": "assistant", "uuid": "u3"})),
+            ("turn_started", json!({"turn": 2, "resume": "s1"})),
+            ("harness", json!({"type": "assistant", "uuid": "u4"})),
+        ];
+        assert_eq!(
+            scan(Harness::Claude, &events, "s1"),
+            Ok(Mark::At("u3".into()))
+        );
+        let e = scan(Harness::Claude, &events, "s2").unwrap_err();
+        assert!(e.contains("another native session"), "{e}");
+        let e = scan(Harness::Claude, &events[..2], "s1").unwrap_err();
+        assert_eq!(e, "claude wrote no message in turn 1 to cut after");
+    }
+
+    #[test]
+    fn codex_is_cut_before_its_first_turn_after_the_turn() {
+        let started = |id: &str| json!({"method": "turn/started", "params": {"turn": {"id": id}}});
+        let events = [
+            ("turn_started", json!({"turn": 1, "resume": "t1"})),
+            ("harness", started("a")),
+            ("turn_started", json!({"turn": 2, "resume": "t1"})),
+            ("harness", json!({"method": "item/started", "params": {}})),
+            ("harness", started("b")),
+            ("harness", started("c")),
+        ];
+        assert_eq!(
+            scan(Harness::Codex, &events, "t1"),
+            Ok(Mark::At("b".into()))
+        );
+        assert_eq!(scan(Harness::Codex, &events[..2], "t1"), Ok(Mark::Nothing));
+    }
+}
