@@ -137,11 +137,21 @@ function pathList(cls, paths, total) {
     more > 0 && h("li", { class: "more" }, `and ${count(more)} more`));
 }
 
+/** The sentence for a rewind's `conversation`. */
+const CONVERSATION = {
+  cut: (turn) => `The conversation is cut after turn ${turn}: the next message continues from there.`,
+  unchanged: (turn) => `The conversation holds nothing after turn ${turn}.`,
+  kept: () => "Only the folder: the conversation is kept.",
+  uncut: () => "Only the folder: the conversation is kept.",
+};
+
 /**
  * The "Rewind to here" button of turn `turn` of session `id`: it asks for
- * the dry run first (POST …/rewind with dry_run) and shows what would
- * change and the conflicts (changes since the turn by anyone but a turn,
- * which the rewind overwrites); only "Rewind" there puts the folder back.
+ * the dry run first (POST …/rewind with dry_run) of the folder and the
+ * conversation (the folder alone, saying why, when the conversation cannot
+ * be cut) and shows what would change and the conflicts (changes since the
+ * turn by anyone but a turn, which the rewind overwrites); only "Rewind"
+ * there rewinds.
  */
 function rewindButton(id, turn) {
   const button = h("button", { type: "button", class: "rewind", "data-turn": turn, "aria-label": `Rewind the folder to turn ${turn}` }, "Rewind to here");
@@ -151,10 +161,10 @@ function rewindButton(id, turn) {
     replace(out, ...nodes);
     out.hidden = false;
   };
-  const confirm = async (go) => {
+  const confirm = async (go, conversation) => {
     go.disabled = true;
     try {
-      const d = await call("POST", path, { to_turn: turn });
+      const d = await call("POST", path, { to_turn: turn, conversation });
       const failed = d.failed || [];
       show(h("p", { class: "line done" }, `Rewound to turn ${turn}: ${count((d.written || []).length)} written, ${count((d.deleted || []).length)} removed`),
         failed.length > 0 && h("ul", { class: "failed" }, failed.map((f) => h("li", { "data-path": f.path }, h("code", {}, f.path), ` (${f.why})`))));
@@ -166,20 +176,23 @@ function rewindButton(id, turn) {
     button.disabled = true;
     try {
       const d = await call("POST", path, { to_turn: turn, dry_run: true });
-      if (!(d.files_total ?? 0)) {
-        show(h("p", { class: "note" }, `The folder is as turn ${turn} left it: nothing to rewind.`));
+      const conversation = d.conversation !== "uncut";
+      const uncut = conversation ? null : d.conversation_why;
+      if (!(d.files_total ?? 0) && d.conversation !== "cut") {
+        show(h("p", { class: "note" }, `The folder and conversation are as turn ${turn} left them: nothing to rewind.`));
         return;
       }
       const go = h("button", { type: "button", class: "confirm-rewind", "aria-label": `Confirm the rewind to turn ${turn}` }, "Rewind");
       const cancel = h("button", { type: "button", class: "cancel-rewind", "aria-label": `Cancel the rewind to turn ${turn}` }, "Cancel");
-      go.addEventListener("click", () => confirm(go));
+      go.addEventListener("click", () => confirm(go, conversation));
       cancel.addEventListener("click", () => { out.hidden = true; });
       const conflicts = d.conflicts || [];
       show(h("p", { class: "line" }, `Rewinding to turn ${turn} changes ${totals(d)}:`), files(d),
         conflicts.length > 0 && [h("p", { class: "warn" }, "Changed since by someone other than a turn, and overwritten by the rewind:"),
           pathList("conflicts", conflicts, d.conflicts_total)],
         d.conflicts_complete === false && h("p", { class: "warn" }, "A snapshot in between is missing: a change may not be listed."),
-        h("p", { class: "note" }, "Only the folder: the conversation is kept."),
+        h("p", { class: "note conversation" }, (CONVERSATION[d.conversation] || CONVERSATION.kept)(turn)),
+        uncut && h("p", { class: "warn uncut" }, uncut),
         go, " ", cancel);
     } catch (e) {
       show(h("p", { class: "bad" }, `Cannot rewind: ${why(e)}`));

@@ -1,6 +1,7 @@
 // Rewind from the console: a turn's "Rewind to here" shows the dry run
-// first (what would change, and the file a person wrote since as a
-// conflict) and changes nothing; Cancel closes it; "Rewind" puts the
+// first (what would change, the file a person wrote since as a conflict,
+// and why the fake harness's conversation cannot be cut) and changes
+// nothing; Cancel closes it; "Rewind" puts the
 // folder back as turn 1 left it and a `rewound` entry says so.
 
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -31,6 +32,12 @@ export default async function () {
     const conflicts = await page.$$eval(`${turn(1)} .rewind-box ul.conflicts li`, (li) => li.map((l) => l.dataset.path));
     check(JSON.stringify(conflicts) === JSON.stringify(["by-hand.txt"]), `the conflicts: ${JSON.stringify(conflicts)}`);
     check(readFileSync(join(folder, "a.txt"), "utf8") === "v2\n" && existsSync(join(folder, "by-hand.txt")), "the dry run changed nothing");
+    // The fake harness writes no message a conversation can be cut at: the
+    // folder alone, and why.
+    const uncut = await page.textContent(`${turn(1)} .rewind-box p.uncut`);
+    check(uncut.includes("cannot be cut after turn 1") && uncut.includes("claude wrote no message in turn 1"), `why the conversation stays: ${uncut}`);
+    const said = await page.textContent(`${turn(1)} .rewind-box p.conversation`);
+    check(said === "Only the folder: the conversation is kept.", `the conversation line: ${said}`);
     await allNamed(page);
     await shot(page, "rewind");
     await page.click(`${turn(1)} .rewind-box button.cancel-rewind`);
