@@ -185,9 +185,14 @@ fn a_torn_journal_line_after_kill_9_is_dropped() {
     let folder = svc.folder("torn");
     let s = svc.start_session(start_body(&folder, "claude", json!({"prompt": "first"})));
     let id = s["id"].as_str().unwrap().to_string();
-    // The turn's end and the idle state after it are the last events.
-    let before = await_event(&svc, &id, "the idle state", |e| {
+    // The turn's end, the idle state after it and its diff (journalled
+    // once the folder is recorded after the turn, which may be after the
+    // idle state) are the last events.
+    await_event(&svc, &id, "the idle state", |e| {
         e["data"]["state"] == "idle"
+    });
+    let before = await_event(&svc, &id, "turn 1's diff", |e| {
+        e["kind"] == "turn_diff" && e["data"]["turn"] == 1
     })
     .len() as u64;
 
