@@ -5,7 +5,7 @@
 // is one hidden element that counts them (`data-seq` the first, `data-last`
 // the last, `data-count`), so chatter never grows the page.
 
-import { folderChanged, rewound, turnDiff } from "./diff.js";
+import { folderChanged, forked, rewound, turnDiff } from "./diff.js";
 import { h } from "./dom.js";
 import { clock, count, cut, duration, json, usd } from "./format.js";
 import { parts } from "./harness.js";
@@ -152,6 +152,8 @@ export class Conversation {
         return folderChanged(el, d);
       case "rewound":
         return rewound(el, d);
+      case "forked":
+        return forked(el, d);
       case "copy_wait_began":
         return el.append(line(`Waiting for the project copy (${d.on === "copying" ? "the mark says copying" : "no mark yet"}), at most ${duration(d.limit_ms)}`));
       case "copy_wait_ended":

@@ -203,6 +203,46 @@ function rewindButton(id, turn) {
   return [button, out];
 }
 
+/**
+ * The "Fork from here" button of turn `turn` of session `id`: it asks for
+ * the new session's folder and workspace (and, if wanted, its first
+ * message), forks (POST …/fork) and opens the new session.
+ */
+function forkButton(id, turn) {
+  const button = h("button", { type: "button", class: "fork", "data-turn": turn, "aria-label": `Fork a new session from turn ${turn}` }, "Fork from here");
+  const n = `${turn}-${Math.random().toString(36).slice(2, 8)}`;
+  const folder = h("input", { id: `fork-folder-${n}`, class: "fork-folder", required: true, autocomplete: "off", placeholder: "/home/agent/code/fork" });
+  const workspace = h("input", { id: `fork-workspace-${n}`, class: "fork-workspace", required: true, autocomplete: "off" });
+  const prompt = h("input", { id: `fork-prompt-${n}`, class: "fork-prompt", autocomplete: "off", placeholder: "(none: it waits for a message)" });
+  const go = h("button", { type: "submit", class: "confirm-fork" }, "Fork");
+  const said = h("p", { class: "note" });
+  const form = h("form", { class: "fork-box", hidden: true, "aria-label": `Fork from turn ${turn}` },
+    h("p", { class: "line" }, `A new session with turn ${turn}'s folder (written to a new or empty folder) and its conversation through turn ${turn}; this session does not change.`),
+    h("label", { for: folder.id }, "Folder"), folder,
+    h("label", { for: workspace.id }, "Workspace"), workspace,
+    h("label", { for: prompt.id }, "First message"), prompt,
+    go, said);
+  button.addEventListener("click", () => {
+    form.hidden = !form.hidden;
+    if (!form.hidden) folder.focus();
+  });
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    go.disabled = true;
+    const body = { at_turn: turn, folder: folder.value.trim(), workspace: workspace.value.trim() };
+    if (prompt.value.trim()) body.prompt = prompt.value;
+    try {
+      const s = await call("POST", sessionPath(id, "/fork"), body);
+      location.hash = `#/sessions/${encodeURIComponent(s.id)}`;
+    } catch (err) {
+      replace(said, h("span", { class: "bad" }, `Cannot fork: ${why(err)}`));
+    } finally {
+      go.disabled = false;
+    }
+  });
+  return [button, form];
+}
+
 /** Fills `el` with turn `d.turn`'s `turn_diff` (session `id`). */
 export function turnDiff(el, d, id) {
   el.dataset.turn = d.turn;
@@ -214,7 +254,7 @@ export function turnDiff(el, d, id) {
     el.append(h("p", { class: "line" }, `Turn ${d.turn} changed ${totals(d)}`), files(d));
     if (id) el.append(...showDiff(id, d.turn));
   }
-  if (id && d.missing === undefined) el.append(" ", ...rewindButton(id, d.turn));
+  if (id && d.missing === undefined) el.append(" ", ...rewindButton(id, d.turn), " ", ...forkButton(id, d.turn));
   const s = skipped(d);
   if (s) el.append(s);
 }
@@ -225,6 +265,11 @@ export function rewound(el, d) {
   const n = (d.written || []).length + (d.deleted || []).length;
   el.append(h("p", { class: "line" }, `Folder rewound to turn ${d.to_turn}: ${count(n)} path${n === 1 ? "" : "s"} put back`),
     d.error !== undefined && h("p", { class: "bad" }, `It stopped part way: ${d.error}`));
+}
+
+/** Fills `el` with a `forked`: where the session's folder and conversation came from. */
+export function forked(el, d) {
+  el.append(h("p", { class: "line" }, "Forked from session ", h("a", { href: `#/sessions/${encodeURIComponent(d.parent)}` }, d.parent), ` after its turn ${d.after_turn}`));
 }
 
 /** Fills `el` with a `folder_changed`: changes made between turns. */

@@ -193,6 +193,7 @@ fn talking(harness: Harness) -> Talker {
         cwd: "/w".into(),
         resume: None,
         revert_before: None,
+        fork_through: None,
         approval_policy: ApprovalPolicy::Untrusted,
         sandbox: SandboxMode::WorkspaceWrite,
         model: None,

@@ -343,6 +343,18 @@ fn browser_answer_a_real_claudes_approval_and_see_its_write() {
 }
 
 #[test]
+fn browser_fork_a_real_claude_session_from_a_turn() {
+    let test = "browser_fork_a_real_claude_session_from_a_turn";
+    let Some(claude) = room_kit::real_cli(test, "claude") else {
+        return;
+    };
+    let dir = room_kit::temp_root();
+    let model = room_kit::Model::start(&dir);
+    let env = model.cli_env(&dir);
+    console_support::scenario_with("fork_real", json!({ "claude_program": claude }), env);
+}
+
+#[test]
 fn browser_interrupt_a_long_turn() {
     scenario("interrupt", json!({}));
 }

@@ -343,6 +343,7 @@ pub(crate) fn claude_turn_spec(
         harness: Harness::Claude,
         native_id: None,
         cut: None,
+        fork: false,
         plan_only: false,
         approvals: room_machines::session::ApprovalMode::Auto,
         folder,

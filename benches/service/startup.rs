@@ -87,6 +87,7 @@ pub(crate) fn startup(table: &mut Table) {
                 harness,
                 native_id: None,
                 cut: None,
+                fork: false,
                 plan_only: false,
                 approvals: room_machines::session::ApprovalMode::Auto,
                 folder: &folder,

@@ -14,7 +14,7 @@ use room_machines::session::Decision;
 use crate::attachments::check::{self, Checked};
 use crate::error::Refusal;
 use crate::harness::options::{check_model, Effort};
-use crate::runtime::{RelaunchMode, Rewind, Start};
+use crate::runtime::{Fork, RelaunchMode, Rewind, Start};
 use crate::sessions::Kind;
 
 /// The largest body accepted (1 MiB), but for the two that may carry a
@@ -453,6 +453,92 @@ pub(crate) fn relaunch(body: &[u8]) -> Result<Relaunch, Refusal> {
     parse(body, &["mode"])
 }
 
+/// `POST /v1/sessions/{id}/fork`, as sent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForkBody {
+    at_turn: f64,
+    folder: std::path::PathBuf,
+    workspace: String,
+    #[serde(default)]
+    prompt: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    effort: Option<Effort>,
+    #[serde(default)]
+    approvals: Option<room_machines::session::ApprovalMode>,
+    #[serde(default)]
+    max_cost_usd: Option<f64>,
+    #[serde(default)]
+    max_tokens: Option<f64>,
+}
+
+/// Parses a fork: the turn, the new session's folder and workspace, and
+/// what it chooses over the parent's options.
+pub(crate) fn fork(body: &[u8]) -> Result<Fork, Refusal> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(Refusal::new(
+            422,
+            "invalid_body",
+            "The body must be a JSON object: {\"at_turn\": …, \"folder\": …, \"workspace\": …}.",
+        ));
+    }
+    let fields = [
+        "at_turn",
+        "folder",
+        "workspace",
+        "prompt",
+        "model",
+        "effort",
+        "approvals",
+        "max_cost_usd",
+        "max_tokens",
+    ];
+    let b: ForkBody = parse(body, &fields)?;
+    let at_turn = turn_number(b.at_turn, "at_turn")?;
+    let invalid = |m: &str| Err(Refusal::new(422, "invalid_field", m));
+    if b.workspace.trim().is_empty() {
+        return invalid("The workspace must not be empty.");
+    }
+    folder(&b.folder)?;
+    if let Some(p) = b.prompt.as_deref() {
+        prompt(p)?;
+    }
+    if let Some(Err(why)) = b.model.as_deref().map(check_model) {
+        return invalid(&why);
+    }
+    let max_tokens = whole_tokens(b.max_tokens)?;
+    limits(b.max_cost_usd, max_tokens)?;
+    Ok(Fork {
+        at_turn,
+        folder: b.folder,
+        workspace: b.workspace,
+        prompt: b.prompt,
+        model: b.model,
+        effort: b.effort,
+        approvals: b.approvals,
+        max_cost_usd: b.max_cost_usd,
+        max_tokens,
+    })
+}
+
+/// A turn's number as JSON gives it: a whole number from 1 (`1.0` too, as
+/// JSON Schema's integers are) to `u32::MAX`.
+fn turn_number(n: f64, field: &str) -> Result<u64, Refusal> {
+    if n.fract() != 0.0 || !(1.0..=u32::MAX as f64).contains(&n) {
+        return Err(Refusal::new(
+            422,
+            "invalid_field",
+            format!(
+                "{field} must be a turn's number, a whole number from 1 to {}.",
+                u32::MAX
+            ),
+        ));
+    }
+    Ok(n as u64)
+}
+
 /// `POST /v1/sessions/{id}/rewind`, as sent.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -489,19 +575,8 @@ pub(crate) fn rewind(body: &[u8]) -> Result<Rewind, Refusal> {
             "Nothing to rewind: files and conversation are both false.",
         ));
     }
-    let n = b.to_turn;
-    if n.fract() != 0.0 || !(1.0..=u32::MAX as f64).contains(&n) {
-        return Err(Refusal::new(
-            422,
-            "invalid_field",
-            format!(
-                "to_turn must be a turn's number, a whole number from 1 to {}.",
-                u32::MAX
-            ),
-        ));
-    }
     Ok(Rewind {
-        to_turn: n as u64,
+        to_turn: turn_number(b.to_turn, "to_turn")?,
         files: b.files,
         conversation: b.conversation,
         dry_run: b.dry_run,

@@ -65,6 +65,8 @@ pub enum Op {
     TurnDiff,
     /// `POST /v1/sessions/{id}/rewind`.
     Rewind,
+    /// `POST /v1/sessions/{id}/fork`.
+    Fork,
     /// `GET /v1/workspaces/{id}`.
     Workspace,
     /// `GET /`: the console's page (console.rs).
@@ -159,6 +161,7 @@ pub const ROUTES: &[Route] = &[
     route("POST", "/v1/sessions/{id}/budget", Op::Budget),
     route("GET", "/v1/sessions/{id}/turns/{turn}/diff", Op::TurnDiff),
     route("POST", "/v1/sessions/{id}/rewind", Op::Rewind),
+    route("POST", "/v1/sessions/{id}/fork", Op::Fork),
     route("GET", "/v1/workspaces/{id}", Op::Workspace),
     public("/", Op::Console),
     public("/console/{file}", Op::ConsoleFile),
@@ -356,6 +359,13 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
         Op::Workspace => ok(rt.workspace(id)?),
         Op::TurnDiff => ok(rt.turn_diff(id, ids.get(1).map_or("", String::as_str))?),
         Op::Rewind => ok(rt.rewind(id, bodies::rewind(body)?)?),
+        Op::Fork => {
+            let (view, created) = rt.fork(id, bodies::fork(body)?)?;
+            Ok(Done::Reply(Reply::json(
+                if created { 201 } else { 200 },
+                view,
+            )))
+        }
         // Answered on the async thread before it gets here.
         Op::Stream | Op::Console | Op::ConsoleFile => Err(Refusal::new(
             500,

@@ -49,8 +49,11 @@ pub struct Turn<'a> {
     pub harness: Harness,
     /// The native session to resume, if any.
     pub native_id: Option<&'a str>,
-    /// Where a rewind cut its conversation (the harness's mark), if it did.
+    /// Where a rewind or a fork cut its conversation (the harness's
+    /// mark), if one did.
     pub cut: Option<&'a str>,
+    /// A fork's: the resumed session is copied into one of its own.
+    pub fork: bool,
     /// A read-only turn.
     pub plan_only: bool,
     /// Who answers the harness's approval requests.
@@ -106,10 +109,17 @@ pub fn build(
     }
     let folder = turn.folder.to_string_lossy();
     let mut opening = codex::opening(&folder, turn.native_id, &modes, turn.options);
-    opening.revert_before = turn.native_id.and(turn.cut).map(str::to_string);
-    let mut args = turn
-        .harness
-        .argv(turn.native_id, turn.cut, &modes, turn.options);
+    let cut = turn.native_id.and(turn.cut).map(str::to_string);
+    match turn.fork {
+        true => opening.fork_through = cut,
+        false => opening.revert_before = cut,
+    }
+    let mut args = turn.harness.argv(
+        turn.native_id,
+        turn.cut.map(|at| (at, turn.fork)),
+        &modes,
+        turn.options,
+    );
     if let Some((servers, file)) = turn.mcp {
         match (turn.harness, file) {
             (Harness::Claude, Some(file)) => {
@@ -424,6 +434,7 @@ mod tests {
                     harness,
                     native_id: Some("abc"),
                     cut: None,
+                    fork: false,
                     plan_only: false,
                     approvals: ApprovalMode::Auto,
                     folder: Path::new("/work/s1"),
@@ -483,6 +494,7 @@ mod tests {
             harness,
             native_id: None,
             cut: None,
+            fork: false,
             plan_only: false,
             approvals: ApprovalMode::Auto,
             folder: Path::new("/w"),
@@ -510,6 +522,7 @@ mod tests {
             harness: Harness::Codex,
             native_id: Some("--dangerously-bypass-approvals-and-sandbox"),
             cut: None,
+            fork: false,
             plan_only: false,
             approvals: ApprovalMode::Auto,
             folder: Path::new("/w"),

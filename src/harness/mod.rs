@@ -61,7 +61,7 @@ impl Harness {
     pub fn argv(
         self,
         native_id: Option<&str>,
-        cut: Option<&str>,
+        cut: Option<(&str, bool)>,
         modes: &modes::Modes,
         options: options::Options,
     ) -> Vec<String> {

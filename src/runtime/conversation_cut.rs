@@ -1,9 +1,11 @@
-//! Where a rewind cuts a harness's conversation, read from the session's
-//! journal (the harness's own lines): claude's after the last message it
-//! wrote in the turn (its `uuid`, for `--resume-session-at`), codex's
-//! before the first turn of its own that began after the turn (its id,
-//! for `thread/revert`). Only within the native session the harness runs
-//! now: a turn of an earlier one (before a restart) cannot be cut to.
+//! Where a rewind or a fork cuts a harness's conversation, read from the
+//! session's journal (the harness's own lines): claude's after the last
+//! message it wrote in the turn (its `uuid`, for `--resume-session-at`);
+//! codex's, for a rewind, before the first turn of its own that began
+//! after the turn (its id, for `thread/revert`), and for a fork through
+//! the last turn of its own in the turn (`thread/fork`'s `lastTurnId`).
+//! Only within the native session the harness runs now: a turn of an
+//! earlier one (before a restart) cannot be cut to.
 
 use room_machines::session::TurnSeq;
 use serde_json::Value;
@@ -24,17 +26,20 @@ pub(super) enum Mark {
 }
 
 /// Where session `journal`'s conversation (run by `harness`, its native
-/// session `native` now) is cut after turn `turn`; a sentence when it
-/// cannot be.
+/// session `native` now) is cut after turn `turn`, for a rewind or (with
+/// `fork`) a fork; a sentence when it cannot be.
 pub(super) fn mark(
     journal: &Journal,
     harness: Harness,
     native: Option<&str>,
     turn: TurnSeq,
+    fork: bool,
 ) -> Result<Mark, String> {
     let mut scan = Scan {
         harness,
         turn,
+        fork,
+        last_turn: None,
         current: None,
         session: None,
         last_message: None,
@@ -63,6 +68,10 @@ pub(super) fn mark(
 struct Scan {
     harness: Harness,
     turn: TurnSeq,
+    /// A fork's cut (codex's mark is then its last turn in `turn`).
+    fork: bool,
+    /// codex: its last turn begun in turn `turn`.
+    last_turn: Option<String>,
     /// The turn whose lines these are.
     current: Option<TurnSeq>,
     /// The native session turn `turn` ran in.
@@ -82,8 +91,10 @@ impl Scan {
                 if self.current == Some(self.turn) {
                     self.session = data["resume"].as_str().map(str::to_string);
                 }
-                // claude's mark is in the turn itself, complete at its end.
-                self.harness == Harness::Claude && self.current.is_some_and(|t| t > self.turn)
+                // claude's mark and a fork's are in the turn itself,
+                // complete at its end.
+                (self.harness == Harness::Claude || self.fork)
+                    && self.current.is_some_and(|t| t > self.turn)
             }
             "native_id" if self.current == Some(self.turn) => {
                 self.session = data["native_id"].as_str().map(str::to_string);
@@ -98,9 +109,13 @@ impl Scan {
                     }
                     false
                 }
-                (Harness::Codex, Some(t)) if t > self.turn => {
+                (Harness::Codex, Some(t)) if t >= self.turn => {
                     let id = data["params"]["turn"]["id"].as_str();
                     match id.filter(|_| data["method"] == "turn/started") {
+                        Some(id) if t == self.turn => {
+                            self.last_turn = Some(id.to_string());
+                            false
+                        }
                         Some(id) => {
                             self.next_turn = Some(id.to_string());
                             true
@@ -125,6 +140,10 @@ impl Scan {
             Harness::Claude => self.last_message.map(Mark::At).ok_or_else(|| {
                 format!("claude wrote no message in turn {} to cut after", self.turn)
             }),
+            Harness::Codex if self.fork => self
+                .last_turn
+                .map(Mark::At)
+                .ok_or_else(|| format!("codex began no turn of its own in turn {}", self.turn)),
             Harness::Codex => Ok(self.next_turn.map_or(Mark::Nothing, Mark::At)),
         }
     }
@@ -136,9 +155,20 @@ mod tests {
     use serde_json::json;
 
     fn scan(harness: Harness, events: &[(&str, Value)], native: &str) -> Result<Mark, String> {
+        scan_for(harness, false, events, native)
+    }
+
+    fn scan_for(
+        harness: Harness,
+        fork: bool,
+        events: &[(&str, Value)],
+        native: &str,
+    ) -> Result<Mark, String> {
         let mut s = Scan {
             harness,
             turn: 1,
+            fork,
+            last_turn: None,
             current: None,
             session: None,
             last_message: None,
@@ -189,5 +219,12 @@ mod tests {
             Ok(Mark::At("b".into()))
         );
         assert_eq!(scan(Harness::Codex, &events[..2], "t1"), Ok(Mark::Nothing));
+        // A fork holds turn 1: through codex's last turn in it.
+        assert_eq!(
+            scan_for(Harness::Codex, true, &events, "t1"),
+            Ok(Mark::At("a".into()))
+        );
+        let e = scan_for(Harness::Codex, true, &events[..1], "t1").unwrap_err();
+        assert_eq!(e, "codex began no turn of its own in turn 1");
     }
 }

@@ -13,6 +13,7 @@ mod conversation_cut;
 mod driver;
 mod follow;
 mod follow_state;
+mod fork;
 pub(crate) mod harness_io;
 pub(crate) mod harness_pids;
 mod job;
@@ -34,6 +35,7 @@ mod talking;
 mod turn_diff;
 mod turn_output;
 mod turns;
+mod undo_asks;
 pub(crate) mod watch;
 
 use std::cell::Cell;
@@ -65,8 +67,8 @@ pub(crate) use crate::sessions::Start;
 pub(crate) use command_answer::CommandAnswer;
 use job::Job;
 pub(crate) use list_query::{ListQuery, DEFAULT_LIST, MAX_LIST};
-pub(crate) use rewind::Rewind;
 pub(crate) use room_machines::session::RelaunchMode;
+pub(crate) use undo_asks::{Fork, Rewind};
 
 /// Everything the driver needs; shared by the API, the pool and turn threads.
 pub struct Runtime {

@@ -84,6 +84,18 @@ impl Runtime {
     /// read of the status file runs on the event pool and shows in the view
     /// a moment later.
     pub fn create(&self, start: Start, images: Vec<Checked>) -> Result<(Value, bool), Refusal> {
+        self.create_seeded(start, images, None)
+    }
+
+    /// [`Runtime::create`], with `seed` fed to the new session's machine
+    /// before its start is recorded (a fork's `Fork`), so the record
+    /// written first holds it.
+    pub(super) fn create_seeded(
+        &self,
+        start: Start,
+        images: Vec<Checked>,
+        seed: Option<Input>,
+    ) -> Result<(Value, bool), Refusal> {
         if let Some(why) = approvals::refusal(start.approvals, self.config.agent_uid) {
             return Err(Refusal::new(422, "approvals_refused", why));
         }
@@ -151,6 +163,9 @@ impl Runtime {
             reg.reserve(&id, &s.start, shared.clone());
             drop(reg);
             s.recording = self.recording(&s, Begin::New { at: now, prompt });
+            if let Some(seed) = seed.clone() {
+                self.step(&mut s, seed);
+            }
             // Its images are kept before the record that names them.
             let kept = ImageStore::of(self.store.dir(), &id).put(&images);
             // The machine's first effect is `Persist`: a kill -9 from here on

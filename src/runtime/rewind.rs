@@ -19,6 +19,7 @@ use super::conversation_cut::{self, Mark};
 use super::driver::Pass;
 use super::snapshot_index::{last_at, Shot, SnapshotIndex};
 use super::snapshotting::summarize;
+use super::undo_asks::Rewind;
 use super::Runtime;
 use crate::error::Refusal;
 use crate::harness::Harness;
@@ -28,19 +29,6 @@ use crate::snapshot::{Snapshots, Taken, TreeId};
 
 /// The most conflicting paths an answer lists; the rest are counted.
 const MAX_CONFLICTS: usize = 1000;
-
-/// What a rewind is asked to do.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Rewind {
-    /// The turn to go back to.
-    pub to_turn: TurnSeq,
-    /// Put the folder back.
-    pub files: bool,
-    /// Cut the harness's conversation after the turn.
-    pub conversation: bool,
-    /// Only say what it would do.
-    pub dry_run: bool,
-}
 
 /// The folder's half of a rewind, once planned.
 struct FilesPlan {
@@ -161,11 +149,12 @@ impl Runtime {
             return Ok(None);
         }
         let journal = self.journal(id).ok_or_else(|| Refusal::no_session(id))?;
-        match conversation_cut::mark(&journal, harness, native, to_turn) {
+        match conversation_cut::mark(&journal, harness, native, to_turn, false) {
             Ok(Mark::At(at)) => Ok(Some(Cut {
                 after_turn: to_turn,
                 at,
                 carried_by: None,
+                fork: false,
             })),
             Ok(Mark::Nothing) => Ok(None),
             Err(why) => Err(Refusal::new(

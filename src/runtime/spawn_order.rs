@@ -1,7 +1,7 @@
 //! What `SpawnTurn` asks of the runtime beside the turn's number: the
 //! prompt its new process gets, and how that process starts.
 
-use room_machines::session::{Attachment, ModelChoice};
+use room_machines::session::{Attachment, Cut, ModelChoice};
 
 /// `SpawnTurn`'s fields beside the turn.
 pub(super) struct SpawnOrder {
@@ -11,8 +11,8 @@ pub(super) struct SpawnOrder {
     pub attachments: Vec<Attachment>,
     /// The native session it resumes, if any.
     pub resume: Option<String>,
-    /// Where a rewind cut its conversation, if it did.
-    pub cut: Option<String>,
+    /// Where a rewind or a fork cut its conversation, if one did.
+    pub cut: Option<Cut>,
     /// Plan only.
     pub plan_only: bool,
     /// The model and effort in force.

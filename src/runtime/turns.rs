@@ -94,7 +94,8 @@ impl Runtime {
         let turn = command::Turn {
             harness,
             native_id: resume.as_deref(),
-            cut: cut.as_deref(),
+            cut: cut.as_ref().map(|c| c.at.as_str()),
+            fork: cut.as_ref().is_some_and(|c| c.fork),
             plan_only,
             approvals: sessions::options(&s.start).approvals,
             folder: &folder,
@@ -277,7 +278,7 @@ impl Runtime {
 /// through a symbolic link (see `nofollow`). With a separate agent account
 /// (`agent_uid`), each folder created here is handed to that account, so its
 /// harness can write in it.
-fn make_folder(folder: &Path, agent_uid: Option<u32>) -> Result<(), String> {
+pub(super) fn make_folder(folder: &Path, agent_uid: Option<u32>) -> Result<(), String> {
     let account = account::for_agent(agent_uid)?;
     nofollow::make_folders(folder, account.map(|a| (a.uid, a.gid)))
         .map(drop)

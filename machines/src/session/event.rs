@@ -91,6 +91,14 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
     },
+    /// The session was forked from session `parent` after its turn
+    /// `after_turn`: its conversation goes on from there.
+    Forked {
+        /// The session it was forked from.
+        parent: String,
+        /// The last of that session's turns it holds.
+        after_turn: TurnSeq,
+    },
     /// The harness named its session.
     NativeId {
         /// The turn whose first event said so.

@@ -126,6 +126,18 @@ pub struct Options {
 #[serde(rename_all = "snake_case")]
 pub enum Input {
     // ---- from the app ----
+    /// `POST …/fork`: this new session (nothing run yet) goes on from
+    /// another's conversation, cut after one of its turns: its first
+    /// process resumes that native session at the cut, as a session of
+    /// its own.
+    Fork {
+        /// The session it is forked from.
+        parent: String,
+        /// That session's native session.
+        native_id: String,
+        /// Where its conversation is cut (`fork` set).
+        cut: Cut,
+    },
     /// `POST …/rewind`: hold the queue while the folder is put back (no
     /// turn may be running or about to start); `RewindOver` lets it go.
     RewindBegin,
@@ -357,9 +369,9 @@ pub enum Effect {
         prompt: String,
         /// The native session to resume, if any.
         resume: Option<String>,
-        /// Where its conversation is cut (a rewind's mark), if it is.
+        /// Where its conversation is cut (a rewind's or a fork's), if it is.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        cut: Option<String>,
+        cut: Option<Cut>,
         /// Plan only.
         plan_only: bool,
         /// The model and effort the process runs.

@@ -389,6 +389,11 @@ impl Session {
     pub fn handle(&mut self, now: Millis, input: Input) -> Outcome {
         let outcome = match input {
             Input::Message(prompt) => self.handle_message(now, prompt),
+            Input::Fork {
+                parent,
+                native_id,
+                cut,
+            } => self.handle_fork(parent, native_id, cut),
             Input::RewindBegin => self.handle_rewind_begin(),
             Input::RewindOver { cut } => self.handle_rewind_over(now, cut),
             Input::Steer(text) => self.handle_steer(now, text),
@@ -577,11 +582,10 @@ impl Session {
         r.next_turn += 1;
         // Marked as carried once the process is there (`TurnSpawned`),
         // when the record is written.
-        let cut = r
-            .native_id
-            .as_ref()
-            .and(r.cut.as_ref())
-            .map(|c| c.at.clone());
+        let cut = r.native_id.as_ref().and(r.cut.clone()).map(|c| Cut {
+            carried_by: None,
+            ..c
+        });
         self.staged.push(Effect::SpawnTurn {
             seq,
             prompt: prompt.text.to_string(),

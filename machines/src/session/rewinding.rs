@@ -8,12 +8,37 @@
 //! holds the turns after it, ends), and once a turn that carried it has
 //! run, the harness's own conversation goes on from the cut.
 
+use super::event::Event;
 use super::io::{Outcome, Refusal};
 use super::record::{Cut, Phase, Stage, Turn};
 use super::Session;
+use crate::id::plausible_native_id;
 use crate::time::Millis;
 
 impl Session {
+    /// `Fork`: a new session, before anything of it ran, takes another's
+    /// native session cut where the fork says.
+    pub(super) fn handle_fork(&mut self, parent: String, native_id: String, cut: Cut) -> Outcome {
+        let r = &self.state.record;
+        let fresh = r.stage == Stage::Starting
+            && r.native_id.is_none()
+            && r.turn.is_none()
+            && r.next_turn == 1;
+        if !fresh || !plausible_native_id(&native_id) {
+            return Outcome::Ignored;
+        }
+        let after_turn = cut.after_turn;
+        let r = self.rec();
+        r.native_id = Some(native_id);
+        r.cut = Some(Cut {
+            fork: true,
+            carried_by: None,
+            ..cut
+        });
+        self.emit(Event::Forked { parent, after_turn });
+        Outcome::Applied
+    }
+
     /// `RewindBegin`: holds the queue for a rewind, or says why not.
     pub(super) fn handle_rewind_begin(&mut self) -> Outcome {
         if self.state.halted {

@@ -143,6 +143,10 @@ pub struct Cut {
     /// The turn whose process was started with it, until that turn ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_by: Option<TurnSeq>,
+    /// A fork's: the process starts a native session of its own from the
+    /// cut, and the one it resumes (another session's) is left as it is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fork: bool,
 }
 
 /// The snapshot before the next turn: asked for, and whether it came back

@@ -2,8 +2,8 @@
 //! wire types it reads and writes (protocol.rs) and its side of the
 //! talker (talk.rs). Here: the argv of its process, `claude -p
 //! --input-format stream-json --output-format stream-json --verbose
-//! --permission-prompt-tool stdio [--resume <id> [--resume-session-at
-//! <uuid>]] --permission-mode <mode>
+//! --permission-prompt-tool stdio [--resume <id> [--fork-session]
+//! [--resume-session-at <uuid>]] --permission-mode <mode>
 //! [--allowedTools <tool>...]`, the prompt a user message on stdin (so no
 //! prompt can be taken for an option). The turn's first event,
 //! `{"type":"system","subtype":"init","session_id":…}`, names the session
@@ -17,20 +17,25 @@ use super::modes::Modes;
 use super::options::Options;
 use protocol::PROTOCOL_ARGS;
 
-/// The argv (without the program) of one turn; `cut` is a rewind's: the
-/// uuid of the message the resumed conversation ends with
+/// The argv (without the program) of one turn; `cut` is a rewind's or a
+/// fork's: the uuid of the message the resumed conversation ends with
 /// (`--resume-session-at`, which the Agent SDK's `resumeSessionAt`
-/// passes; claude drops what followed it and the turn goes on from it).
+/// passes; claude drops what followed it and the turn goes on from it),
+/// and whether it forks (`--fork-session`: a session of its own, the one
+/// resumed left as it is).
 pub fn argv(
     native_id: Option<&str>,
-    cut: Option<&str>,
+    cut: Option<(&str, bool)>,
     modes: &Modes,
     options: Options,
 ) -> Vec<String> {
     let mut a: Vec<String> = PROTOCOL_ARGS.iter().map(|s| s.to_string()).collect();
     if let Some(id) = native_id {
         a.extend(["--resume".into(), id.into()]);
-        if let Some(at) = cut {
+        if let Some((at, fork)) = cut {
+            if fork {
+                a.push("--fork-session".into());
+            }
             a.extend(["--resume-session-at".into(), at.into()]);
         }
     }
@@ -88,14 +93,25 @@ mod tests {
     fn a_rewound_conversation_resumes_at_its_cut() {
         let config = Config::default();
         let modes = config.modes(false);
-        let a = argv(Some("abc"), Some("u1"), &modes, Options::default());
+        let a = argv(Some("abc"), Some(("u1", false)), &modes, Options::default());
         let at = a.iter().position(|x| x == "--resume").unwrap();
         assert_eq!(
             a[at..at + 4],
             ["--resume", "abc", "--resume-session-at", "u1"]
         );
+        let a = argv(Some("abc"), Some(("u1", true)), &modes, Options::default());
+        assert_eq!(
+            a[at..at + 5],
+            [
+                "--resume",
+                "abc",
+                "--fork-session",
+                "--resume-session-at",
+                "u1"
+            ]
+        );
         // Nothing to cut without a session to resume.
-        let a = argv(None, Some("u1"), &modes, Options::default());
+        let a = argv(None, Some(("u1", true)), &modes, Options::default());
         assert!(!a.iter().any(|x| x.starts_with("--resume")), "{a:?}");
     }
 

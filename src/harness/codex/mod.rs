@@ -41,6 +41,7 @@ pub(crate) fn opening(
         cwd: folder.to_string(),
         resume: native_id.map(str::to_string),
         revert_before: None,
+        fork_through: None,
         approval_policy: modes.codex_approvals,
         sandbox: modes.codex.mode(),
         model: options.model.map(str::to_string),

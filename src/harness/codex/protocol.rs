@@ -182,6 +182,21 @@ pub(crate) struct ThreadResumeParams<'a> {
     pub open: ThreadStartParams<'a>,
 }
 
+/// `thread/fork`'s parameters: a thread of its own, with the history of
+/// `thread_id` through turn `last_turn_id`, and the rest as for
+/// `thread/start`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ThreadForkParams<'a> {
+    /// The thread forked.
+    pub thread_id: &'a str,
+    /// Its last turn the fork holds.
+    pub last_turn_id: &'a str,
+    /// The rest, as for `thread/start`.
+    #[serde(flatten)]
+    pub open: ThreadStartParams<'a>,
+}
+
 /// One piece of user input.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
@@ -316,6 +331,11 @@ pub(crate) fn thread_start(id: u64, params: &ThreadStartParams) -> String {
 /// `thread/resume`.
 pub(crate) fn thread_resume(id: u64, params: &ThreadResumeParams) -> String {
     request(id, "thread/resume", params)
+}
+
+/// `thread/fork`.
+pub(crate) fn thread_fork(id: u64, params: &ThreadForkParams) -> String {
+    request(id, "thread/fork", params)
 }
 
 /// `turn/start` with a text prompt (and a model the turn switches to,

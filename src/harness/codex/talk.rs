@@ -54,6 +54,9 @@ pub struct Opening {
     /// A rewind's cut: the resumed thread's history is reverted to before
     /// this turn (`thread/revert`) before the prompt goes.
     pub revert_before: Option<String>,
+    /// A fork's cut: the thread is not resumed but forked through this
+    /// turn (`thread/forks` `lastTurnId`), a thread of its own.
+    pub fork_through: Option<String>,
     /// When codex asks.
     pub approval_policy: ApprovalPolicy,
     /// Its sandbox.
@@ -291,15 +294,23 @@ impl CodexTalk {
             developer_instructions: o.instructions.as_deref(),
             config: o.config.as_ref(),
         };
-        let thread = match &o.resume {
-            Some(thread_id) => codex::thread_resume(
+        let thread = match (&o.resume, &o.fork_through) {
+            (Some(thread_id), Some(last_turn_id)) => codex::thread_fork(
+                open,
+                &codex::ThreadForkParams {
+                    thread_id,
+                    last_turn_id,
+                    open: params,
+                },
+            ),
+            (Some(thread_id), None) => codex::thread_resume(
                 open,
                 &codex::ThreadResumeParams {
                     thread_id,
                     open: params,
                 },
             ),
-            None => codex::thread_start(open, &params),
+            (None, _) => codex::thread_start(open, &params),
         };
         // Each carries the prompt: if none can be written, neither can it.
         [

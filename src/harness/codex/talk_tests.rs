@@ -20,6 +20,7 @@ fn opening(resume: Option<&str>) -> Opening {
         cwd: "<work>".into(),
         resume: resume.map(str::to_string),
         revert_before: None,
+        fork_through: None,
         approval_policy: ApprovalPolicy::Untrusted,
         sandbox: SandboxMode::WorkspaceWrite,
         model: None,

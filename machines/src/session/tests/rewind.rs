@@ -163,13 +163,14 @@ fn cut() -> Cut {
         after_turn: 1,
         at: "m1".into(),
         carried_by: None,
+        fork: false,
     }
 }
 
 /// The cut the next `SpawnTurn` in `e` carries, and whether there is one.
 fn spawn_cut(e: &[Effect]) -> Option<Option<String>> {
     e.iter().find_map(|e| match e {
-        Effect::SpawnTurn { cut, .. } => Some(cut.clone()),
+        Effect::SpawnTurn { cut, .. } => Some(cut.as_ref().map(|c| c.at.clone())),
         _ => None,
     })
 }
@@ -213,4 +214,63 @@ fn a_turn_that_never_had_its_prompt_leaves_the_cut_for_the_next() {
         reason: "no such program".into(),
     });
     assert!(t.s.record().cut.is_some(), "not carried: it stays");
+}
+
+#[test]
+fn a_fork_resumes_its_parents_native_session_at_the_cut_as_one_of_its_own() {
+    let mut s = Session::new(
+        Config {
+            snapshots: true,
+            ..Config::default()
+        },
+        options(false),
+        Some(NewPrompt::from("go on".to_string())),
+        0,
+    );
+    drain(&mut s);
+    let mut t = T { s, now: 0 };
+    let e = t.go(Input::Fork {
+        parent: "cr_parent".into(),
+        native_id: "n0".into(),
+        cut: cut(),
+    });
+    assert!(
+        has(
+            &e,
+            &Effect::Emit(Event::Forked {
+                parent: "cr_parent".into(),
+                after_turn: 1
+            })
+        ),
+        "{e:?}"
+    );
+    assert!(has(&e, &Effect::Persist), "the fork is on record: {e:?}");
+    // Only once, before anything ran.
+    let again = Input::Fork {
+        parent: "cr_other".into(),
+        native_id: "n9".into(),
+        cut: cut(),
+    };
+    assert_eq!(outcome(&mut t, again), Outcome::Ignored);
+    t.observe(Observation::missing());
+    t.go(Input::Launch(LaunchInput::PermitGranted));
+    let e = t.go(taken(1, Boundary::Before));
+    let spawned = e.iter().find_map(|e| match e {
+        Effect::SpawnTurn { resume, cut, .. } => Some((resume.clone(), cut.clone())),
+        _ => None,
+    });
+    let (resume, carried) = spawned.expect("the first turn spawns");
+    assert_eq!(resume.as_deref(), Some("n0"));
+    let carried = carried.expect("at the cut");
+    assert_eq!((carried.at.as_str(), carried.fork), ("m1", true));
+    // It names a native session of its own; once its turn ran, the cut is
+    // done with.
+    t.go(Input::TurnSpawned { seq: 1, process: P });
+    t.go(Input::NativeId {
+        seq: 1,
+        native_id: "n1".into(),
+    });
+    t.end(1, Exit::Code(0));
+    assert_eq!(t.s.record().native_id.as_deref(), Some("n1"));
+    assert_eq!(t.s.record().cut, None);
 }

@@ -1,0 +1,217 @@
+//! `POST /v1/sessions/{id}/fork`: a new session that goes on from another
+//! after one of its turns: its own folder holds what the parent's held
+//! after that turn (the snapshot, written as the agent account), and its
+//! conversation is the parent's through that turn (its first process
+//! resumes the parent's native session at the cut as a session of its
+//! own: claude `--fork-session --resume-session-at`, codex `thread/fork`
+//! with `lastTurnId`). The parent does not change. Its options are the
+//! parent's unless the body chooses others.
+
+use std::path::Path;
+
+use room_machines::session::{Boundary, Cut, Input, TurnSeq};
+use serde_json::Value;
+
+use super::conversation_cut::{self, Mark};
+use super::snapshot_index::{last_at, SnapshotIndex};
+use super::undo_asks::Fork;
+use super::Runtime;
+use crate::error::Refusal;
+use crate::sessions::{lock, Kind};
+use crate::snapshot::{Taken, TreeId};
+
+impl Runtime {
+    /// Forks session `id` after turn `f.at_turn` into a new session in
+    /// `f.folder`: its view, and whether it was made (as a start's).
+    pub(crate) fn fork(&self, id: &str, f: Fork) -> Result<(Value, bool), Refusal> {
+        let s = self.session(id).ok_or_else(|| Refusal::no_session(id))?;
+        if self.snapshots.is_none() {
+            return Err(Refusal::new(
+                409,
+                "snapshots_off",
+                "This service records no snapshots (the config's snapshots is false), so no turn's folder can be forked.",
+            ));
+        };
+        let (parent, native, ended) = {
+            let h = lock(&s);
+            let r = h.machine.record();
+            let running = r.turn.as_ref().filter(|t| !t.finished()).map(|t| t.seq);
+            let ended = r.next_turn.saturating_sub(1);
+            (h.start.clone(), r.native_id.clone(), (ended, running))
+        };
+        let at = f.at_turn;
+        match ended {
+            (_, Some(running)) if running == at => {
+                return Err(Refusal::new(
+                    409,
+                    "turn_running",
+                    format!("Turn {at} of session {id} has not ended; fork it once it has."),
+                ))
+            }
+            (last, _) if at > last => {
+                return Err(Refusal::new(
+                    409,
+                    "no_such_turn",
+                    format!("Session {id} has no turn {at} that has ended."),
+                ))
+            }
+            _ => {}
+        }
+        if f.folder.starts_with(&parent.folder) || parent.folder.starts_with(&f.folder) {
+            return Err(Refusal::new(
+                409,
+                "folder_taken",
+                format!(
+                    "The fork needs a folder of its own, apart from {}'s ({}).",
+                    id,
+                    parent.folder.display()
+                ),
+            ));
+        }
+        let empty = self.empty_folder(&f.folder, at)?;
+        let target = self.tree_after(id, at)?;
+        let journal = self.journal(id).ok_or_else(|| Refusal::no_session(id))?;
+        let uncut = |why: String| {
+            Refusal::new(
+                409,
+                "conversation_uncut",
+                format!("The conversation of session {id} cannot be forked after turn {at}: {why}. Nothing was made."),
+            )
+        };
+        let found = conversation_cut::mark(&journal, parent.harness, native.as_deref(), at, true);
+        let (native, mark) = match (native, found) {
+            (Some(native), Ok(Mark::At(mark))) => (native, mark),
+            (_, Err(why)) => return Err(uncut(why)),
+            _ => return Err(uncut("it has no native session".into())),
+        };
+        let mut start = parent.clone();
+        start.folder = f.folder.clone();
+        start.workspace = f.workspace;
+        start.kind = Kind::Thread;
+        start.parent = None;
+        start.shared_sandbox = false;
+        start.request_id = None;
+        start.project_copy = false;
+        start.prompt = f.prompt;
+        start.attachments = Vec::new();
+        start.model = f.model.or(parent.model);
+        start.effort = f.effort.or(parent.effort);
+        start.approvals = f.approvals.unwrap_or(parent.approvals);
+        if f.max_cost_usd.is_some() || f.max_tokens.is_some() {
+            start.max_cost_usd = f.max_cost_usd;
+            start.max_tokens = f.max_tokens;
+        }
+        if let Some(Err(why)) = start.effort.map(|e| start.harness.check_effort(e)) {
+            return Err(Refusal::new(422, "invalid_field", why));
+        }
+        self.write_fork_folder(&f.folder, &empty, &target)?;
+        let seed = Input::Fork {
+            parent: id.to_string(),
+            native_id: native,
+            cut: Cut {
+                after_turn: at,
+                at: mark,
+                carried_by: None,
+                fork: true,
+            },
+        };
+        self.create_seeded(start, Vec::new(), Some(seed))
+    }
+
+    /// The tree recorded after turn `turn` of session `id`.
+    fn tree_after(&self, id: &str, turn: TurnSeq) -> Result<TreeId, Refusal> {
+        let shots = SnapshotIndex::of(&self.config.state_dir, id)
+            .read()
+            .map_err(|e| {
+                Refusal::new(
+                    500,
+                    "snapshot_unreadable",
+                    format!("Turn {turn} of session {id}: its snapshots cannot be read: {e}."),
+                )
+            })?;
+        let shot = last_at(&shots, turn, Boundary::After).map(|i| &shots[i]);
+        shot.and_then(|s| s.tree.clone()).ok_or_else(|| {
+            let why = shot
+                .and_then(|s| s.missing.clone())
+                .unwrap_or_else(|| "its harness never had its prompt, or snapshots were off then".into());
+            Refusal::new(
+                409,
+                "not_recorded",
+                format!("Turn {turn} of session {id} has no record of its folder after it ({why}), so it cannot be forked."),
+            )
+        })
+    }
+
+    /// `folder`, recorded as the agent account sees it (a folder not there
+    /// is empty): its tree, when it holds nothing; the fork writes turn
+    /// `at`'s folder there, so it must not hold anyone's work.
+    fn empty_folder(&self, folder: &Path, at: TurnSeq) -> Result<TreeId, Refusal> {
+        let snapshots = self.snapshots.as_ref().expect("checked by fork");
+        let not_empty = || {
+            Refusal::new(
+                409,
+                "folder_not_empty",
+                format!(
+                    "{} is not empty; the fork writes turn {at}'s folder there, so it takes an empty or new one.",
+                    folder.display()
+                ),
+            )
+        };
+        match snapshots.take(folder) {
+            Taken::Tree { id, skipped } => {
+                let entries = snapshots.tree(&id).map(|t| t.entries.len()).unwrap_or(1);
+                if entries > 0 || !skipped.is_empty() {
+                    return Err(not_empty());
+                }
+                Ok(id)
+            }
+            Taken::TooLarge { .. } => Err(not_empty()),
+            Taken::Failed { why } => Err(Refusal::new(
+                409,
+                "folder_unrecorded",
+                format!(
+                    "{} cannot be looked at ({why}), so the fork cannot be written there.",
+                    folder.display()
+                ),
+            )),
+        }
+    }
+
+    /// Makes `folder` (as the agent account, no link followed) and writes
+    /// tree `target` into it over `empty`, its tree now, as the agent
+    /// account.
+    fn write_fork_folder(
+        &self,
+        folder: &Path,
+        empty: &TreeId,
+        target: &TreeId,
+    ) -> Result<(), Refusal> {
+        let snapshots = self.snapshots.as_ref().expect("checked by fork");
+        let failed = |why: String| {
+            Refusal::new(
+                500,
+                "fork_failed",
+                format!(
+                    "The fork's folder {} could not be written: {why}.",
+                    folder.display()
+                ),
+            )
+        };
+        super::turns::make_folder(folder, self.config.agent_uid).map_err(failed)?;
+        let restored = snapshots.restore(folder, empty, target).map_err(failed)?;
+        if let Some(first) = restored.failed.first() {
+            let more = restored.failed.len() - 1;
+            return Err(failed(format!(
+                "{} ({}){}",
+                first.path,
+                first.why,
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            )));
+        }
+        Ok(())
+    }
+}
