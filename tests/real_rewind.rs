@@ -105,6 +105,20 @@ fn a_rewind_cuts_the_folder_and_the_conversation_after_turn_one(test: &str, harn
         "turn 5 sees turns 1 and 4: {fifth}"
     );
     assert!(!fifth.contains(two) && !fifth.contains(three), "{fifth}");
+    // Turn 2 is no longer in the conversation: nothing can be cut to it.
+    let (status, v) = rewind(json!({"to_turn": 2, "dry_run": true}));
+    assert_eq!(
+        (status, v["conversation"].as_str()),
+        (200, Some("uncut")),
+        "{v}"
+    );
+    assert!(
+        v["conversation_why"]
+            .as_str()
+            .unwrap()
+            .contains("an earlier rewind, to turn 1, cut turn 2 out of the conversation"),
+        "{v}"
+    );
 }
 
 fn claude_a_rewind_cuts_the_folder_and_the_conversation_after_turn_one() {

@@ -4,8 +4,10 @@
 //! codex's, for a rewind, before the first turn of its own that began
 //! after the turn (its id, for `thread/revert`), and for a fork through
 //! the last turn of its own in the turn (`thread/fork`'s `lastTurnId`).
-//! Only within the native session the harness runs now: a turn of an
-//! earlier one (before a restart) cannot be cut to.
+//! Only within the native session the harness runs now (a turn of an
+//! earlier one, before a relaunch, cannot be cut to), and not to a turn
+//! an earlier rewind cut out of the conversation (claude resumes the
+//! branch it went on with; codex's thread keeps no copy).
 
 use room_machines::session::TurnSeq;
 use serde_json::Value;
@@ -44,6 +46,7 @@ pub(super) fn mark(
         session: None,
         last_message: None,
         next_turn: None,
+        cut_away: None,
     };
     let mut after = 0;
     loop {
@@ -56,9 +59,7 @@ pub(super) fn mark(
             let Ok(event) = serde_json::from_str::<Value>(&line.json) else {
                 continue;
             };
-            if scan.feed(&line.kind, &event["data"]) {
-                return scan.finish(native);
-            }
+            scan.feed(&line.kind, &event["data"]);
         }
     }
     scan.finish(native)
@@ -80,56 +81,59 @@ struct Scan {
     last_message: Option<String>,
     /// codex: its first turn begun after turn `turn`.
     next_turn: Option<String>,
+    /// The turn a later rewind cut the conversation back to, below `turn`.
+    cut_away: Option<TurnSeq>,
 }
 
 impl Scan {
-    /// Takes one event; whether the scan is done.
-    fn feed(&mut self, kind: &str, data: &Value) -> bool {
+    /// Takes one event.
+    fn feed(&mut self, kind: &str, data: &Value) {
         match kind {
             "turn_started" => {
                 self.current = data["turn"].as_u64();
                 if self.current == Some(self.turn) {
                     self.session = data["resume"].as_str().map(str::to_string);
                 }
-                // claude's mark and a fork's are in the turn itself,
-                // complete at its end.
-                (self.harness == Harness::Claude || self.fork)
-                    && self.current.is_some_and(|t| t > self.turn)
             }
             "native_id" if self.current == Some(self.turn) => {
                 self.session = data["native_id"].as_str().map(str::to_string);
-                false
             }
+            "rewound" if data["conversation"] == "cut" => match data["to_turn"].as_u64() {
+                // What followed turn `to` is gone: below `turn`, the
+                // turn itself; at it, what a later cut would start from.
+                Some(to) if to < self.turn => self.cut_away = Some(to),
+                Some(to) if to == self.turn => self.next_turn = None,
+                _ => {}
+            },
             "harness" => match (self.harness, self.current) {
-                (Harness::Claude, Some(t)) if t == self.turn => {
-                    if data["type"] == "assistant" {
-                        if let Some(uuid) = data["uuid"].as_str() {
-                            self.last_message = Some(uuid.to_string());
-                        }
+                (Harness::Claude, Some(t)) if t == self.turn && data["type"] == "assistant" => {
+                    if let Some(uuid) = data["uuid"].as_str() {
+                        self.last_message = Some(uuid.to_string());
                     }
-                    false
                 }
                 (Harness::Codex, Some(t)) if t >= self.turn => {
                     let id = data["params"]["turn"]["id"].as_str();
-                    match id.filter(|_| data["method"] == "turn/started") {
-                        Some(id) if t == self.turn => {
+                    if let Some(id) = id.filter(|_| data["method"] == "turn/started") {
+                        if t == self.turn {
                             self.last_turn = Some(id.to_string());
-                            false
-                        }
-                        Some(id) => {
+                        } else if self.next_turn.is_none() {
                             self.next_turn = Some(id.to_string());
-                            true
                         }
-                        None => false,
                     }
                 }
-                _ => false,
+                _ => {}
             },
-            _ => false,
+            _ => {}
         }
     }
 
     fn finish(self, native: Option<&str>) -> Result<Mark, String> {
+        if let Some(to) = self.cut_away {
+            return Err(format!(
+                "an earlier rewind, to turn {to}, cut turn {} out of the conversation",
+                self.turn
+            ));
+        }
         if self.session.is_none() || self.session.as_deref() != native {
             return Err(format!(
                 "turn {} ran in another native session than the harness's now (a relaunch began a new one), or never named one",
@@ -173,11 +177,10 @@ mod tests {
             session: None,
             last_message: None,
             next_turn: None,
+            cut_away: None,
         };
         for (kind, data) in events {
-            if s.feed(kind, data) {
-                break;
-            }
+            s.feed(kind, data);
         }
         s.finish(Some(native))
     }
@@ -226,5 +229,45 @@ mod tests {
         );
         let e = scan_for(Harness::Codex, true, &events[..1], "t1").unwrap_err();
         assert_eq!(e, "codex began no turn of its own in turn 1");
+    }
+
+    #[test]
+    fn a_turn_an_earlier_rewind_cut_away_cannot_be_cut_to_and_what_it_dropped_is_not_a_mark() {
+        let started = |id: &str| json!({"method": "turn/started", "params": {"turn": {"id": id}}});
+        let turn = |n: u64| ("turn_started", json!({"turn": n, "resume": "t1"}));
+        let events = [
+            turn(1),
+            ("harness", started("a")),
+            turn(2),
+            ("harness", started("b")),
+            turn(3),
+            ("harness", started("c")),
+            ("rewound", json!({"to_turn": 1, "conversation": "cut"})),
+            turn(4),
+            ("harness", started("d")),
+        ];
+        let at = |turn: TurnSeq| {
+            let mut s = Scan {
+                harness: Harness::Codex,
+                turn,
+                fork: false,
+                last_turn: None,
+                current: None,
+                session: None,
+                last_message: None,
+                next_turn: None,
+                cut_away: None,
+            };
+            for (kind, data) in &events {
+                s.feed(kind, data);
+            }
+            s.finish(Some("t1"))
+        };
+        assert_eq!(
+            at(2),
+            Err("an earlier rewind, to turn 1, cut turn 2 out of the conversation".into())
+        );
+        // Turn 1 is still there: a cut after it now drops turn 4 only.
+        assert_eq!(at(1), Ok(Mark::At("d".into())));
     }
 }

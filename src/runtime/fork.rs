@@ -31,13 +31,22 @@ impl Runtime {
                 "snapshots_off",
                 "This service records no snapshots (the config's snapshots is false), so no turn's folder can be forked.",
             ));
-        };
-        let (parent, native, ended) = {
+        }
+        // The parent's options as they are now: the model and effort in
+        // force (its messages may have chosen others) and its budget.
+        let (parent, native, ended, choice, budget) = {
             let h = lock(&s);
             let r = h.machine.record();
             let running = r.turn.as_ref().filter(|t| !t.finished()).map(|t| t.seq);
             let ended = r.next_turn.saturating_sub(1);
-            (h.start.clone(), r.native_id.clone(), (ended, running))
+            let choice = h.machine.choice_in_force();
+            (
+                h.start.clone(),
+                r.native_id.clone(),
+                (ended, running),
+                choice,
+                r.budget,
+            )
         };
         let at = f.at_turn;
         match ended {
@@ -94,13 +103,13 @@ impl Runtime {
         start.project_copy = false;
         start.prompt = f.prompt;
         start.attachments = Vec::new();
-        start.model = f.model.or(parent.model);
-        start.effort = f.effort.or(parent.effort);
+        start.model = f.model.or(choice.model);
+        start.effort = f.effort.or(choice.effort);
         start.approvals = f.approvals.unwrap_or(parent.approvals);
-        if f.max_cost_usd.is_some() || f.max_tokens.is_some() {
-            start.max_cost_usd = f.max_cost_usd;
-            start.max_tokens = f.max_tokens;
-        }
+        (start.max_cost_usd, start.max_tokens) = match (f.max_cost_usd, f.max_tokens) {
+            (None, None) => (budget.max_cost_usd.map(|c| c.usd()), budget.max_tokens),
+            chosen => chosen,
+        };
         if let Some(Err(why)) = start.effort.map(|e| start.harness.check_effort(e)) {
             return Err(Refusal::new(422, "invalid_field", why));
         }
