@@ -221,6 +221,42 @@ fn the_walk_runs_as_the_agent_account_never_as_root() {
             .contains("Permission denied"),
         "{diff}"
     );
+    // The walker that answered lingers for the next snapshot: the
+    // service's child, as the agent account, with no capabilities and
+    // no_new_privs, and where turns get cgroups, in one of its own.
+    let service = svc.pid().unwrap();
+    let walkers: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains("--snapshot-walk")
+                && status.contains(&format!("PPid:\t{service}\n"))
+        })
+        .collect();
+    assert_eq!(walkers.len(), 1, "one walker lingers: {walkers:?}");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", walkers[0])).unwrap();
+    let uid = format!("Uid:\t{0}\t{0}\t{0}\t{0}\n", agent.uid.as_raw());
+    assert!(status.contains(&uid), "{status}");
+    assert!(status.contains("NoNewPrivs:\t1\n"), "{status}");
+    assert!(status.contains("CapEff:\t0000000000000000\n"), "{status}");
+    let cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", walkers[0])).unwrap();
+    let own = std::fs::read_to_string(format!("/proc/{service}/cgroup")).unwrap();
+    if let Some(path) = cgroup.lines().find_map(|l| l.strip_prefix("0::")) {
+        if path.contains("/room-core/snapshot-") {
+            // cgroup2 alone, or beside v1 (a hybrid hierarchy).
+            let procs = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+                .iter()
+                .find_map(|m| std::fs::read_to_string(format!("{m}{path}/cgroup.procs")).ok())
+                .unwrap();
+            assert_eq!(procs.trim(), walkers[0].to_string(), "a cgroup of its own");
+        } else {
+            assert_eq!(cgroup, own, "no cgroups here: the service's own");
+            eprintln!("the walker's cgroup is the service's: turns get none on this machine");
+        }
+    }
     // The store holds no object of the root-only file's bytes.
     let store = svc.state.join("snapshots").join("objects");
     let mut stack = vec![store];
