@@ -262,6 +262,35 @@ fn a_sparse_10_gb_file_is_too_large_at_once_without_being_read() {
 }
 
 #[test]
+fn a_million_small_files_are_too_large_at_once_and_cost_only_the_entries_cap() {
+    // 1,000 folders of 1,000 names each: hard links to one file per
+    // folder (a link is a dentry, not an inode: fast to make, and the
+    // walker sees each as the regular file it is).
+    let (root, state) = (TempDir::new("snap-million"), TempDir::new("snap-state"));
+    for d in 0..1000 {
+        let dir = root.path().join(format!("d{d:04}"));
+        std::fs::create_dir(&dir).unwrap();
+        let seed = dir.join("f0000");
+        std::fs::write(&seed, b"x").unwrap();
+        for i in 1..1000 {
+            std::fs::hard_link(&seed, dir.join(format!("f{i:04}"))).unwrap();
+        }
+    }
+    let t = Instant::now();
+    let taken = open(state.path(), Limits::default()).take(root.path());
+    let took = t.elapsed();
+    assert_eq!(
+        taken,
+        Taken::TooLarge {
+            why: "the folder has more than 200000 entries (max_entries)".into()
+        }
+    );
+    // The walk stops at the cap: the 800,000 names after it are never read.
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    eprintln!("a million entries: too large after {took:?}");
+}
+
+#[test]
 fn more_entries_than_max_entries_is_too_large() {
     let (root, state) = (TempDir::new("snap-folder"), TempDir::new("snap-state"));
     for i in 0..300 {
