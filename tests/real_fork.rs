@@ -10,24 +10,13 @@
 mod real_support;
 
 use libtest_mimic::Arguments;
+use real_support::three_turns::{send, three_turns, LATER_PROMPTS};
 use real_support::{seen, trial, Real};
-use room_kit::events::{all_events, await_turn_diff};
-use room_kit::start_body;
+use room_kit::events::all_events;
 use serde_json::{json, Value};
 
 /// The service under test.
 const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
-
-/// Sends `prompt` to session `id` and waits for turn `turn` to be over.
-fn send(real: &Real, id: &str, turn: u64, prompt: &str) {
-    let (status, v) = real.svc.post(
-        &format!("/v1/sessions/{id}/messages"),
-        json!({ "prompt": prompt }),
-    );
-    assert_eq!(status, 200, "{v}");
-    real.await_idle(id);
-    await_turn_diff(&real.svc, id, turn);
-}
 
 /// The whole text of the latest turn request that holds `marker`.
 fn request_with(real: &Real, harness: &str, marker: &str) -> String {
@@ -47,30 +36,8 @@ fn a_fork_at_turn_one_has_its_folder_and_conversation_and_the_parent_keeps_its_o
         return;
     };
     let folder = real.svc.folder("parent");
-    std::fs::create_dir_all(&folder).unwrap();
     let a = folder.join("a.txt");
-    let f = folder.display();
-    let s = real.svc.start_session(start_body(
-        &folder,
-        harness,
-        json!({"prompt": format!("TOOL_WRITE {} alpha-one", a.display())}),
-    ));
-    let id = s["id"].as_str().unwrap().to_string();
-    real.await_idle(&id);
-    await_turn_diff(&real.svc, &id, 1);
-    let after_one = std::fs::read_to_string(&a).unwrap();
-    send(
-        &real,
-        &id,
-        2,
-        &format!("TOOL_RUN cd {f} && echo bravo-two > b.txt"),
-    );
-    send(
-        &real,
-        &id,
-        3,
-        &format!("TOOL_RUN cd {f} && echo charlie-three > a.txt"),
-    );
+    let (id, after_one) = three_turns(&real, harness, &folder);
 
     let fork_folder = real.svc.folder("fork");
     let (status, fork) = real.svc.post(
@@ -89,10 +56,10 @@ fn a_fork_at_turn_one_has_its_folder_and_conversation_and_the_parent_keeps_its_o
     assert!(!fork_folder.join("b.txt").exists());
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "charlie-three\n");
     assert!(folder.join("b.txt").exists());
-    // Its conversation is turn 1's and its own. The later turns' prompts
-    // are looked for, not their words: claude tells the model when a file
-    // it wrote (turn 1's, in the parent's folder) has changed since.
-    let (two, three) = ("echo bravo-two > b.txt", "echo charlie-three > a.txt");
+    // Its conversation is turn 1's and its own (claude tells the model
+    // that turn 1's file, in the parent's folder, changed since: the
+    // later turns' prompts are what must not be there).
+    let [two, three] = LATER_PROMPTS;
     let fourth = request_with(&real, harness, "delta-four");
     assert!(
         fourth.contains("alpha-one"),

@@ -11,25 +11,12 @@
 mod real_support;
 
 use libtest_mimic::Arguments;
+use real_support::three_turns::{send, three_turns, LATER_PROMPTS};
 use real_support::{seen, trial, Real};
-use room_kit::events::await_turn_diff;
-use room_kit::start_body;
 use serde_json::json;
 
 /// The service under test.
 const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
-
-/// Sends `prompt` to session `id` and waits for its turn to be over and
-/// its diff journalled (the rewind needs the folder recorded after it).
-fn send(real: &Real, id: &str, turn: u64, prompt: &str) {
-    let (status, v) = real.svc.post(
-        &format!("/v1/sessions/{id}/messages"),
-        json!({ "prompt": prompt }),
-    );
-    assert_eq!(status, 200, "{v}");
-    real.await_idle(id);
-    await_turn_diff(&real.svc, id, turn);
-}
 
 /// The latest turn request's whole text.
 fn last_request(real: &Real, harness: &str) -> String {
@@ -42,30 +29,8 @@ fn a_rewind_cuts_the_folder_and_the_conversation_after_turn_one(test: &str, harn
         return;
     };
     let folder = real.svc.folder("rewind");
-    std::fs::create_dir_all(&folder).unwrap();
     let a = folder.join("a.txt");
-    let f = folder.display();
-    let s = real.svc.start_session(start_body(
-        &folder,
-        harness,
-        json!({"prompt": format!("TOOL_WRITE {} alpha-one", a.display())}),
-    ));
-    let id = s["id"].as_str().unwrap().to_string();
-    real.await_idle(&id);
-    await_turn_diff(&real.svc, &id, 1);
-    let after_one = std::fs::read_to_string(&a).unwrap();
-    send(
-        &real,
-        &id,
-        2,
-        &format!("TOOL_RUN cd {f} && echo bravo-two > b.txt"),
-    );
-    send(
-        &real,
-        &id,
-        3,
-        &format!("TOOL_RUN cd {f} && echo charlie-three > a.txt"),
-    );
+    let (id, after_one) = three_turns(&real, harness, &folder);
     let third = last_request(&real, harness);
     assert!(
         third.contains("bravo-two") && third.contains("alpha-one"),
@@ -84,9 +49,7 @@ fn a_rewind_cuts_the_folder_and_the_conversation_after_turn_one(test: &str, harn
     assert_eq!(std::fs::read_to_string(&a).unwrap(), after_one);
     assert!(!folder.join("b.txt").exists(), "{done}");
 
-    // The later turns' prompts are looked for, not their words, which a
-    // file's content may hold.
-    let (two, three) = ("echo bravo-two > b.txt", "echo charlie-three > a.txt");
+    let [two, three] = LATER_PROMPTS;
     send(&real, &id, 4, "delta-four");
     let fourth = last_request(&real, harness);
     assert!(

@@ -37,17 +37,7 @@ pub(super) fn mark(
     turn: TurnSeq,
     fork: bool,
 ) -> Result<Mark, String> {
-    let mut scan = Scan {
-        harness,
-        turn,
-        fork,
-        last_turn: None,
-        current: None,
-        session: None,
-        last_message: None,
-        next_turn: None,
-        cut_away: None,
-    };
+    let mut scan = Scan::new(harness, turn, fork);
     let mut after = 0;
     loop {
         let lines = journal
@@ -86,6 +76,21 @@ struct Scan {
 }
 
 impl Scan {
+    /// Nothing read yet.
+    fn new(harness: Harness, turn: TurnSeq, fork: bool) -> Scan {
+        Scan {
+            harness,
+            turn,
+            fork,
+            last_turn: None,
+            current: None,
+            session: None,
+            last_message: None,
+            next_turn: None,
+            cut_away: None,
+        }
+    }
+
     /// Takes one event.
     fn feed(&mut self, kind: &str, data: &Value) {
         match kind {
@@ -168,17 +173,7 @@ mod tests {
         events: &[(&str, Value)],
         native: &str,
     ) -> Result<Mark, String> {
-        let mut s = Scan {
-            harness,
-            turn: 1,
-            fork,
-            last_turn: None,
-            current: None,
-            session: None,
-            last_message: None,
-            next_turn: None,
-            cut_away: None,
-        };
+        let mut s = Scan::new(harness, 1, fork);
         for (kind, data) in events {
             s.feed(kind, data);
         }
@@ -247,17 +242,7 @@ mod tests {
             ("harness", started("d")),
         ];
         let at = |turn: TurnSeq| {
-            let mut s = Scan {
-                harness: Harness::Codex,
-                turn,
-                fork: false,
-                last_turn: None,
-                current: None,
-                session: None,
-                last_message: None,
-                next_turn: None,
-                cut_away: None,
-            };
+            let mut s = Scan::new(Harness::Codex, turn, false);
             for (kind, data) in &events {
                 s.feed(kind, data);
             }
