@@ -8,13 +8,16 @@
 //! instructions and an image, shows what its harness got, and switches its
 //! model with a message. The fourth (`diff_part`) runs two turns that
 //! change files, with an edit by hand between them, and shows each turn's
-//! diff and the edit between them as its own entry. With `--keep` it
+//! diff and the edit between them as its own entry. The fifth
+//! (`rewind_part`) rewinds that session's folder to turn 1 after a dry run
+//! that names the edit it would undo. With `--keep` it
 //! leaves a session waiting for an approval and the service running, and
 //! prints the console's address.
 
 mod diff_part;
 mod loop_part;
 mod options_part;
+mod rewind_part;
 mod wait;
 
 use std::os::unix::fs::PermissionsExt;
@@ -127,7 +130,8 @@ fn demo(root: &Path, [core, cli, website]: &Binaries, keep: bool) -> Result<(), 
         website,
     })?;
     options_part::run(&svc, root)?;
-    diff_part::run(&svc, root)?;
+    let id = diff_part::run(&svc, root)?;
+    rewind_part::run(&svc, root, &id)?;
     if keep {
         options_part::keep(&svc, root)?;
     }

@@ -448,6 +448,11 @@ fn the_demo_runs_a_loop_and_shows_what_loop_list_shows() {
         "   changed between the turns (folder_changed): by-hand.txt (added)",
         "   -two\n   +TWO\n",
         "Done: each turn's diff holds what that turn changed, and the edit between them is its own.",
+        "   would change: by-hand.txt (deleted), draft.txt (added), notes.txt (modified)",
+        "   conflicts (changed since turn 1 by someone other than a turn): [\"by-hand.txt\"]",
+        "   written: [\"draft.txt\",\"notes.txt\"], deleted: [\"by-hand.txt\"], failed: []",
+        "   notes.txt now: \"one\\ntwo\\n\"; by-hand.txt there: false",
+        "Done: the folder is as turn 1 left it, and the dry run named the edit it undid.",
     ] {
         assert!(text.contains(want), "{want:?} missing from:\n{text}");
     }

@@ -1,4 +1,6 @@
-//! A rewind (docs/api.md, "Rewind"): the runtime puts the session's
+//! A rewind and a fork (docs/api.md, `POST …/rewind` and `POST …/fork`).
+//!
+//! A rewind: the runtime puts the session's
 //! folder back as a turn left it. The machine decides when one may begin
 //! (no turn running or about to start, the last turn's folder recorded)
 //! and starts no turn until it is over: a message sent meanwhile waits in
@@ -7,6 +9,10 @@
 //! the native session cut there (a lingering one, whose conversation
 //! holds the turns after it, ends), and once a turn that carried it has
 //! run, the harness's own conversation goes on from the cut.
+//!
+//! A fork: a new session, before anything of it runs, takes another's
+//! native session and a [`Cut`] with `fork` set, so its first process
+//! resumes that session at the cut as one of its own.
 
 use super::event::Event;
 use super::io::{Outcome, Refusal};

@@ -12,8 +12,9 @@ use serde_json::{json, Value};
 
 use super::wait::{wait_for, Error};
 
-/// Runs two turns with an edit between them and prints what each changed.
-pub fn run(core: &Service, root: &Path) -> Result<(), Error> {
+/// Runs two turns with an edit between them and prints what each changed;
+/// the session's ID.
+pub fn run(core: &Service, root: &Path) -> Result<String, Error> {
     let folder = root.join("diffs");
     let start = json!({
         "workspace": "demo-workspace",
@@ -59,7 +60,7 @@ pub fn run(core: &Service, root: &Path) -> Result<(), Error> {
     println!(
         "\nDone: each turn's diff holds what that turn changed, and the edit between them is its own."
     );
-    Ok(())
+    Ok(id)
 }
 
 /// A diff's files as `path (status)`, comma-separated.
