@@ -304,13 +304,10 @@ pub(crate) struct SetBudget {
 /// limit is lifted by a request that says nothing); the tokens as a whole
 /// number.
 pub(crate) fn budget(body: &[u8]) -> Result<(Option<f64>, Option<u64>), Refusal> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(Refusal::new(
-            422,
-            "invalid_body",
-            "The body must be a JSON object: {\"max_cost_usd\": …, \"max_tokens\": …}.",
-        ));
-    }
+    required(
+        body,
+        "The body must be a JSON object: {\"max_cost_usd\": …, \"max_tokens\": …}.",
+    )?;
     let b: SetBudget = parse(body, &["max_cost_usd", "max_tokens"])?;
     let tokens = whole_tokens(b.max_tokens)?;
     limits(b.max_cost_usd, tokens)?;
@@ -448,6 +445,15 @@ pub(crate) fn decide(body: &[u8]) -> Result<Decide, Refusal> {
     Ok(d)
 }
 
+/// 422 for an empty body, where one is required: `shape` says what it
+/// must be.
+fn required(body: &[u8], shape: &'static str) -> Result<(), Refusal> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(Refusal::new(422, "invalid_body", shape));
+    }
+    Ok(())
+}
+
 /// Parses a relaunch.
 pub(crate) fn relaunch(body: &[u8]) -> Result<Relaunch, Refusal> {
     parse(body, &["mode"])
@@ -477,13 +483,10 @@ struct ForkBody {
 /// Parses a fork: the turn, the new session's folder and workspace, and
 /// what it chooses over the parent's options.
 pub(crate) fn fork(body: &[u8]) -> Result<Fork, Refusal> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(Refusal::new(
-            422,
-            "invalid_body",
-            "The body must be a JSON object: {\"at_turn\": …, \"folder\": …, \"workspace\": …}.",
-        ));
-    }
+    required(
+        body,
+        "The body must be a JSON object: {\"at_turn\": …, \"folder\": …, \"workspace\": …}.",
+    )?;
     let fields = [
         "at_turn",
         "folder",
@@ -560,13 +563,7 @@ fn yes() -> bool {
 /// integers are, `1.0` too), which halves (both unless one is false) and
 /// whether it is a dry run.
 pub(crate) fn rewind(body: &[u8]) -> Result<Rewind, Refusal> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(Refusal::new(
-            422,
-            "invalid_body",
-            "The body must be a JSON object: {\"to_turn\": …, \"files\": …, \"conversation\": …, \"dry_run\": …}.",
-        ));
-    }
+    required(body, "The body must be a JSON object: {\"to_turn\": …, \"files\": …, \"conversation\": …, \"dry_run\": …}.")?;
     let b: RewindBody = parse(body, &["to_turn", "files", "conversation", "dry_run"])?;
     if !b.files && !b.conversation {
         return Err(Refusal::new(

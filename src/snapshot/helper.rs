@@ -208,6 +208,20 @@ impl Read for Bounded<'_> {
     }
 }
 
+/// Why reading a helper's answer failed, as a sentence: `what` ("the
+/// snapshot of /x") missed its `deadline`, or `who` ("the snapshot
+/// walker") ended before answering or broke the protocol.
+pub(crate) fn read_failure(e: &io::Error, what: &str, who: &str, deadline: Duration) -> String {
+    match e.kind() {
+        io::ErrorKind::TimedOut => format!(
+            "{what} did not finish within {} s (its deadline)",
+            deadline.as_secs_f64()
+        ),
+        io::ErrorKind::UnexpectedEof => format!("{who} ended before it had answered"),
+        _ => format!("{who}'s answer was refused: {e}"),
+    }
+}
+
 /// Asks for a pipe of [`PIPE_BYTES`] (the default `pipe-max-size`);
 /// a smaller one only costs wake-ups.
 fn widen(fd: &impl AsRawFd) {

@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
 
 use super::costs::{Limits, Restored, Skipped};
-use super::helper::{Helper, Walker};
+use super::helper::{read_failure, Helper, Walker};
 use super::objects::Objects;
 use super::protocol::write_chunk;
 use super::restore_protocol::{answer_cap, data_end, ignored, read_answer, Answer, Header, Op};
@@ -208,17 +208,13 @@ pub(crate) fn run(
             return Err(format!("cannot restore {}: {why}", folder.display()))
         }
         Err(e) => {
-            return Err(match e.kind() {
-                io::ErrorKind::TimedOut => format!(
-                    "the restore of {} did not finish within {} s (its deadline)",
-                    folder.display(),
-                    limits.deadline.as_secs_f64()
-                ),
-                io::ErrorKind::UnexpectedEof => {
-                    "the restore helper ended before it had answered".to_string()
-                }
-                _ => format!("the restore helper's answer was refused: {e}"),
-            })
+            let what = format!("the restore of {}", folder.display());
+            return Err(read_failure(
+                &e,
+                &what,
+                "the restore helper",
+                limits.deadline,
+            ));
         }
     };
     Ok(outcome(&steps, results, dropped, &after))

@@ -13,7 +13,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::cache::{settled, Known, StatCache};
 use super::costs::{Counts, Limits, Skipped};
-use super::helper::{Helper, Walker};
+use super::helper::{read_failure, Helper, Walker};
 use super::objects::{Batch, Objects};
 use super::protocol::{
     bad, end, get_str, get_u8, read_chunk_len, Frame, Request, ANSWER_MAGIC, MAX_OVERHEAD,
@@ -116,16 +116,9 @@ pub(crate) fn walk(
             got
         }
     };
-    received.map_err(|e| match e.kind() {
-        io::ErrorKind::TimedOut => format!(
-            "the snapshot of {} did not finish within {} s (its deadline)",
-            folder.display(),
-            limits.deadline.as_secs_f64()
-        ),
-        io::ErrorKind::UnexpectedEof => {
-            "the snapshot walker ended before it had answered".to_string()
-        }
-        _ => format!("the snapshot walker's answer was refused: {e}"),
+    received.map_err(|e| {
+        let what = format!("the snapshot of {}", folder.display());
+        read_failure(&e, &what, "the snapshot walker", limits.deadline)
     })
 }
 

@@ -63,8 +63,8 @@ pub fn run(core: &Service, root: &Path) -> Result<String, Error> {
     Ok(id)
 }
 
-/// A diff's files as `path (status)`, comma-separated.
-fn files(diff: &Value) -> String {
+/// A diff's (or a rewind's) files as `path (status)`, comma-separated.
+pub(super) fn files(diff: &Value) -> String {
     diff["files"]
         .as_array()
         .map(|files| {

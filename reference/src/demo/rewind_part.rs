@@ -8,8 +8,9 @@
 use std::path::Path;
 
 use room_kit::Service;
-use serde_json::{json, Value};
+use serde_json::json;
 
+use super::diff_part::files;
 use super::wait::Error;
 
 /// Rewinds session `id` (its folder in `root/diffs`) to turn 1, after a
@@ -23,7 +24,7 @@ pub fn run(core: &Service, root: &Path, id: &str) -> Result<(), Error> {
     if status != 200 {
         return Err(format!("the dry run was refused: {status} {v}").into());
     }
-    println!("   would change: {}", changes(&v));
+    println!("   would change: {}", files(&v));
     println!(
         "   conflicts (changed since turn 1 by someone other than a turn): {}",
         v["conflicts"]
@@ -45,24 +46,4 @@ pub fn run(core: &Service, root: &Path, id: &str) -> Result<(), Error> {
     );
     println!("\nDone: the folder is as turn 1 left it, and the dry run named the edit it undid.");
     Ok(())
-}
-
-/// A rewind's files as `path (status)`, comma-separated.
-fn changes(v: &Value) -> String {
-    v["files"]
-        .as_array()
-        .map(|files| {
-            files
-                .iter()
-                .map(|f| {
-                    format!(
-                        "{} ({})",
-                        f["path"].as_str().unwrap_or("?"),
-                        f["status"].as_str().unwrap_or("?")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default()
 }
