@@ -168,7 +168,7 @@ fn app() -> impl Strategy<Value = Input> {
         1 => Just(Input::Close),
         1 => mode().prop_map(Input::Relaunch),
         1 => Just(Input::ServiceStop),
-        1 => Just(Input::RewindBegin),
+        1 => Just(Input::RewindBegin { to_turn: 1 }),
         1 => prop::option::of(Just(Cut {
             after_turn: 1,
             at: "m1".into(),
@@ -270,7 +270,7 @@ fn warm_act() -> impl Strategy<Value = Act> {
         1 => Just(Act::Restart),
         2 => Just(Act::SurvivorGone),
         3 => Just(Act::Snapshot),
-        1 => Just(Act::App(Input::RewindBegin)),
+        1 => Just(Act::App(Input::RewindBegin { to_turn: 1 })),
         1 => Just(Act::App(Input::RewindOver {
             cut: Some(Cut {
                 after_turn: 1,
@@ -802,9 +802,13 @@ impl World {
         if let Outcome::Refused(why) = outcome {
             self.seen.insert(format!("refused {why:?}"));
         }
-        if outcome == Outcome::Applied && input == Input::RewindBegin {
+        if let (Outcome::Applied, Input::RewindBegin { to_turn }) = (outcome, &input) {
             let running = self.s.record().turn.as_ref().is_some_and(|t| !t.finished());
             prop_assert!(!running, "a rewind began while a turn ran");
+            prop_assert!(
+                *to_turn >= 1 && *to_turn < self.s.record().next_turn,
+                "a rewind began to turn {to_turn}, which has not ended"
+            );
         }
         if outcome == Outcome::Refused(room_machines::session::Refusal::QueueFull) {
             prop_assert!(self.s.record().queue.len() >= config().max_queued_prompts);
@@ -1829,6 +1833,7 @@ fn the_random_lives_reach_every_situation() {
         "cut carried",
         "refused TurnRunning",
         "refused Rewinding",
+        "refused NoSuchTurn",
         "steered",
     ];
     let errors = ERRORS.iter().map(|p| format!("error: {p}"));

@@ -88,7 +88,7 @@ pub(super) fn refusal(id: &str, why: Refused, waiting: usize) -> Refusal {
             409,
             "turn_running",
             format!(
-                "Session {id} has a turn running or about to start; rewind it once that turn has ended (POST /v1/sessions/{id}/interrupt ends it now)."
+                "Session {id} has a turn running or about to start; send this once that turn has ended (POST /v1/sessions/{id}/interrupt ends it now)."
             ),
         ),
         Refused::FolderRecording => Refusal::new(
@@ -97,6 +97,11 @@ pub(super) fn refusal(id: &str, why: Refused, waiting: usize) -> Refusal {
             format!(
                 "Session {id}'s last turn has ended and its folder is being recorded; rewind once its turn_diff event is journalled."
             ),
+        ),
+        Refused::NoSuchTurn => Refusal::new(
+            409,
+            "no_such_turn",
+            format!("Session {id} has no turn of that number that has ended."),
         ),
         Refused::Rewinding => Refusal::new(
             409,

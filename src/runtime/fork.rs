@@ -13,6 +13,7 @@ use room_machines::session::{Boundary, Cut, Input, TurnSeq};
 use serde_json::Value;
 
 use super::conversation_cut::{self, Mark};
+use super::driver::refusal;
 use super::snapshot_index::{last_at, SnapshotIndex};
 use super::undo_asks::Fork;
 use super::Runtime;
@@ -32,40 +33,19 @@ impl Runtime {
                 "This service records no snapshots (the config's snapshots is false), so no turn's folder can be forked.",
             ));
         }
+        let at = f.at_turn;
         // The parent's options as they are now: the model and effort in
         // force (its messages may have chosen others) and its budget.
-        let (parent, native, ended, choice, budget) = {
+        let (parent, native, choice, budget) = {
             let h = lock(&s);
+            if let Some(why) = h.machine.ended_turn(at) {
+                let waiting = h.machine.record().queue.len();
+                return Err(refusal(id, why, waiting));
+            }
             let r = h.machine.record();
-            let running = r.turn.as_ref().filter(|t| !t.finished()).map(|t| t.seq);
-            let ended = r.next_turn.saturating_sub(1);
             let choice = h.machine.choice_in_force();
-            (
-                h.start.clone(),
-                r.native_id.clone(),
-                (ended, running),
-                choice,
-                r.budget,
-            )
+            (h.start.clone(), r.native_id.clone(), choice, r.budget)
         };
-        let at = f.at_turn;
-        match ended {
-            (_, Some(running)) if running == at => {
-                return Err(Refusal::new(
-                    409,
-                    "turn_running",
-                    format!("Turn {at} of session {id} has not ended; fork it once it has."),
-                ))
-            }
-            (last, _) if at > last => {
-                return Err(Refusal::new(
-                    409,
-                    "no_such_turn",
-                    format!("Session {id} has no turn {at} that has ended."),
-                ))
-            }
-            _ => {}
-        }
         if f.folder.starts_with(&parent.folder) || parent.folder.starts_with(&f.folder) {
             return Err(Refusal::new(
                 409,

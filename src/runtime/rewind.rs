@@ -56,7 +56,7 @@ impl Runtime {
         };
         let (folder, ran, harness, native) = {
             let mut h = lock(&s);
-            self.command(&mut h, Input::RewindBegin).map_err(|r| {
+            self.command(&mut h, Input::RewindBegin { to_turn }).map_err(|r| {
                 if r.code == "session_starting" {
                     Refusal::new(
                         409,
@@ -82,15 +82,6 @@ impl Runtime {
             event: None,
             cut: None,
         };
-        if to_turn > ran {
-            // The session is there; the turn named in the body is not (yet):
-            // its state, not a missing resource.
-            return Err(Refusal::new(
-                409,
-                "no_such_turn",
-                format!("Session {id} has no turn {to_turn} that has ended."),
-            ));
-        }
         let mut data =
             json!({ "to_turn": to_turn, "dry_run": ask.dry_run, "conversation": "kept" });
         let cut = match ask.conversation {

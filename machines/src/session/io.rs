@@ -140,7 +140,10 @@ pub enum Input {
     },
     /// `POST …/rewind`: hold the queue while the folder is put back (no
     /// turn may be running or about to start); `RewindOver` lets it go.
-    RewindBegin,
+    RewindBegin {
+        /// The turn the session goes back to: one that has ended.
+        to_turn: TurnSeq,
+    },
     /// The rewind that `RewindBegin` held the queue for is over; with a
     /// cut, the conversation ends where it says from the next process on
     /// (a lingering one ends).
@@ -527,6 +530,8 @@ pub enum Refusal {
     FolderRecording,
     /// Another rewind is under way (409 `rewind_running`).
     Rewinding,
+    /// No turn of that number has ended (409 `no_such_turn`).
+    NoSuchTurn,
 }
 
 /// What an input did.

@@ -394,7 +394,7 @@ impl Session {
                 native_id,
                 cut,
             } => self.handle_fork(parent, native_id, cut),
-            Input::RewindBegin => self.handle_rewind_begin(),
+            Input::RewindBegin { to_turn } => self.handle_rewind_begin(to_turn),
             Input::RewindOver { cut } => self.handle_rewind_over(now, cut),
             Input::Steer(text) => self.handle_steer(now, text),
             Input::SetBudget(budget) => self.handle_set_budget(now, budget),

@@ -16,7 +16,7 @@
 
 use super::event::Event;
 use super::io::{Outcome, Refusal};
-use super::record::{Cut, Phase, Stage, Turn};
+use super::record::{Cut, Phase, Stage, Turn, TurnSeq};
 use super::Session;
 use crate::id::plausible_native_id;
 use crate::time::Millis;
@@ -45,8 +45,20 @@ impl Session {
         Outcome::Applied
     }
 
-    /// `RewindBegin`: holds the queue for a rewind, or says why not.
-    pub(super) fn handle_rewind_begin(&mut self) -> Outcome {
+    /// Whether a rewind or a fork may go back to turn `turn`: `None` when
+    /// it has ended, or why not (it runs, or it has not been).
+    pub fn ended_turn(&self, turn: TurnSeq) -> Option<Refusal> {
+        let r = &self.state.record;
+        match &r.turn {
+            Some(t) if t.seq == turn && !t.finished() => Some(Refusal::TurnRunning),
+            _ if turn == 0 || turn >= r.next_turn => Some(Refusal::NoSuchTurn),
+            _ => None,
+        }
+    }
+
+    /// `RewindBegin`: holds the queue for a rewind to turn `to_turn`, or
+    /// says why not.
+    pub(super) fn handle_rewind_begin(&mut self, to_turn: TurnSeq) -> Outcome {
         if self.state.halted {
             return Outcome::Refused(Refusal::ServiceStopping);
         }
@@ -75,6 +87,9 @@ impl Session {
         }
         if self.state.snapshot.after.is_some() {
             return Outcome::Refused(Refusal::FolderRecording);
+        }
+        if let Some(why) = self.ended_turn(to_turn) {
+            return Outcome::Refused(why);
         }
         self.state.rewinding = true;
         Outcome::Applied

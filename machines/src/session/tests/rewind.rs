@@ -46,9 +46,12 @@ fn idle_after_one(linger: Millis) -> T {
 #[test]
 fn a_rewind_holds_the_queue_until_it_is_over() {
     let mut t = idle_after_one(0);
-    assert_eq!(outcome(&mut t, Input::RewindBegin), Outcome::Applied);
     assert_eq!(
-        outcome(&mut t, Input::RewindBegin),
+        outcome(&mut t, Input::RewindBegin { to_turn: 1 }),
+        Outcome::Applied
+    );
+    assert_eq!(
+        outcome(&mut t, Input::RewindBegin { to_turn: 1 }),
         Outcome::Refused(Refusal::Rewinding)
     );
     // A message waits: its folder is not even asked for.
@@ -79,7 +82,10 @@ fn a_rewind_holds_the_queue_until_it_is_over() {
 fn a_lingering_process_is_no_running_turn_and_stays_for_the_next_message() {
     let mut t = idle_after_one(60_000);
     assert!(t.s.lingering());
-    assert_eq!(outcome(&mut t, Input::RewindBegin), Outcome::Applied);
+    assert_eq!(
+        outcome(&mut t, Input::RewindBegin { to_turn: 1 }),
+        Outcome::Applied
+    );
     t.go(Input::message("two".into()));
     let e = t.go(Input::RewindOver { cut: None });
     assert!(!has(&e, &term(1)), "{e:?}");
@@ -94,35 +100,47 @@ fn a_lingering_process_is_no_running_turn_and_stays_for_the_next_message() {
 #[test]
 fn no_rewind_while_a_turn_runs_is_about_to_or_is_being_recorded() {
     let mut t = idle_after_one(0);
+    // Only to a turn that has ended.
+    for to_turn in [0, 2] {
+        assert_eq!(
+            outcome(&mut t, Input::RewindBegin { to_turn }),
+            Outcome::Refused(Refusal::NoSuchTurn)
+        );
+        assert_eq!(t.s.ended_turn(to_turn), Some(Refusal::NoSuchTurn));
+    }
+    assert_eq!(t.s.ended_turn(1), None);
     // About to start: its folder is being recorded before it.
     t.go(Input::message("two".into()));
     assert_eq!(
-        outcome(&mut t, Input::RewindBegin),
+        outcome(&mut t, Input::RewindBegin { to_turn: 1 }),
         Outcome::Refused(Refusal::TurnRunning)
     );
     t.go(taken(2, Boundary::Before));
     assert_eq!(
-        outcome(&mut t, Input::RewindBegin),
+        outcome(&mut t, Input::RewindBegin { to_turn: 1 }),
         Outcome::Refused(Refusal::TurnRunning)
     );
     t.go(Input::TurnSpawned { seq: 2, process: P });
     t.named(2);
     assert_eq!(
-        outcome(&mut t, Input::RewindBegin),
+        outcome(&mut t, Input::RewindBegin { to_turn: 1 }),
         Outcome::Refused(Refusal::TurnRunning)
     );
     t.end(2, Exit::Code(0));
     assert_eq!(
-        outcome(&mut t, Input::RewindBegin),
+        outcome(&mut t, Input::RewindBegin { to_turn: 1 }),
         Outcome::Refused(Refusal::FolderRecording)
     );
     t.go(taken(2, Boundary::After));
-    assert_eq!(outcome(&mut t, Input::RewindBegin), Outcome::Applied);
+    assert_eq!(
+        outcome(&mut t, Input::RewindBegin { to_turn: 1 }),
+        Outcome::Applied
+    );
     // Closed: nothing more happens to the session.
     t.go(Input::RewindOver { cut: None });
     t.go(Input::Close);
     assert_eq!(
-        outcome(&mut t, Input::RewindBegin),
+        outcome(&mut t, Input::RewindBegin { to_turn: 1 }),
         Outcome::Refused(Refusal::Closed)
     );
 }
@@ -136,7 +154,10 @@ fn a_relaunch_during_a_rewind_runs_its_first_turn_after_it() {
     t.named(2);
     t.end(2, Exit::Code(0));
     t.go(taken(2, Boundary::After));
-    assert_eq!(outcome(&mut t, Input::RewindBegin), Outcome::Applied);
+    assert_eq!(
+        outcome(&mut t, Input::RewindBegin { to_turn: 1 }),
+        Outcome::Applied
+    );
     t.go(Input::message("three".into()));
     t.go(Input::Relaunch(RelaunchMode::Restart));
     let e = t.go(Input::Launch(LaunchInput::PermitGranted));
@@ -178,7 +199,7 @@ fn spawn_cut(e: &[Effect]) -> Option<Option<String>> {
 #[test]
 fn a_cut_conversation_ends_the_lingering_process_and_the_next_resumes_at_the_cut_once() {
     let mut t = idle_after_one(60_000);
-    t.go(Input::RewindBegin);
+    t.go(Input::RewindBegin { to_turn: 1 });
     let e = t.go(Input::RewindOver { cut: Some(cut()) });
     assert!(has(&e, &Effect::CloseInput { seq: 1 }), "{e:?}");
     assert!(has(&e, &Effect::Persist), "the cut is durable: {e:?}");
@@ -204,7 +225,7 @@ fn a_cut_conversation_ends_the_lingering_process_and_the_next_resumes_at_the_cut
 #[test]
 fn a_turn_that_never_had_its_prompt_leaves_the_cut_for_the_next() {
     let mut t = idle_after_one(0);
-    t.go(Input::RewindBegin);
+    t.go(Input::RewindBegin { to_turn: 1 });
     t.go(Input::RewindOver { cut: Some(cut()) });
     t.go(Input::message("two".into()));
     let e = t.go(taken(2, Boundary::Before));
