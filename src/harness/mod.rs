@@ -19,6 +19,7 @@ pub mod command;
 pub(crate) mod figures;
 pub(crate) mod head;
 pub(crate) mod installed;
+pub(crate) mod jsonrpc;
 pub mod mcp;
 pub(crate) mod modes;
 pub mod options;

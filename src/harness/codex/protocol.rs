@@ -18,7 +18,7 @@
 //! that is not a count as 0).
 
 use room_machines::session::{Usage, UsageReport};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::harness::figures::count;
@@ -36,69 +36,9 @@ pub(crate) const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
 
 // ------------------------------------------------------------- to codex
 
-/// A JSON-RPC request id: codex's own requests use numbers from 0; the
-/// protocol allows strings too.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum RequestId {
-    /// A number.
-    Number(i64),
-    /// A string.
-    Text(String),
-}
-
-/// A request room-core sends.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Request<'a, P: Serialize> {
-    /// Always "2.0" (codex omits it in what it writes, and accepts it).
-    pub jsonrpc: &'static str,
-    /// room-core's id for it.
-    pub id: u64,
-    /// The method.
-    pub method: &'a str,
-    /// Its parameters.
-    pub params: P,
-}
-
-/// A notification room-core sends (`initialized`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Notify<'a> {
-    /// Always "2.0".
-    pub jsonrpc: &'static str,
-    /// The method.
-    pub method: &'a str,
-}
-
-/// An answer to a request of codex's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Response<'a, R: Serialize> {
-    /// Always "2.0".
-    pub jsonrpc: &'static str,
-    /// The request answered.
-    pub id: &'a RequestId,
-    /// The answer.
-    pub result: R,
-}
-
-/// An error answer to a request of codex's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct ErrorResponse<'a> {
-    /// Always "2.0".
-    pub jsonrpc: &'static str,
-    /// The request answered.
-    pub id: &'a RequestId,
-    /// The error.
-    pub error: RpcError<'a>,
-}
-
-/// A JSON-RPC error.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct RpcError<'a> {
-    /// Its code.
-    pub code: i64,
-    /// Its message.
-    pub message: &'a str,
-}
+pub(crate) use crate::harness::jsonrpc::RequestId;
+use crate::harness::jsonrpc::{self, Envelope};
+pub(crate) use crate::harness::jsonrpc::{error_answer, request};
 
 /// `initialize`'s parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -285,25 +225,6 @@ pub(crate) enum Decision {
     Decline,
 }
 
-/// Serialises a message as one line, newline included.
-fn line<T: Serialize>(msg: &T) -> String {
-    // Serialising these types cannot fail: every map key is a string and
-    // nothing has a hand-written Serialize.
-    let mut s = serde_json::to_string(msg).unwrap_or_default();
-    s.push('\n');
-    s
-}
-
-/// A request of `method` with `params`, as one line.
-pub(crate) fn request<P: Serialize>(id: u64, method: &str, params: P) -> String {
-    line(&Request {
-        jsonrpc: "2.0",
-        id,
-        method,
-        params,
-    })
-}
-
 /// `initialize`.
 pub(crate) fn initialize(id: u64, client: ClientInfo) -> String {
     request(
@@ -317,10 +238,7 @@ pub(crate) fn initialize(id: u64, client: ClientInfo) -> String {
 
 /// The `initialized` notification, sent after `initialize`'s answer.
 pub(crate) fn initialized() -> String {
-    line(&Notify {
-        jsonrpc: "2.0",
-        method: "initialized",
-    })
+    jsonrpc::notification::<()>("initialized", None)
 }
 
 /// `thread/start`.
@@ -404,22 +322,7 @@ pub(crate) fn turn_interrupt(id: u64, thread_id: &str, turn_id: &str) -> String 
 
 /// The answer to an approval request.
 pub(crate) fn approval_answer(id: &RequestId, decision: Decision) -> String {
-    line(&Response {
-        jsonrpc: "2.0",
-        id,
-        result: ApprovalAnswer { decision },
-    })
-}
-
-/// An error answer to a request of codex's (one room-core does not serve;
-/// for an approval codex then does not run the command, and the model
-/// reads "approval request failed").
-pub(crate) fn error_answer(id: &RequestId, code: i64, message: &str) -> String {
-    line(&ErrorResponse {
-        jsonrpc: "2.0",
-        id,
-        error: RpcError { code, message },
-    })
+    jsonrpc::answer(id, ApprovalAnswer { decision })
 }
 
 // ----------------------------------------------------------- from codex
@@ -559,38 +462,19 @@ pub(crate) fn turn_id(result: &Value) -> Option<String> {
 }
 
 /// Reads one line of codex's stdout. Never panics.
-/// Reads one line of codex's stdout. Never panics.
 pub(crate) fn decode(line: &str) -> Incoming {
-    let Ok(value) = serde_json::from_str::<Value>(line) else {
-        return Incoming::Other;
-    };
-    let id = value
-        .get("id")
-        .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
-    let method = text(&value, "method");
-    let params = value.get("params").unwrap_or(&Value::Null);
-    match (method, id) {
-        (Some(method), Some(id)) => Incoming::Request {
+    match jsonrpc::sort(line) {
+        Envelope::Request { id, method, params } => Incoming::Request {
             id,
-            request: server_request(method, params),
+            request: server_request(method, &params),
         },
-        (Some(method), None) if value.get("id").is_none() => {
-            notification(&method, params).map_or(Incoming::Other, Incoming::Notification)
+        Envelope::Notification { method, params } => {
+            notification(&method, &params).map_or(Incoming::Other, Incoming::Notification)
         }
-        (Some(method), None) => Incoming::RequestWithoutId { method },
-        (None, Some(id)) if value.get("error").is_some() => Incoming::Error {
-            id,
-            message: value["error"]
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-        },
-        (None, Some(id)) if value.get("result").is_some() => Incoming::Response {
-            id,
-            result: value["result"].clone(),
-        },
-        _ => Incoming::Other,
+        Envelope::RequestWithoutId { method } => Incoming::RequestWithoutId { method },
+        Envelope::Error { id, message } => Incoming::Error { id, message },
+        Envelope::Response { id, result } => Incoming::Response { id, result },
+        Envelope::Other => Incoming::Other,
     }
 }
 

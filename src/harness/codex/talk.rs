@@ -24,6 +24,7 @@ use super::protocol::{Notification, SandboxMode, ServerRequest};
 use super::protocol::{COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use crate::harness::bounds::{REF_MAX, TEXT_MAX};
 use crate::harness::head::{fields, Scalar};
+use crate::harness::jsonrpc::{INVALID, NOT_SERVED};
 use crate::harness::refusal::{Named, Refused, Unreadable, Why};
 use crate::harness::speech::{
     cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Image, Out, Said,
@@ -37,12 +38,6 @@ const WAITING_MAX: usize = 1024;
 /// yet; later ones go at once and codex refuses them (a refused steer goes
 /// back to the queue).
 const HELD_MAX: usize = 64;
-
-/// JSON-RPC's "method not found".
-const NOT_SERVED: i64 = -32601;
-
-/// JSON-RPC's "invalid request".
-const INVALID: i64 = -32600;
 
 /// How a process opens its thread: from the turn's command.
 #[derive(Debug, Clone, PartialEq, Eq)]
