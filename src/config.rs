@@ -140,6 +140,9 @@ pub struct Config {
     /// How long one snapshot may take (ms, default 60000); past it, it is
     /// given up and its turn's diff says so.
     pub snapshot_deadline_ms: u64,
+    /// The agents that speak the Agent Client Protocol a session may run
+    /// (`"harness": "acp", "agent": "<name>"`), by name (default none).
+    pub acp_agents: std::collections::BTreeMap<String, crate::harness::acp::AcpAgent>,
 }
 
 impl Default for Config {
@@ -182,6 +185,7 @@ impl Default for Config {
             snapshot_max_entries: 200_000,
             snapshot_ignore: Vec::new(),
             snapshot_deadline_ms: 60_000,
+            acp_agents: Default::default(),
         }
     }
 }
@@ -313,7 +317,7 @@ impl Config {
                 "harness_env: {n:?} is not a variable name"
             )));
         }
-        Ok(())
+        crate::harness::acp::check_agents(&self.acp_agents).map_err(ConfigError::Invalid)
     }
 
     /// Why turns must not be supervised by process groups (`why`: the

@@ -97,16 +97,16 @@ impl Counters {
 }
 
 /// The harnesses, as `room_core_tokens_total` labels them.
-pub(crate) const HARNESSES: &[&str] = &["claude", "codex"];
+pub(crate) const HARNESSES: [&str; 3] = ["claude", "codex", "acp"];
 
 /// The kinds of token, as `room_core_tokens_total` labels them.
-pub(crate) const TOKEN_KINDS: &[&str] = &["input", "output", "cache_read", "cache_write"];
+pub(crate) const TOKEN_KINDS: [&str; 4] = ["input", "output", "cache_read", "cache_write"];
 
 /// Tokens the turns used, by harness and kind ([`HARNESSES`] ×
 /// [`TOKEN_KINDS`]); a count saturates rather than wrap.
 #[derive(Debug, Default)]
 pub struct Tokens {
-    counts: [[AtomicU64; 4]; 2],
+    counts: [[AtomicU64; TOKEN_KINDS.len()]; HARNESSES.len()],
 }
 
 impl Tokens {

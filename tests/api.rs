@@ -40,7 +40,7 @@ fn bad_start_requests_are_refused_with_a_sentence() {
             start_body(&folder, "claude", json!({"bogus": 1})),
             422,
             "unknown_field",
-            "Unknown field \"bogus\". Known fields: workspace, folder, harness, kind, parent, shared_sandbox, request_id, plan_only, project_copy, prompt, approvals, max_cost_usd, max_tokens, model, effort, instructions, mcp_servers, attachments.",
+            "Unknown field \"bogus\". Known fields: workspace, folder, harness, agent, kind, parent, shared_sandbox, request_id, plan_only, project_copy, prompt, approvals, max_cost_usd, max_tokens, model, effort, instructions, mcp_servers, attachments.",
         ),
         (
             start_body(&folder, "claude", json!({"kind": "side_chat", "parent": parent, "project_copy": true})),
@@ -78,6 +78,36 @@ fn bad_start_requests_are_refused_with_a_sentence() {
             "invalid_body",
             "The body must be a JSON object.",
         ),
+        (
+            start_body(&folder, "acp", json!({})),
+            422,
+            "invalid_field",
+            "An acp session names its agent: \"agent\", one of the config's acp_agents.",
+        ),
+        (
+            start_body(&folder, "claude", json!({"agent": "gemini"})),
+            422,
+            "invalid_field",
+            "\"agent\" names an ACP agent: it goes with \"harness\": \"acp\".",
+        ),
+        (
+            start_body(&folder, "acp", json!({"agent": "gemini", "model": "opus"})),
+            422,
+            "invalid_field",
+            "An ACP agent takes no model from room-core: its own config chooses it.",
+        ),
+        (
+            start_body(&folder, "acp", json!({"agent": "gemini", "plan_only": true})),
+            422,
+            "invalid_field",
+            "An ACP agent's own config decides what it may change: room-core cannot make it plan only.",
+        ),
+        (
+            start_body(&folder, "acp", json!({"agent": "gemini"})),
+            422,
+            "unknown_agent",
+            "The config's acp_agents has no agent \"gemini\" (it names none).",
+        ),
     ];
     for (body, status, code, message) in cases {
         let (got, v) = svc.post("/v1/sessions", body.clone());
@@ -93,7 +123,7 @@ fn bad_start_requests_are_refused_with_a_sentence() {
     assert_eq!(v["code"], "invalid_field");
     assert_eq!(
         v["error"],
-        "Invalid body: unknown variant `claud`, expected `claude` or `codex`."
+        "Invalid body: unknown variant `claud`, expected one of `claude`, `codex`, `acp`."
     );
     // A missing field names it.
     let (status, v) = svc.post("/v1/sessions", json!({"workspace": "w", "folder": folder}));

@@ -340,6 +340,7 @@ pub(crate) fn claude_turn_spec(
         codex: claude.to_path_buf(),
     };
     let turn = Turn {
+        agent: None,
         harness: Harness::Claude,
         native_id: None,
         cut: None,

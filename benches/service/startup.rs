@@ -84,6 +84,7 @@ pub(crate) fn startup(table: &mut Table) {
                 .join(format!("{label}-{n}").replace(' ', "-"));
             std::fs::create_dir_all(&folder).unwrap();
             let turn = Turn {
+                agent: None,
                 harness,
                 native_id: None,
                 cut: None,

@@ -475,6 +475,8 @@ fn session_options(promised: bool) -> session::Options {
         budget: Default::default(),
         choice: Default::default(),
         effort_at_spawn: false,
+        steers_queued: false,
+        auto_allows: false,
     }
 }
 

@@ -14,6 +14,7 @@ use room_machines::session::Decision;
 use crate::attachments::check::{self, Checked};
 use crate::error::Refusal;
 use crate::harness::options::{check_model, Effort};
+use crate::harness::Harness;
 use crate::runtime::{Fork, RelaunchMode, Rewind, Start};
 use crate::sessions::Kind;
 
@@ -31,6 +32,7 @@ const CREATE_FIELDS: &[&str] = &[
     "workspace",
     "folder",
     "harness",
+    "agent",
     "kind",
     "parent",
     "shared_sandbox",
@@ -256,6 +258,7 @@ pub(crate) fn create(body: &[u8]) -> Result<(Start, Vec<Checked>), Refusal> {
         prompt(p)?;
     }
     limits(c.max_cost_usd, c.max_tokens)?;
+    acp_start(&c)?;
     harness_options(&c)?;
     Ok((c, images))
 }
@@ -263,6 +266,42 @@ pub(crate) fn create(body: &[u8]) -> Result<(Start, Vec<Checked>), Refusal> {
 /// A prompt's images, checked ([`check::images`]); 422 naming the rule.
 fn images(value: Value) -> Result<Vec<Checked>, Refusal> {
     check::images(value).map_err(|why| Refusal::new(422, "invalid_field", why))
+}
+
+/// An `acp` start names its agent and chooses none of what the agent
+/// chooses itself (model, effort, instructions, MCP servers); another
+/// names none.
+fn acp_start(c: &Start) -> Result<(), Refusal> {
+    let invalid = |m: &str| Err(Refusal::new(422, "invalid_field", m));
+    match (c.harness, c.agent.as_deref()) {
+        (Harness::Acp, None) => {
+            return invalid(
+                "An acp session names its agent: \"agent\", one of the config's acp_agents.",
+            )
+        }
+        (Harness::Acp, Some(_)) => {}
+        (_, Some(_)) => {
+            return invalid("\"agent\" names an ACP agent: it goes with \"harness\": \"acp\".")
+        }
+        (_, None) => return Ok(()),
+    }
+    if c.plan_only {
+        return invalid(
+            "An ACP agent's own config decides what it may change: room-core cannot make it plan only.",
+        );
+    }
+    let chosen = [
+        ("model", c.model.is_some()),
+        ("effort", c.effort.is_some()),
+        ("instructions", c.instructions.is_some()),
+        ("mcp_servers", c.mcp_servers.is_some()),
+    ];
+    match chosen.iter().find(|(_, given)| *given) {
+        Some((field, _)) => invalid(&format!(
+            "An ACP agent takes no {field} from room-core: its own config chooses it."
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The model, effort and instructions a start chose, as its CLI can take

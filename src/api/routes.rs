@@ -296,7 +296,9 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
             "options": {
                 "claude": Harness::Claude.options_offered(),
                 "codex": Harness::Codex.options_offered(),
+                "acp": Harness::Acp.options_offered(),
             },
+            "acp_agents": crate::harness::acp::listed(&rt.config.acp_agents),
         })),
         Op::Health => ok(follow::health(ctx)),
         Op::Ready => Ok(Done::Reply(follow::ready(rt))),

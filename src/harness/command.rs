@@ -47,6 +47,9 @@ pub struct TurnSpec {
 pub struct Turn<'a> {
     /// Which CLI.
     pub harness: Harness,
+    /// The ACP agent, by its name in the config's `acp_agents`, for an
+    /// `acp` session.
+    pub agent: Option<&'a str>,
     /// The native session to resume, if any.
     pub native_id: Option<&'a str>,
     /// Where a rewind or a fork cut its conversation (the harness's
@@ -91,17 +94,43 @@ pub fn build(
         }
     }
     let account = account::for_agent(config.agent_uid)?;
+    let agent = match (turn.harness, turn.agent) {
+        (Harness::Acp, Some(name)) => Some((
+            name,
+            config
+                .acp_agents
+                .get(name)
+                .ok_or_else(|| format!("the config's acp_agents names no agent {name:?}"))?,
+        )),
+        (Harness::Acp, None) => return Err("the session names no ACP agent".into()),
+        _ => None,
+    };
+    let mut extra = config.harness_env.clone();
+    if let Some((_, a)) = agent {
+        extra.extend(a.env.iter().cloned());
+    }
     let env = environment(
         std::env::vars_os(),
         &config.agent_socket_path(),
         account.as_ref(),
         secrets,
-        &config.harness_env,
+        &extra,
     );
-    let configured = programs.of(turn.harness);
+    let (configured, cli, field) = match (programs.of(turn.harness), agent) {
+        (Some(path), _) => {
+            let cli = turn.harness.name();
+            (path, cli.to_string(), format!("{cli}_program"))
+        }
+        (None, Some((name, a))) => (
+            a.command.as_path(),
+            format!("the ACP agent {name}"),
+            format!("acp_agents.{name}.command"),
+        ),
+        (None, None) => return Err("no program runs this harness".into()),
+    };
     let program = absolute(configured, &env);
     if !program::is_there(&program) {
-        return Err(program::not_installed(turn.harness.name(), configured));
+        return Err(program::missing(&cli, &field, configured));
     }
     let mut modes = config.modes(turn.plan_only);
     if turn.approvals == ApprovalMode::App && !turn.plan_only {
@@ -114,12 +143,15 @@ pub fn build(
         true => opening.fork_through = cut,
         false => opening.revert_before = cut,
     }
-    let mut args = turn.harness.argv(
-        turn.native_id,
-        turn.cut.map(|at| (at, turn.fork)),
-        &modes,
-        turn.options,
-    );
+    let mut args = match agent {
+        Some((_, a)) => a.args.clone(),
+        None => turn.harness.argv(
+            turn.native_id,
+            turn.cut.map(|at| (at, turn.fork)),
+            &modes,
+            turn.options,
+        ),
+    };
     if let Some((servers, file)) = turn.mcp {
         match (turn.harness, file) {
             (Harness::Claude, Some(file)) => {
@@ -140,6 +172,9 @@ pub fn build(
             }
             (Harness::Codex, _) => {
                 opening.config = Some(mcp::codex_config(servers, modes.tools_unasked()))
+            }
+            (Harness::Acp, _) => {
+                return Err("room-core gives an ACP agent no MCP servers yet".into())
             }
         }
     }
@@ -431,6 +466,7 @@ mod tests {
         for harness in [Harness::Claude, Harness::Codex] {
             for prompt in ["-x", "--help", "--", "two\nlines", ""] {
                 let turn = Turn {
+                    agent: None,
                     harness,
                     native_id: Some("abc"),
                     cut: None,
@@ -454,7 +490,7 @@ mod tests {
                 assert!(heard.contains(&text), "{heard}");
                 assert!(!spec.args.iter().any(|a| a == prompt), "{:?}", spec.args);
                 assert_eq!(spec.cwd, Path::new("/work/s1"));
-                assert_eq!(spec.program, programs.of(harness));
+                assert_eq!(Some(spec.program.as_path()), programs.of(harness));
                 assert_eq!(spec.account, None);
                 assert!(spec
                     .env
@@ -491,6 +527,7 @@ mod tests {
             codex: "/nonexistent/codex".into(),
         };
         let turn = |harness| Turn {
+            agent: None,
             harness,
             native_id: None,
             cut: None,
@@ -519,6 +556,7 @@ mod tests {
             codex: "codex".into(),
         };
         let turn = Turn {
+            agent: None,
             harness: Harness::Codex,
             native_id: Some("--dangerously-bypass-approvals-and-sandbox"),
             cut: None,

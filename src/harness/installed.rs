@@ -56,7 +56,7 @@ impl Installed {
         let entries = [Harness::Claude, Harness::Codex]
             .into_iter()
             .map(|harness| {
-                let path = programs.of(harness).to_path_buf();
+                let path = programs.of(harness).unwrap_or(Path::new("")).to_path_buf();
                 let cli = harness.name();
                 let missing =
                     (!program::is_there(&path)).then(|| program::not_installed(cli, &path));

@@ -11,6 +11,7 @@
 //! `version` say which CLIs are installed and their versions.
 
 pub(crate) mod account;
+pub mod acp;
 pub(crate) mod approvals;
 pub(crate) mod bounds;
 pub mod claude;
@@ -45,6 +46,9 @@ pub enum Harness {
     Claude,
     /// Codex.
     Codex,
+    /// An agent that speaks the Agent Client Protocol, named by the
+    /// session's `agent` among the config's `acp_agents`.
+    Acp,
 }
 
 impl Harness {
@@ -53,6 +57,7 @@ impl Harness {
         match self {
             Harness::Claude => "claude",
             Harness::Codex => "codex",
+            Harness::Acp => "acp",
         }
     }
 
@@ -69,6 +74,8 @@ impl Harness {
         match self {
             Harness::Claude => claude::argv(native_id, cut, modes, options),
             Harness::Codex => codex::argv(modes),
+            // The config's `acp_agents` entry holds them.
+            Harness::Acp => Vec::new(),
         }
     }
 }
@@ -81,6 +88,8 @@ impl Harness {
         match self {
             Harness::Claude => &[Low, Medium, High, Xhigh, Max],
             Harness::Codex => &[Minimal, Low, Medium, High, Xhigh],
+            // An ACP agent chooses its own.
+            Harness::Acp => &[],
         }
     }
 
@@ -100,7 +109,12 @@ impl Harness {
             return Ok(());
         }
         let names: Vec<&str> = takes.iter().map(|e| e.name()).collect();
-        let (last, rest) = names.split_last().expect("every CLI takes some");
+        let Some((last, rest)) = names.split_last() else {
+            return Err(format!(
+                "takes no effort from room-core, not {}.",
+                effort.name()
+            ));
+        };
         Err(format!(
             "takes effort {} or {last}, not {}.",
             rest.join(", "),
@@ -111,6 +125,10 @@ impl Harness {
     /// What `GET /v1/capabilities` says a start of this CLI may choose: a
     /// model, instructions, and which efforts.
     pub fn options_offered(self) -> serde_json::Value {
+        if self == Harness::Acp {
+            // An ACP agent's own config chooses them.
+            return serde_json::json!({"model": false, "instructions": false, "effort": []});
+        }
         let efforts: Vec<&str> = self.efforts().iter().map(|e| e.name()).collect();
         serde_json::json!({"model": true, "instructions": true, "effort": efforts})
     }
@@ -138,11 +156,13 @@ impl Programs {
         }
     }
 
-    /// The program for `harness`.
-    pub fn of(&self, harness: Harness) -> &Path {
+    /// The program for `harness`; none for `acp`, whose agent's entry in
+    /// the config names its own.
+    pub fn of(&self, harness: Harness) -> Option<&Path> {
         match harness {
-            Harness::Claude => &self.claude,
-            Harness::Codex => &self.codex,
+            Harness::Claude => Some(&self.claude),
+            Harness::Codex => Some(&self.codex),
+            Harness::Acp => None,
         }
     }
 }
@@ -181,7 +201,7 @@ mod tests {
         let p = Programs::resolve(Path::new("/opt/claude"), Path::new("./codex"));
         assert_eq!(
             (p.of(Harness::Claude), p.of(Harness::Codex)),
-            (Path::new("/opt/claude"), Path::new("./codex"))
+            (Some(Path::new("/opt/claude")), Some(Path::new("./codex")))
         );
     }
 }

@@ -39,7 +39,12 @@ pub(crate) fn is_there(program: &Path) -> bool {
 /// Why harness `cli`'s `configured` program cannot run: a sentence that
 /// names the CLI and the config field (`<cli>_program`).
 pub(crate) fn not_installed(cli: &str, configured: &Path) -> String {
-    let field = format!("{cli}_program");
+    missing(cli, &format!("{cli}_program"), configured)
+}
+
+/// Why `cli` (a CLI, or "the ACP agent <name>") cannot run: its
+/// `configured` program, from the config's `field`, is not there.
+pub(crate) fn missing(cli: &str, field: &str, configured: &Path) -> String {
     if is_bare(configured) {
         format!(
             "{cli} is not installed: no `{}` on PATH (set {field} in the config)",

@@ -8,6 +8,8 @@
 //! one [`Talker`] per process; the values it takes and gives are in
 //! speech.rs.
 
+use super::acp::protocol as acp;
+use super::acp::talk::{self as acp_talk, AcpOpening, AcpTalk};
 use super::claude::protocol as claude;
 use super::claude::talk::{self as claude_talk, ClaudeTalk};
 use super::codex::protocol as codex;
@@ -25,15 +27,23 @@ pub enum Talker {
     /// codex's app server: the thread, the running turn, the requests
     /// waiting for codex's answers.
     Codex(Box<CodexTalk>),
+    /// An ACP agent: its session, the running prompt, the requests waiting
+    /// for its answers and its permission requests' options.
+    Acp(Box<AcpTalk>),
 }
 
 impl Talker {
     /// The talker for a new process of `harness`; codex opens its thread
-    /// as `opening` says.
+    /// as `opening` says, an ACP agent its session in the same folder,
+    /// carrying on the same one.
     pub fn new(harness: Harness, opening: Opening) -> Talker {
         match harness {
             Harness::Claude => Talker::Claude(Box::default()),
             Harness::Codex => Talker::Codex(Box::new(CodexTalk::new(opening))),
+            Harness::Acp => Talker::Acp(Box::new(AcpTalk::new(AcpOpening {
+                cwd: opening.cwd,
+                resume: opening.resume,
+            }))),
         }
     }
 
@@ -44,6 +54,7 @@ impl Talker {
         match self {
             Talker::Claude(claude) => claude.say(said),
             Talker::Codex(codex) => codex.say(said),
+            Talker::Acp(acp) => acp.say(said),
         }
     }
 
@@ -62,6 +73,7 @@ impl Talker {
         let parsed = match harness {
             Harness::Claude => Parsed::Claude(claude_talk::read(line)),
             Harness::Codex => Parsed::Codex(codex_talk::read(line)),
+            Harness::Acp => Parsed::Acp(acp_talk::read(line)),
         };
         Read {
             bytes: line.len() as u64,
@@ -76,6 +88,7 @@ impl Talker {
         let named = match harness {
             Harness::Claude => claude_talk::read_head(unread.head),
             Harness::Codex => codex_talk::read_head(unread.head),
+            Harness::Acp => acp_talk::read_head(unread.head),
         };
         Read {
             bytes: unread.bytes,
@@ -98,6 +111,8 @@ impl Talker {
             (Talker::Codex(codex), Parsed::Unread(why, Some(named))) => {
                 codex.unread(named, why, bytes)
             }
+            (Talker::Acp(acp), Parsed::Acp(Some(incoming))) => acp.heard(incoming, bytes),
+            (Talker::Acp(acp), Parsed::Unread(why, Some(named))) => acp.unread(named, why, bytes),
             _ => Hearing::default(),
         }
     }
@@ -107,6 +122,7 @@ impl Talker {
         match self {
             Talker::Claude(_) => Harness::Claude,
             Talker::Codex(_) => Harness::Codex,
+            Talker::Acp(_) => Harness::Acp,
         }
     }
 }
@@ -125,6 +141,8 @@ enum Parsed {
     Claude(Option<claude::Incoming>),
     /// codex's.
     Codex(Option<codex::Incoming>),
+    /// An ACP agent's.
+    Acp(Option<acp::Incoming>),
     /// A line not read whole, and the request its start names.
     Unread(Unreadable, Option<Named>),
 }

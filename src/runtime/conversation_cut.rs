@@ -154,6 +154,10 @@ impl Scan {
                 .map(Mark::At)
                 .ok_or_else(|| format!("codex began no turn of its own in turn {}", self.turn)),
             Harness::Codex => Ok(self.next_turn.map_or(Mark::Nothing, Mark::At)),
+            // ACP has no way to cut a session's history (v1).
+            Harness::Acp => {
+                Err("an ACP agent's conversation cannot be cut: the protocol has no way to".into())
+            }
         }
     }
 }

@@ -99,6 +99,20 @@ impl Runtime {
         if let Some(why) = approvals::refusal(start.approvals, self.config.agent_uid) {
             return Err(Refusal::new(422, "approvals_refused", why));
         }
+        if let Some(name) = start.agent.as_deref() {
+            if !self.config.acp_agents.contains_key(name) {
+                let known: Vec<&str> = self.config.acp_agents.keys().map(String::as_str).collect();
+                let has = match known.is_empty() {
+                    true => "it names none".to_string(),
+                    false => format!("it names {}", known.join(", ")),
+                };
+                return Err(Refusal::new(
+                    422,
+                    "unknown_agent",
+                    format!("The config's acp_agents has no agent {name:?} ({has})."),
+                ));
+            }
+        }
         loop {
             let mut reg = self.registry();
             if self.is_stopping() {
@@ -246,6 +260,13 @@ impl Runtime {
         // The session's CLI (fixed at its start) is its state, not the
         // request's: 409, as for a closed session.
         let harness = lock(&s).start.harness;
+        if harness == crate::harness::Harness::Acp && prompt.choice.model.is_some() {
+            return Err(Refusal::new(
+                409,
+                "model_not_taken",
+                "This session runs an ACP agent, which takes no model from room-core: its own config chooses it.",
+            ));
+        }
         if let Some(Err(takes)) = prompt.choice.effort.map(|e| harness.takes_effort(e)) {
             let name = harness.name();
             return Err(Refusal::new(

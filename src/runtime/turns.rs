@@ -93,6 +93,7 @@ impl Runtime {
         let file = self.mcp_file(s, &key)?;
         let turn = command::Turn {
             harness,
+            agent: s.start.agent.as_deref(),
             native_id: resume.as_deref(),
             cut: cut.as_ref().map(|c| c.at.as_str()),
             fork: cut.as_ref().is_some_and(|c| c.fork),

@@ -49,6 +49,10 @@ pub struct Start {
     pub folder: PathBuf,
     /// Which harness.
     pub harness: Harness,
+    /// The ACP agent, by its name in the config's `acp_agents`, for an
+    /// `acp` session; none for another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// Which kind of session (`thread` when not given).
     #[serde(default = "thread")]
     pub kind: Kind,
@@ -300,6 +304,9 @@ pub(crate) fn options(start: &Start) -> machine::Options {
         },
         // claude takes `--effort` only as its process starts.
         effort_at_spawn: start.harness == Harness::Claude,
+        // An ACP agent takes no steer, and asks as its own config says.
+        steers_queued: start.harness == Harness::Acp,
+        auto_allows: start.harness == Harness::Acp,
     }
 }
 

@@ -66,6 +66,7 @@ pub(crate) fn render(s: &Hosted, clock: &Clock) -> Value {
         "workspace": start.workspace,
         "folder": start.folder,
         "harness": start.harness,
+        "agent": start.agent,
         "kind": start.kind,
         "parent": start.parent,
         "shared_sandbox": start.shared_sandbox,

@@ -39,26 +39,27 @@ impl Session {
         if turn.seq != seq || turn.run().is_none() || self.state.survivor {
             return Outcome::Ignored;
         }
+        let auto = self.options.approvals == ApprovalMode::Auto;
         let decided = match turn.ending {
-            Some(why) => Some(DecidedBy::TurnEnding(why)),
+            Some(why) => Some((DecidedBy::TurnEnding(why), Decision::Deny)),
             // A plan_only turn changes nothing, whoever would be asked.
-            None if self.options.approvals == ApprovalMode::Auto || self.options.plan_only => {
-                Some(DecidedBy::Modes)
-            }
+            None if self.options.plan_only => Some((DecidedBy::Modes, Decision::Deny)),
+            None if auto && self.options.auto_allows => Some((DecidedBy::Modes, Decision::Allow)),
+            None if auto => Some((DecidedBy::Modes, Decision::Deny)),
             None if self.state.record.pending_approvals.len() >= MAX_PENDING => {
-                Some(DecidedBy::TooMany)
+                Some((DecidedBy::TooMany, Decision::Deny))
             }
             None => None,
         };
-        if let Some(by) = decided {
-            // Nothing for the app to answer: denied at once, with nothing
+        if let Some((by, decision)) = decided {
+            // Nothing for the app to answer: decided at once, with nothing
             // written or journalled, so a harness that floods requests
             // costs no disk write.
             self.staged.push(Effect::AnswerApproval {
                 seq,
                 harness_ref: request.harness_ref,
                 tool: request.tool,
-                decision: Decision::Deny,
+                decision,
                 by,
                 message: None,
             });

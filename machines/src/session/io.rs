@@ -119,6 +119,15 @@ pub struct Options {
     /// `--effort`): a prompt that changes it runs in a new process.
     #[serde(default)]
     pub effort_at_spawn: bool,
+    /// The harness takes no prompt into a running turn (an ACP agent):
+    /// a steer waits in the queue as any message does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub steers_queued: bool,
+    /// No permission modes of room-core's stand before the harness (an ACP
+    /// agent asks as its own config says): with `approvals: auto`, what it
+    /// asks about is allowed, not denied.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_allows: bool,
 }
 
 /// Everything the runtime tells a session.

@@ -221,6 +221,11 @@ pub struct Stdin {
     /// closed stdin does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undelivered: Option<String>,
+    /// It was closed because the harness said the turn is done: a signal
+    /// that ends the process now (the grace after its stdin closed) ends
+    /// nothing of the turn.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub done: bool,
 }
 
 /// One session's machine.

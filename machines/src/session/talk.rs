@@ -17,11 +17,14 @@ use super::Session;
 use crate::time::Millis;
 
 impl Session {
-    /// Whether a `Steer` now reaches the running turn: the turn has its
-    /// prompt, has begun it (named its session), is not being ended and
-    /// its stdin is open, and no prompt waits in the queue (a steer never
-    /// runs before a prompt accepted ahead of it).
+    /// Whether a `Steer` now reaches the running turn: the harness takes
+    /// steers, the turn has its prompt, has begun it (named its session),
+    /// is not being ended and its stdin is open, and no prompt waits in
+    /// the queue (a steer never runs before a prompt accepted ahead of it).
     pub fn steerable(&self) -> bool {
+        if self.options.steers_queued {
+            return false;
+        }
         let r = &self.state.record;
         let begun = r.turn.as_ref().is_some_and(|t| {
             matches!(t.phase, Phase::Prompted(Run { named: true, .. })) && t.ending.is_none()
@@ -123,7 +126,13 @@ impl Session {
         if lingers && !self.state.stdin.steered {
             self.linger(now, seq);
         } else {
+            // It exits once its stdin closes; one that does not (an ACP
+            // agent whose own child keeps it alive) is signalled after the
+            // grace.
             self.close_input(seq);
+            let at = now.saturating_add(self.config.kill_grace);
+            self.state.timers.set(Deadline::InterruptGrace, at);
+            self.state.stdin.done = true;
         }
         Outcome::Applied
     }

@@ -31,6 +31,8 @@ fn options(promised: bool) -> Options {
         budget: Default::default(),
         choice: Default::default(),
         effort_at_spawn: false,
+        steers_queued: false,
+        auto_allows: false,
     }
 }
 
@@ -1345,6 +1347,27 @@ fn with_approvals_auto_what_the_modes_leave_to_ask_about_is_denied_at_once() {
         "{e:?}"
     );
     assert!(t.s.record().pending_approvals.is_empty());
+}
+
+#[test]
+fn with_approvals_auto_a_harness_without_room_cores_modes_is_allowed_at_once() {
+    let mut t = asking(ApprovalMode::Auto);
+    t.s.options.auto_allows = true;
+    let e = ask(&mut t, "q1");
+    assert!(
+        has(&e, &answer("q1", Decision::Allow, DecidedBy::Modes)),
+        "{e:?}"
+    );
+    assert!(t.s.record().pending_approvals.is_empty());
+    // plan_only still changes nothing.
+    let mut t = asking(ApprovalMode::Auto);
+    t.s.options.auto_allows = true;
+    t.s.options.plan_only = true;
+    let e = ask(&mut t, "q2");
+    assert!(
+        has(&e, &answer("q2", Decision::Deny, DecidedBy::Modes)),
+        "{e:?}"
+    );
 }
 
 #[test]

@@ -441,7 +441,9 @@ impl Session {
         let id = turn.prompt.id;
         let (delivered, reported) = (turn.delivered(), turn.reported());
         let launch_pending = turn.launch && !reported && self.launch_live();
-        let failed_exit = matches!(&end, End::Exited(exit, _) if !exit.success());
+        // A signal after its harness said the turn was done ends nothing of it.
+        let failed_exit = matches!(&end, End::Exited(exit, _)
+            if !(exit.success() || stdin.done && matches!(exit, Exit::Signal(_))));
         let undelivered = stdin.undelivered;
         if launch_pending {
             match (&end, why) {

@@ -45,6 +45,32 @@ fn a_talking_turn_is_done_when_its_harness_says_so_and_its_stdin_then_closes() {
     assert_eq!((o, e), (Outcome::Ignored, vec![]));
 }
 
+/// Some harnesses (an ACP agent whose own child keeps it alive) do not
+/// exit once their stdin closes: SIGTERM follows after the grace, and the
+/// turn, which its harness finished, ends well.
+#[test]
+fn a_finished_turn_whose_process_stays_after_its_stdin_closes_is_signalled_after_the_grace() {
+    let mut t = talking();
+    let e = t.go(Input::TurnFinished {
+        seq: 2,
+        failed: None,
+        usage: None,
+    });
+    assert_eq!(e, vec![Effect::CloseInput { seq: 2 }]);
+    let at = t.now + GRACE;
+    assert_eq!(t.s.poll_timeout(), Some((at, Timer::InterruptGrace)));
+    let (_, e) = t.at(at, Input::Timeout);
+    assert!(has(&e, &term(2)), "{e:?}");
+    let e = t.end(2, Exit::Signal(15));
+    assert!(
+        e.iter()
+            .any(|e| matches!(e, Effect::Emit(Event::TurnEnded { by: None, .. }))),
+        "{e:?}"
+    );
+    assert_eq!(t.s.record().error, None);
+    assert_eq!(t.s.shown(), Shown::Idle);
+}
+
 #[test]
 fn an_interrupt_asks_the_harness_first_and_signals_only_after_the_grace() {
     let mut t = talking();
@@ -159,6 +185,19 @@ fn a_steer_with_nothing_to_take_it_queues() {
     t.go(Input::Interrupt);
     assert!(!t.s.steerable());
     t.go(Input::Steer("after".into()));
+    assert_eq!(t.s.record().queue.len(), 1);
+}
+
+#[test]
+fn a_harness_that_takes_no_steers_gets_a_steer_as_the_next_turn() {
+    let mut t = talking();
+    t.s.options.steers_queued = true;
+    assert!(!t.s.steerable());
+    let e = t.go(Input::Steer("later".into()));
+    assert!(e
+        .iter()
+        .any(|e| matches!(e, Effect::Emit(Event::PromptQueued { prompt: 3, .. }))));
+    assert!(!e.iter().any(|e| matches!(e, Effect::Steer { .. })));
     assert_eq!(t.s.record().queue.len(), 1);
 }
 
