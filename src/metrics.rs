@@ -313,6 +313,6 @@ mod tests {
         assert!(
             out.contains("\nroom_core_tokens_total{harness=\"claude\",kind=\"cache_read\"} 6\n")
         );
-        assert_eq!(out.lines().filter(|l| !l.starts_with('#')).count(), 8);
+        assert_eq!(out.lines().filter(|l| !l.starts_with('#')).count(), 12);
     }
 }

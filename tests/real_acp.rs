@@ -1,8 +1,10 @@
-//! Conformance: room-core running a real ACP agent from npm, Zed's
-//! `claude-agent-acp` (pinned in .ci/run; it runs the real `claude`, which
-//! `CLAUDE_CODE_EXECUTABLE` names), as the agent account against the
-//! loopback fake model: the seed-000 copy wait, approvals allowed and
-//! denied, usage, a warm follow-up, an interrupt mid-tool and a restart.
+//! Conformance: room-core running real ACP agents from npm (pinned in
+//! .ci/run), Zed's `claude-agent-acp` (it runs the real `claude`, which
+//! `CLAUDE_CODE_EXECUTABLE` names; the fake Anthropic API) and `codex-acp`
+//! (codex built in; the fake Responses API), each as the agent account
+//! against the loopback fake model: the seed-000 copy wait, approvals
+//! allowed and denied, usage, a warm follow-up, an interrupt mid-tool and
+//! a restart.
 //!
 //! Outside CI a check whose agent, CLI, root or account is absent is
 //! reported as ignored, its reason beside its name; with `ROOM_CORE_CI=1`
@@ -29,33 +31,72 @@ use serde_json::{json, Value};
 /// The service under test.
 const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
-/// The agent's program, as npm installs it.
-const AGENT_PROGRAM: &str = "claude-agent-acp";
+/// One ACP agent under test.
+struct Agent {
+    /// Its name in the config's `acp_agents`.
+    name: &'static str,
+    /// Its program, as npm installs it.
+    program: &'static str,
+    /// The CLI whose model API it speaks (the fake model's naming).
+    api: &'static str,
+    /// What its first request holds of the seed-000 project.
+    marker: &'static str,
+    /// The prompt that writes `yes` to a file, asking first.
+    write: fn(&std::path::Path) -> String,
+    /// The kind of tool call that asks.
+    asks_as: &'static str,
+    /// It reports each turn's tokens and cost.
+    reports_usage: bool,
+}
 
-/// The agent's name in the config's `acp_agents`.
-const AGENT_NAME: &str = "claude-acp";
+/// The agents, each checked the same way.
+const AGENTS: [Agent; 2] = [
+    Agent {
+        name: "claude-acp",
+        program: "claude-agent-acp",
+        api: "claude",
+        marker: "CLAUDE_MD_MARKER_7731",
+        write: |p| format!("TOOL_WRITE {} yes", p.display()),
+        asks_as: "edit",
+        reports_usage: true,
+    },
+    // Its sandbox keeps the folder read-only until a command asks to
+    // leave it, which is what it asks about.
+    Agent {
+        name: "codex-acp",
+        program: "codex-acp",
+        api: "codex",
+        marker: "AGENTS_MD_MARKER_4412",
+        write: |p| format!("TOOL_ESCALATE sh -c 'echo yes > {}'", p.display()),
+        asks_as: "execute",
+        reports_usage: false,
+    },
+];
 
 /// A service whose `acp_agents` holds claude-agent-acp, run as the agent
 /// account (which `approvals: app` needs) with `extra` config, and its
 /// `code` folder, owned by that account; `None` where anything is missing
 /// (outside CI).
-fn acp_real(test: &str, extra: Value) -> Option<(Real, PathBuf)> {
+fn acp_real(test: &str, a: &Agent, extra: Value) -> Option<(Real, PathBuf)> {
     let agent = agent_account(test)?;
-    let program = real_cli(test, AGENT_PROGRAM)?;
-    let claude = real_cli(test, "claude")?;
+    let program = real_cli(test, a.program)?;
     let sock_dir = temp_root();
     std::fs::set_permissions(&sock_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut config = json!({
         "agent_uid": agent.uid.as_raw(),
         "agent_socket": sock_dir.join("agent.sock"),
-        "acp_agents": {AGENT_NAME: {"command": program}},
+        "acp_agents": {a.name: {"command": program}},
     });
     room_kit::merge(&mut config, extra);
-    let env = vec![(
-        "CLAUDE_CODE_EXECUTABLE".to_string(),
-        claude.display().to_string(),
-    )];
-    let real = Real::start(test, "claude", config, env)?;
+    // claude-agent-acp's SDK does not find the claude installed beside it.
+    let env = match a.api {
+        "claude" => {
+            let claude = real_cli(test, "claude")?.display().to_string();
+            vec![("CLAUDE_CODE_EXECUTABLE".to_string(), claude)]
+        }
+        _ => vec![],
+    };
+    let real = Real::start(test, a.api, config, env)?;
     let (uid, gid) = (agent.uid.as_raw(), agent.gid.as_raw());
     chown_tree(&real.dir, uid, gid);
     let folder = real.svc.folder("code");
@@ -64,9 +105,9 @@ fn acp_real(test: &str, extra: Value) -> Option<(Real, PathBuf)> {
     Some((real, folder))
 }
 
-/// The body that starts an ACP session of the agent in `folder`.
-fn acp_body(folder: &std::path::Path, extra: Value) -> Value {
-    let mut body = start_body(folder, "acp", json!({"agent": AGENT_NAME}));
+/// The body that starts an ACP session of agent `a` in `folder`.
+fn acp_body(a: &Agent, folder: &std::path::Path, extra: Value) -> Value {
+    let mut body = start_body(folder, "acp", json!({"agent": a.name}));
     room_kit::merge(&mut body, extra);
     body
 }
@@ -96,14 +137,13 @@ fn post(real: &Real, path: &str, body: Value) -> Value {
 /// Seed 000 through ACP: with `project_copy` the agent starts once the
 /// files have landed, and its first model request holds the project's
 /// CLAUDE.md as the agent read it.
-fn a_promised_copy_reaches_the_agents_first_request() {
-    let test = "acp_a_promised_copy_reaches_the_agents_first_request";
-    let Some((real, folder)) = acp_real(test, json!({})) else {
+fn a_promised_copy_reaches_the_agents_first_request(test: &str, a: &Agent) {
+    let Some((real, folder)) = acp_real(test, a, json!({})) else {
         return;
     };
     let s = real
         .svc
-        .start_session(acp_body(&folder, json!({"project_copy": true})));
+        .start_session(acp_body(a, &folder, json!({"project_copy": true})));
     let id = id_of(&s);
     real.svc.await_session(&id, "waiting on missing", |v| {
         v["waiting_for"]["mark"] == "missing"
@@ -114,37 +154,39 @@ fn a_promised_copy_reaches_the_agents_first_request() {
     chown_tree(&folder, agent.uid.as_raw(), agent.gid.as_raw());
     assert_eq!(real.model.requests(), Vec::<Value>::new(), "no turn yet");
     mark(&folder, "ready");
-    let requests = real.model.await_answers("claude", 1);
+    let requests = real.model.await_answers(a.api, 1);
     let v = real.await_idle(&id);
     assert!(
         v["native_id"].as_str().is_some_and(|n| !n.is_empty()),
         "{v}"
     );
     assert!(
-        seen(&requests[0]).contains("CLAUDE_MD_MARKER_7731"),
-        "the agent's first request lacks the project's CLAUDE.md"
+        seen(&requests[0]).contains(a.marker),
+        "the agent's first request lacks {}",
+        a.marker
     );
 }
 
 /// The agent asks before a write: the app's allow runs it, its denial
 /// does not.
-fn asks_the_app_before_a_write() {
-    let test = "acp_asks_the_app_before_a_write";
-    let Some((real, folder)) = acp_real(test, json!({})) else {
+fn asks_the_app_before_a_write(test: &str, a: &Agent) {
+    let Some((real, folder)) = acp_real(test, a, json!({})) else {
         return;
     };
     let allowed = folder.join("allowed.txt");
-    let prompt = format!("TOOL_WRITE {} yes", allowed.display());
+    let prompt = (a.write)(&allowed);
     let s = real.svc.start_session(acp_body(
+        a,
         &folder,
         json!({"approvals": "app", "prompt": prompt}),
     ));
     let id = id_of(&s);
     let request = await_kind(&real, &id, "approval_requested", 1).remove(0);
-    assert_eq!(request["tool"], "edit", "{request}");
-    assert_eq!(
-        request["input"]["rawInput"]["file_path"],
-        allowed.display().to_string()
+    assert_eq!(request["tool"], a.asks_as, "{request}");
+    let path = allowed.display().to_string();
+    assert!(
+        request["input"]["rawInput"].to_string().contains(&path),
+        "{request}"
     );
     assert!(!allowed.exists(), "written before the app answered");
     let answer = format!("/v1/sessions/{id}/approvals/{}", request["id"]);
@@ -156,7 +198,7 @@ fn asks_the_app_before_a_write() {
     );
 
     let denied = folder.join("denied.txt");
-    let prompt = format!("TOOL_WRITE {} no", denied.display());
+    let prompt = (a.write)(&denied);
     post(
         &real,
         &format!("/v1/sessions/{id}/messages"),
@@ -177,16 +219,15 @@ fn asks_the_app_before_a_write() {
 /// A turn's `turn_ended` carries the tokens the fake model reported and
 /// a cost; the next message runs in the same process (no new one), in the
 /// same conversation; a steer asked for waits as the next turn.
-fn a_follow_up_is_warm_and_each_turn_reports_its_usage() {
-    let test = "acp_a_follow_up_is_warm_and_each_turn_reports_its_usage";
-    let Some((real, folder)) = acp_real(test, json!({"linger_ms": 60_000})) else {
+fn a_follow_up_is_warm_and_each_turn_reports_its_usage(test: &str, a: &Agent) {
+    let Some((real, folder)) = acp_real(test, a, json!({"linger_ms": 60_000})) else {
         return;
     };
     let s = real
         .svc
-        .start_session(acp_body(&folder, json!({"prompt": "WARM_FIRST_4242"})));
+        .start_session(acp_body(a, &folder, json!({"prompt": "WARM_FIRST_4242"})));
     let id = id_of(&s);
-    real.model.await_answers("claude", 1);
+    real.model.await_answers(a.api, 1);
     real.await_idle(&id);
     let before = turn_processes(&id);
     assert!(!before.is_empty(), "the agent lingers");
@@ -196,10 +237,10 @@ fn a_follow_up_is_warm_and_each_turn_reports_its_usage() {
         json!({"prompt": "WARM_SECOND_4343", "deliver": "steer"}),
     );
     assert_eq!(v["delivered"], "queued", "{v}");
-    let requests = real.model.await_answers("claude", 2);
+    let requests = real.model.await_answers(a.api, 2);
     real.await_idle(&id);
     let last = requests.last().unwrap();
-    assert_eq!(asked("claude", last), "WARM_SECOND_4343");
+    assert_eq!(asked(a.api, last), "WARM_SECOND_4343");
     assert!(
         seen(last).contains("WARM_FIRST_4242"),
         "the same conversation"
@@ -208,7 +249,8 @@ fn a_follow_up_is_warm_and_each_turn_reports_its_usage() {
     let leader = before.iter().min().unwrap();
     assert!(after.contains(leader), "{before:?} then {after:?}");
     let ended = await_kind(&real, &id, "turn_ended", 2);
-    for e in &ended {
+    // codex-acp says no turn's tokens or cost: none is made up for it.
+    for e in ended.iter().filter(|_| a.reports_usage) {
         let u = &e["usage"];
         let tokens = [
             &u["input_tokens"],
@@ -226,15 +268,17 @@ fn a_follow_up_is_warm_and_each_turn_reports_its_usage() {
 /// An interrupt while a tool runs ends the turn (`session/cancel`) with
 /// nothing of it left running; the next message carries the conversation
 /// on in a new process.
-fn an_interrupt_mid_tool_leaves_nothing_running() {
-    let test = "acp_an_interrupt_mid_tool_leaves_nothing_running";
-    let Some((real, folder)) = acp_real(test, json!({"linger_ms": 60_000})) else {
+fn an_interrupt_mid_tool_leaves_nothing_running(test: &str, a: &Agent) {
+    let Some((real, folder)) = acp_real(test, a, json!({"linger_ms": 60_000})) else {
         return;
     };
     let s = real.svc.start_session(acp_body(
+        a,
         &folder,
         // claude refuses a bare `sleep`: a command that waits as long.
-        json!({"prompt": "TOOL_RUN tail -f /dev/null # INTERRUPTED_2236"}),
+        // Escalated (codex-acp: outside its sandbox, which needs a
+        // bubblewrap the test machine need not have; claude: its Bash).
+        json!({"prompt": "TOOL_ESCALATE tail -f /dev/null # INTERRUPTED_2236"}),
     ));
     let id = id_of(&s);
     wait_until("the command running", TURN, || {
@@ -255,10 +299,10 @@ fn an_interrupt_mid_tool_leaves_nothing_running() {
         &format!("/v1/sessions/{id}/messages"),
         json!({"prompt": "AFTER_INTERRUPT_1618"}),
     );
-    let requests = real.model.await_answers("claude", 1);
+    let requests = real.model.await_answers(a.api, 1);
     real.await_idle(&id);
     let last = requests.last().unwrap();
-    assert_eq!(asked("claude", last), "AFTER_INTERRUPT_1618");
+    assert_eq!(asked(a.api, last), "AFTER_INTERRUPT_1618");
     assert!(
         seen(last).contains("INTERRUPTED_2236"),
         "the conversation was lost"
@@ -267,16 +311,17 @@ fn an_interrupt_mid_tool_leaves_nothing_running() {
 
 /// After the service restarts, the next message carries the conversation
 /// on (`session/load`).
-fn a_restart_carries_the_conversation_on() {
-    let test = "acp_a_restart_carries_the_conversation_on";
-    let Some((mut real, folder)) = acp_real(test, json!({})) else {
+fn a_restart_carries_the_conversation_on(test: &str, a: &Agent) {
+    let Some((mut real, folder)) = acp_real(test, a, json!({})) else {
         return;
     };
-    let s = real
-        .svc
-        .start_session(acp_body(&folder, json!({"prompt": "BEFORE_RESTART_5150"})));
+    let s = real.svc.start_session(acp_body(
+        a,
+        &folder,
+        json!({"prompt": "BEFORE_RESTART_5150"}),
+    ));
     let id = id_of(&s);
-    real.model.await_answers("claude", 1);
+    real.model.await_answers(a.api, 1);
     real.await_idle(&id);
     real.svc.restart();
     post(
@@ -284,45 +329,50 @@ fn a_restart_carries_the_conversation_on() {
         &format!("/v1/sessions/{id}/messages"),
         json!({"prompt": "AFTER_RESTART_5151"}),
     );
-    let requests = real.model.await_answers("claude", 2);
+    let requests = real.model.await_answers(a.api, 2);
     real.await_idle(&id);
     let last = requests.last().unwrap();
-    assert_eq!(asked("claude", last), "AFTER_RESTART_5151");
+    assert_eq!(asked(a.api, last), "AFTER_RESTART_5151");
     assert!(
         seen(last).contains("BEFORE_RESTART_5150"),
         "the conversation was lost"
     );
 }
 
-/// The checks, each needing the agent, claude, root and the account.
-const CHECKS: &[(&str, fn())] = &[
+/// The checks, each run for every agent; each needs the agent, root and
+/// the account.
+type Check = fn(&str, &Agent);
+const CHECKS: [(&str, Check); 5] = [
     (
-        "acp_a_promised_copy_reaches_the_agents_first_request",
+        "a_promised_copy_reaches_the_agents_first_request",
         a_promised_copy_reaches_the_agents_first_request,
     ),
+    ("asks_the_app_before_a_write", asks_the_app_before_a_write),
     (
-        "acp_asks_the_app_before_a_write",
-        asks_the_app_before_a_write,
-    ),
-    (
-        "acp_a_follow_up_is_warm_and_each_turn_reports_its_usage",
+        "a_follow_up_is_warm_and_each_turn_reports_its_usage",
         a_follow_up_is_warm_and_each_turn_reports_its_usage,
     ),
     (
-        "acp_an_interrupt_mid_tool_leaves_nothing_running",
+        "an_interrupt_mid_tool_leaves_nothing_running",
         an_interrupt_mid_tool_leaves_nothing_running,
     ),
     (
-        "acp_a_restart_carries_the_conversation_on",
+        "a_restart_carries_the_conversation_on",
         a_restart_carries_the_conversation_on,
     ),
 ];
 
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();
-    let trials = CHECKS
-        .iter()
-        .map(|(name, check)| trial(name, Some(AGENT_PROGRAM), true, *check))
-        .collect();
+    let mut trials = Vec::new();
+    for (i, agent) in AGENTS.iter().enumerate() {
+        for (check, run) in CHECKS {
+            let name = format!("{}_{check}", agent.name.replace('-', "_"));
+            let test = name.clone();
+            trials.push(trial(&name, Some(agent.program), true, move || {
+                run(&test, &AGENTS[i])
+            }));
+        }
+    }
     libtest_mimic::run(&args, trials).exit_code()
 }
