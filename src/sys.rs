@@ -3,9 +3,9 @@
 //! goes through nix's safe calls where it is made; the clone and the
 //! child's side of a spawn keep to `supervise::spawn::raw`.
 //!
-//! - `openat` (and `create_at`, its `O_CREAT | O_EXCL` form) and
-//!   `openat2`: nix returns a bare descriptor, which becomes an `OwnedFd`
-//!   here, once for every caller.
+//! - `openat` (and `create_at`, its `O_CREAT | O_EXCL` form, and
+//!   `tmpfile_at`, its `O_TMPFILE` form) and `openat2`: nix returns a bare
+//!   descriptor, which becomes an `OwnedFd` here, once for every caller.
 //! - `pidfd_open` and `pidfd_send_signal`: nix 0.29 has neither.
 //! - `getsockopt(SO_PEERPIDFD)`: nix 0.29 has no such option.
 //! - The stop signals' handler, which may only make async-signal-safe calls.
@@ -36,6 +36,17 @@ pub(crate) fn openat(dir: RawFd, name: &CStr, flags: OFlag) -> io::Result<OwnedF
 pub(crate) fn create_at(dir: RawFd, name: &CStr, flags: OFlag, mode: Mode) -> io::Result<OwnedFd> {
     let flags = flags | OFlag::O_CREAT | OFlag::O_EXCL;
     let fd = nix::fcntl::openat(Some(dir), name, flags, mode)?;
+    // SAFETY: `openat` just returned this descriptor; nothing else holds
+    // it, so the `OwnedFd` is its only owner and closes it once.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `openat(dir, ".", flags | O_TMPFILE, mode)`: a new regular file in
+/// folder `dir` with no name, freed when its last descriptor closes unless
+/// it is linked first. The error stays an `Errno`, which the caller tells
+/// apart (EOPNOTSUPP, EISDIR, EINVAL: no `O_TMPFILE` there).
+pub(crate) fn tmpfile_at(dir: RawFd, flags: OFlag, mode: Mode) -> nix::Result<OwnedFd> {
+    let fd = nix::fcntl::openat(Some(dir), c".", flags | OFlag::O_TMPFILE, mode)?;
     // SAFETY: `openat` just returned this descriptor; nothing else holds
     // it, so the `OwnedFd` is its only owner and closes it once.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

@@ -5,8 +5,9 @@
 //! link the agent plants is never written through; what the snapshot did
 //! not record (a FIFO) is never removed or opened; as the agent account
 //! the files are the agent's and what it may not write stays as it was;
-//! a missed deadline leaves no restorer behind. Each case is bounded in
-//! time.
+//! a missed deadline leaves no restorer behind; a restorer killed while
+//! it writes a file leaves no temporary file in the folder. Each case is
+//! bounded in time.
 
 use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -439,6 +440,70 @@ fn a_deadline_hit_fails_in_bounded_time_and_leaves_no_restorer() {
             root.path().display()
         )
     );
+    assert_eq!(procs::running(&helper), Vec::<u32>::new(), "restorers left");
+}
+
+/// The bytes process `pid` has passed to `write` and its kin
+/// (`/proc/<pid>/io`'s `wchar`); 0 once it is gone.
+fn written(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|l| l.strip_prefix("wchar: "))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_restorer_killed_while_it_writes_a_file_leaves_no_temporary_file() {
+    let (root, state) = (
+        TempDir::new("restore-folder"),
+        TempDir::new("restore-state"),
+    );
+    let folder = root.path();
+    // Large enough that the restorer is still writing it when it is seen
+    // to have started.
+    write(&folder.join("big.bin"), vec![0x5a; 200 << 20]);
+    let a = take(&open(state.path(), Limits::default()), folder);
+    write(&folder.join("big.bin"), "small now\n");
+    let b = take(&open(state.path(), Limits::default()), folder);
+    let bin = TempDir::new("restore-helper");
+    let helper = procs::named_copy(ROOM_CORE, bin.path(), "restorer-killed-mid-file");
+    let snaps = Snapshots::open(state.path(), Limits::default(), None, helper.clone()).unwrap();
+
+    let restored = std::thread::scope(|s| {
+        let restoring = s.spawn(|| snaps.restore(folder, &b, &a));
+        // Its answer stays in its buffer until the end, so every byte it
+        // has written is the file's: a MiB of them is the file begun.
+        let t = Instant::now();
+        let pid = loop {
+            assert!(
+                !restoring.is_finished(),
+                "the restore ended before its restorer was seen writing"
+            );
+            assert!(t.elapsed() < AT_ONCE, "no restorer wrote a MiB");
+            let started = procs::running(&helper)
+                .into_iter()
+                .find(|pid| written(*pid) >= 1 << 20);
+            if let Some(pid) = started {
+                break pid;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        // As the service's deadline or the agent account would kill it.
+        let pid = nix::unistd::Pid::from_raw(pid as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+        restoring.join().unwrap()
+    });
+    assert!(restored.is_err(), "killed mid-file: {restored:?}");
+    let names: Vec<String> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["big.bin"], "no temporary file is left");
+    assert_eq!(read(&folder.join("big.bin")), "small now\n");
     assert_eq!(procs::running(&helper), Vec::<u32>::new(), "restorers left");
 }
 

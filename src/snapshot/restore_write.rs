@@ -13,12 +13,17 @@
 //! changes: `unlinkat` (`AT_REMOVEDIR` for a folder, which goes only when
 //! empty, so what the snapshot did not record, a FIFO or an ignored
 //! `.git`, is never removed with it), `mkdirat`, `symlinkat` to a
-//! temporary name then `renameat` over the path, and a file written to a
-//! temporary name (`O_CREAT | O_EXCL | O_NOFOLLOW`), its bits set with
-//! `fchmod`, fsync'd, then `renameat` over the path. Only a mode change
-//! opens what is there, `O_PATH | O_NOFOLLOW` (which opens nothing, so a
-//! FIFO never blocks it), checks its kind with `fstat` and sets the bits
-//! through `/proc/self/fd/N` (`fchmod` refuses an `O_PATH` descriptor).
+//! temporary name then `renameat` over the path, and a file written with
+//! no name in its folder (`O_TMPFILE`), its bits set with `fchmod`,
+//! fsync'd, then given a temporary name (`linkat` through
+//! `/proc/self/fd/N`) and at once `renameat` over the path: a restorer
+//! killed while it writes (at the service's deadline, or by the agent)
+//! leaves nothing in the folder. Where the folder's file system has no
+//! `O_TMPFILE`, the file is written at the temporary name from the start
+//! (`O_CREAT | O_EXCL | O_NOFOLLOW`). Only a mode change opens what is
+//! there, `O_PATH | O_NOFOLLOW` (which opens nothing, so a FIFO never
+//! blocks it), checks its kind with `fstat` and sets the bits through
+//! `/proc/self/fd/N` (`fchmod` refuses an `O_PATH` descriptor).
 //!
 //! setuid and setgid bits are never set ([`KEPT_BITS`]): without an agent
 //! account the restorer runs as the service's account, and a recorded
@@ -31,17 +36,17 @@
 //! failed).
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use nix::dir::Dir;
 use nix::errno::Errno;
-use nix::fcntl::{renameat, OFlag};
+use nix::fcntl::{renameat, AtFlags, OFlag};
 use nix::libc;
 use nix::sys::stat::{fchmod, fchmodat, fstat, mkdirat, FchmodatFlags, Mode};
-use nix::unistd::{fsync, symlinkat, unlinkat, UnlinkatFlags};
+use nix::unistd::{fsync, linkat, symlinkat, unlinkat, UnlinkatFlags};
 use rustc_hash::FxHashSet;
 
 use super::protocol::{bad, get_u8, read_chunk_len, MAX_CHUNK};
@@ -264,8 +269,8 @@ impl Writer<'_> {
             .map_err(|e| format!("was made, but its mode cannot be set: {}", e.desc()))
     }
 
-    /// A regular file: its bytes from `input` to a new temporary file in
-    /// its folder, its bits, fsync, then `renameat` over the path. The
+    /// A regular file: its bytes from `input` to a new file in its folder
+    /// ([`Pending`]), its bits, fsync, then `renameat` over the path. A
     /// temporary name is removed on any failure.
     fn file(
         &mut self,
@@ -281,10 +286,8 @@ impl Writer<'_> {
                 return Ok(Err(why));
             }
         };
-        let tmp = temp_name();
-        let flags = OFlag::O_WRONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        let mut file = match crate::sys::create_at(fd, &tmp, flags, Mode::S_IRUSR | Mode::S_IWUSR) {
-            Ok(f) => File::from(f),
+        let mut pending = match Pending::create(fd) {
+            Ok(p) => p,
             Err(e) => {
                 drain(input, &mut self.buf)?;
                 return Ok(Err(format!("cannot be written: {}", errno_text(&e))));
@@ -307,7 +310,7 @@ impl Writer<'_> {
                     failed = Some(format!(
                         "cannot be written: more than its {size} bytes came"
                     ));
-                } else if let Err(e) = file.write_all(&self.buf[..n]) {
+                } else if let Err(e) = pending.file.write_all(&self.buf[..n]) {
                     failed = Some(format!("cannot be written: {}", errno_text(&e)));
                 }
             }
@@ -321,19 +324,12 @@ impl Writer<'_> {
             failed = Some(format!("cannot be written: {got} of its {size} bytes came"));
         }
         let done = match ended {
-            Ok(true) => failed.map_or_else(|| put_in_place(&file, fd, &tmp, &name, mode), Err),
+            Ok(true) => failed.map_or_else(|| pending.put_in_place(&name, mode), Err),
             Ok(false) => Err("its bytes did not come whole from the snapshot store".into()),
-            Err(e) => {
-                let _ = unlinkat(Some(fd), tmp.as_c_str(), UnlinkatFlags::NoRemoveDir);
-                return Err(e);
-            }
+            Err(e) => return Err(e),
         };
-        drop(file);
-        match done {
-            Ok(()) => self.touch(up),
-            Err(_) => {
-                let _ = unlinkat(Some(fd), tmp.as_c_str(), UnlinkatFlags::NoRemoveDir);
-            }
+        if done.is_ok() {
+            self.touch(up);
         }
         Ok(done)
     }
@@ -417,23 +413,94 @@ impl Writer<'_> {
     }
 }
 
-/// The written temporary file `tmp` in folder `fd`, given its bits, made
-/// durable and renamed over `name`.
-fn put_in_place(
-    file: &File,
-    fd: RawFd,
-    tmp: &CString,
-    name: &CString,
-    mode: u32,
-) -> Result<(), String> {
-    fchmod(file.as_raw_fd(), Mode::from_bits_truncate(mode & KEPT_BITS))
+/// A file's bytes on their way to its path: the file, open for writing,
+/// in folder `dir`, and the temporary name it holds there, if any yet.
+/// Dropped, it removes that name: a failure leaves none behind.
+struct Pending {
+    /// The new file.
+    file: File,
+    /// Its folder.
+    dir: RawFd,
+    /// Its temporary name in the folder.
+    tmp: CString,
+    /// Whether the folder holds it at `tmp` now.
+    named: bool,
+}
+
+impl Pending {
+    /// A new empty file (0600) in folder `dir`: with no name
+    /// (`O_TMPFILE`), so a restorer killed while it writes leaves nothing
+    /// in the folder (the kernel frees the file with its last descriptor);
+    /// at a new temporary name where the folder's file system has no
+    /// `O_TMPFILE` (EOPNOTSUPP; EISDIR or EINVAL from a kernel that does
+    /// not know it).
+    fn create(dir: RawFd) -> io::Result<Pending> {
+        let tmp = temp_name();
+        let flags = OFlag::O_WRONLY | OFlag::O_CLOEXEC;
+        let mode = Mode::S_IRUSR | Mode::S_IWUSR;
+        let (file, named) = match crate::sys::tmpfile_at(dir, flags, mode) {
+            Ok(f) => (f, false),
+            Err(Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL) => {
+                let flags = flags | OFlag::O_NOFOLLOW;
+                (crate::sys::create_at(dir, &tmp, flags, mode)?, true)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Pending {
+            file: File::from(file),
+            dir,
+            tmp,
+            named,
+        })
+    }
+
+    /// The written file given its bits, made durable, named (if it has no
+    /// name yet) and renamed over `name`.
+    fn put_in_place(&mut self, name: &CStr, mode: u32) -> Result<(), String> {
+        fchmod(
+            self.file.as_raw_fd(),
+            Mode::from_bits_truncate(mode & KEPT_BITS),
+        )
         .map_err(|e| format!("cannot be written: its mode cannot be set: {}", e.desc()))?;
-    // Durable before it takes the name: a crash never leaves the path
-    // holding part of its bytes.
-    file.sync_all()
-        .map_err(|e| format!("cannot be written: {}", errno_text(&e)))?;
-    renameat(Some(fd), tmp.as_c_str(), Some(fd), name.as_c_str())
-        .map_err(|e| format!("cannot be put in place: {}", e.desc()))
+        // Durable before it takes a name: a crash never leaves the path
+        // holding part of its bytes.
+        self.file
+            .sync_all()
+            .map_err(|e| format!("cannot be written: {}", errno_text(&e)))?;
+        if !self.named {
+            // Through the descriptor's `/proc` link, which names this very
+            // file (`AT_EMPTY_PATH` would need CAP_DAC_READ_SEARCH, which
+            // the agent account lacks); `linkat` never follows the new
+            // name, and fails if anything holds it.
+            let proc = format!("/proc/self/fd/{}", self.file.as_raw_fd());
+            let proc = CString::new(proc).expect("no NUL");
+            linkat(
+                None,
+                proc.as_c_str(),
+                Some(self.dir),
+                self.tmp.as_c_str(),
+                AtFlags::AT_SYMLINK_FOLLOW,
+            )
+            .map_err(|e| format!("cannot be put in place: {}", e.desc()))?;
+            self.named = true;
+        }
+        renameat(Some(self.dir), self.tmp.as_c_str(), Some(self.dir), name)
+            .map_err(|e| format!("cannot be put in place: {}", e.desc()))?;
+        self.named = false;
+        Ok(())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.named {
+            let _ = unlinkat(
+                Some(self.dir),
+                self.tmp.as_c_str(),
+                UnlinkatFlags::NoRemoveDir,
+            );
+        }
+    }
 }
 
 /// Sets the bits of what `fd` (`O_PATH` or not) names, through
@@ -445,7 +512,7 @@ fn chmod(fd: &OwnedFd, mode: u32) -> nix::Result<()> {
 }
 
 /// A temporary name in a folder: hidden, and new (a collision fails
-/// `O_EXCL` or `symlinkat`, never reuses what is there).
+/// `O_EXCL`, `linkat` or `symlinkat`, never reuses what is there).
 fn temp_name() -> CString {
     let name = format!(".room-core-restore-{}", uuid::Uuid::new_v4().simple());
     CString::new(name).expect("no NUL")
