@@ -35,7 +35,8 @@
 //!   lingering at once.
 //! - `snapshot` (snapshot.rs): the turn-end snapshot of a 10,000-file,
 //!   200 MB folder with 10 files changed, beside `git add -A && git
-//!   commit -q` of the same change, and the store's growth per turn.
+//!   commit -q` of the same change and one `fstatat` per entry (the floor
+//!   of any walk that stats every file), and the store's growth per turn.
 //!
 //! The binary is also what the sections run, so that what is timed is the
 //! service and not a fake's interpreter (modes.rs): the service's harness

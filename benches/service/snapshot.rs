@@ -2,12 +2,20 @@
 //! folder in which the turn changed 10 files (`Snapshots::take`, its stat
 //! cache warmed by a first snapshot, the walker being the room-core binary
 //! as in the service), beside `git add -A && git commit -q` of the same
-//! change in the same run; and how much the store grows for that turn.
+//! change in the same run; the floor any walk that stats every file stands
+//! on, one `fstatat` per entry of the same folder, in-process; and how
+//! much the store grows for that turn.
 
+use std::ffi::CString;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use nix::dir::Dir;
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{fstatat, Mode};
 use room_core::snapshot::{Limits, Snapshots, Taken};
 
 use crate::stats::{ms, stats, Table};
@@ -22,6 +30,8 @@ const FILE_BYTES: usize = 20_000;
 const CHANGED: usize = 10;
 /// Turns timed.
 const TURNS: usize = 15;
+/// Rounds of the stat floor timed.
+const FLOOR_ROUNDS: usize = 15;
 /// The pause between turns: turns are seconds apart (a file changed less
 /// than the clock's step before a walk is read again by the next one: the
 /// cache's racy-file rule).
@@ -63,6 +73,46 @@ fn size_of(dir: &Path) -> u64 {
         }
     }
     total
+}
+
+/// Each folder's name in `dir` with the names in it, read once: the stat
+/// floor times the stats, not the listings. `.git` is left out, as the
+/// walk leaves it out.
+fn listing(dir: &Path) -> Vec<(CString, Vec<CString>)> {
+    let name = |e: &std::fs::DirEntry| CString::new(e.file_name().as_bytes()).unwrap();
+    let mut out: Vec<(CString, Vec<CString>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name() != ".git")
+        .map(|e| {
+            let inside = std::fs::read_dir(e.path())
+                .unwrap()
+                .map(|f| name(&f.unwrap()))
+                .collect();
+            (name(&e), inside)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// One round of the stat floor over `folder`, in ms: the folder opened,
+/// one `fstatat(AT_SYMLINK_NOFOLLOW)` per entry (each folder's in the
+/// folder, each file's in its own folder, opened as the walk opens it).
+fn stat_round(folder: &Path, names: &[(CString, Vec<CString>)]) -> f64 {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let nofollow = AtFlags::AT_SYMLINK_NOFOLLOW;
+    let t = Instant::now();
+    let top = Dir::open(folder, flags, Mode::empty()).unwrap();
+    for (dir, files) in names {
+        fstatat(Some(top.as_raw_fd()), dir.as_c_str(), nofollow).unwrap();
+        let inside =
+            Dir::openat(Some(top.as_raw_fd()), dir.as_c_str(), flags, Mode::empty()).unwrap();
+        for f in files {
+            fstatat(Some(inside.as_raw_fd()), f.as_c_str(), nofollow).unwrap();
+        }
+    }
+    t.elapsed().as_secs_f64() * 1000.0
 }
 
 fn git(folder: &Path, script: &str) -> bool {
@@ -137,6 +187,11 @@ pub(crate) fn snapshot(table: &mut Table) {
             gits.push(t.elapsed().as_secs_f64() * 1000.0);
         }
     }
+    let names = listing(&folder);
+    let stat_calls = names.len() + names.iter().map(|(_, f)| f.len()).sum::<usize>();
+    let floor: Vec<f64> = (0..FLOOR_ROUNDS)
+        .map(|_| stat_round(&folder, &names))
+        .collect();
     let (p50, p99) = stats(&takes);
     let (read50, _) = stats(&read);
     table.row(
@@ -146,7 +201,7 @@ pub(crate) fn snapshot(table: &mut Table) {
         ms(p99),
         format!("{read50:.0} files read; {TURNS} turns"),
     );
-    if has_git {
+    let fifth_of_git = if has_git {
         let (g50, g99) = stats(&gits);
         table.row(
             "git add -A && git commit -q (same change)",
@@ -155,6 +210,7 @@ pub(crate) fn snapshot(table: &mut Table) {
             ms(g99),
             format!("snapshot is {:.1}x faster", g50 / p50),
         );
+        format!("git's median / 5 = {}; ", ms(g50 / 5.0))
     } else {
         table.row(
             "git add -A && git commit -q (same change)",
@@ -163,7 +219,18 @@ pub(crate) fn snapshot(table: &mut Table) {
             "-".into(),
             "skipped: no git on this machine".into(),
         );
-    }
+        String::new()
+    };
+    let (f50, f99) = stats(&floor);
+    table.row(
+        "stat floor: one fstatat per entry, in-process",
+        "10,000 files, 100 folders",
+        ms(f50),
+        ms(f99),
+        format!(
+            "{stat_calls} calls, {FLOOR_ROUNDS} rounds; {fifth_of_git}any walk that stats every file costs at least this"
+        ),
+    );
     let (g50, g99) = stats(&growth);
     table.row(
         "snapshot store growth per turn",
