@@ -223,3 +223,57 @@ fn the_service_binaries_hold_no_path_into_the_fixtures() {
         }
     }
 }
+
+/// Each ACP agent of the config is listed with what its `initialize` said
+/// it offers, asked once at start as a turn would start it; one that
+/// answers nothing in time is listed with why, and neither holds a request.
+#[test]
+fn capabilities_list_each_acp_agent_with_what_its_initialize_offered() {
+    let dir = TempDir::new("acp-agents");
+    let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentInfo":{"name":"fake-acp","version":"1.2"},"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":false},"mcpCapabilities":{"http":true,"sse":true},"sessionCapabilities":{"resume":{}},"_meta":{"steering":{}}}}}"#;
+    let pid_file = dir.path().join("good.pid");
+    let good = script(
+        dir.path(),
+        "good-agent",
+        &format!(
+            "echo $$ > {}; read line; echo '{answer}'; exec sleep 60",
+            pid_file.display()
+        ),
+    );
+    let mute = script(dir.path(), "mute-agent", "exec sleep 60");
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"acp_agents": {
+            "good": {"command": good, "args": ["--acp"]},
+            "mute": {"command": mute},
+        }}),
+    );
+    let agents = wait_until("the good agent's offers", Duration::from_secs(10), || {
+        let (status, v) = svc.get("/v1/capabilities");
+        assert_eq!(status, 200, "{v}");
+        v["acp_agents"]["good"]["initialize"]
+            .is_object()
+            .then(|| v["acp_agents"].clone())
+    });
+    assert_eq!(
+        agents["good"],
+        json!({
+            "command": good, "args": ["--acp"],
+            "initialize": {
+                "protocol_version": 1, "agent": {"name": "fake-acp", "version": "1.2"},
+                "load": true, "resume": true, "fork": false, "images": false,
+                "mcp": {"http": true, "sse": true}, "extensions": ["steering"],
+            },
+        })
+    );
+    assert_eq!(
+        agents["mute"],
+        json!({"command": mute, "args": []}),
+        "still asked"
+    );
+    // Nothing of the asked agent is left once its answer is read.
+    let pid = room_kit::procs::pid_in(&pid_file);
+    wait_until("the good agent ended", Duration::from_secs(10), || {
+        (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+    });
+}

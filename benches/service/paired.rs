@@ -1,6 +1,7 @@
 //! Section 5's warm follow-ups to real claude, paired: room-core's
 //! lingering session (room_warm.rs), the Claude Agent SDK's client
-//! (sdk_warm.rs) and claude's own floor (floor.rs) are all warm at once,
+//! (sdk_warm.rs), claude's own floor (floor.rs) and room-core through the
+//! ACP agent claude-agent-acp (room_warm.rs too) are all warm at once,
 //! and each round sends follow-up n through each in turn, the order
 //! rotated every round, with the same pause before each. Machine noise
 //! (other builds on the 2-core VM) then lands on the three sides alike, and
@@ -116,11 +117,15 @@ pub(crate) fn warm_follow_ups(
     root: &Path,
     cold: Option<f64>,
 ) {
-    println!("  warm follow-ups, {ROUNDS} paired rounds (room-core, the SDK, the floor)");
+    println!("  warm follow-ups, {ROUNDS} paired rounds (room-core, the SDK, the floor, room-core through claude-agent-acp)");
+    let acp = crate::startup::on_path("claude-agent-acp")
+        .ok_or_else(|| "no claude-agent-acp on PATH (.ci/run installs it from npm)".to_string())
+        .and_then(|acp| RoomWarm::start_acp(&acp, claude, cli_env));
     let mut sides = [
         Side::new(RoomWarm::start(claude, cli_env).map(|w| Warm::Room(Box::new(w)))),
         Side::new(SdkWarm::start(claude, cli_env, root).map(Warm::Sdk)),
         Side::new(Floor::start(claude, cli_env, root).map(Warm::Floor)),
+        Side::new(acp.map(|w| Warm::Room(Box::new(w)))),
     ];
     let version = match &sides[1].warm {
         Ok(Warm::Sdk(sdk)) => sdk.version.clone(),
@@ -133,8 +138,9 @@ pub(crate) fn warm_follow_ups(
             sides[(n + i) % sides.len()].round(n);
         }
     }
-    let [room, sdk, floor] = &sides;
+    let [room, sdk, floor, acp] = &sides;
     rows(table, room, sdk, floor, &version, cold);
+    acp_rows(table, acp, room);
     // The processes end here, once every figure is in.
     drop(sides);
 }
@@ -243,16 +249,49 @@ fn rows(
     difference(table, room, floor, "the floor", false);
 }
 
+/// The ACP side's row, and its paired difference with room-core's own
+/// claude: what the agent between them costs.
+fn acp_rows(table: &mut Table, acp: &Side, room: &Side) {
+    let what = crate::sdk::WHAT;
+    let setup = "real claude, warm, through room-core and claude-agent-acp (ACP)";
+    match acp.assistant() {
+        Ok(took) if !took.is_empty() => {
+            let (p50, p99) = stats(&took);
+            let note = format!(
+                "{} messages; POST -> the first agent_message_chunk on the stream",
+                took.len()
+            );
+            table.row(what, setup, ms(p50), ms(p99), note);
+        }
+        Ok(_) => {}
+        Err(why) => table.row(
+            what,
+            setup,
+            "skipped".into(),
+            "-".into(),
+            format!("skipped: {why}"),
+        ),
+    }
+    let setup = "real claude, room-core through claude-agent-acp minus room-core's own";
+    paired(table, acp, room, setup, false);
+}
+
 /// The row of the median of room-core's paired differences with `other`
 /// (its time minus the other's, round by round, where both have one), its
 /// 95% interval, and, against the SDK (`goal`), whether the 2 ms goal holds.
 fn difference(table: &mut Table, room: &Side, other: &Side, name: &str, goal: bool) {
-    let what = "warm follow-up to its first assistant message, paired difference";
     let setup = format!("real claude, room-core minus {name}");
+    paired(table, room, other, &setup, goal);
+}
+
+/// The row of the median of `room`'s paired differences with `other`
+/// (`setup` names them), as [`difference`] says.
+fn paired(table: &mut Table, room: &Side, other: &Side, setup: &str, goal: bool) {
+    let what = "warm follow-up to its first assistant message, paired difference";
     if let Err(why) = room.assistant().and(other.assistant()) {
         table.row(
             what,
-            &setup,
+            setup,
             "skipped".into(),
             "-".into(),
             format!("skipped: {why}"),
@@ -267,7 +306,7 @@ fn difference(table: &mut Table, room: &Side, other: &Side, name: &str, goal: bo
         .collect();
     let Some(ci) = median_ci(&diffs) else {
         let note = format!("skipped: {} pairs, too few for an interval", diffs.len());
-        table.row(what, &setup, "skipped".into(), "-".into(), note);
+        table.row(what, setup, "skipped".into(), "-".into(), note);
         return;
     };
     // The goal holds only where the whole interval says so; an interval
@@ -288,7 +327,7 @@ fn difference(table: &mut Table, room: &Side, other: &Side, name: &str, goal: bo
     };
     table.row(
         what,
-        &setup,
+        setup,
         signed_ms(ci.median),
         "-".into(),
         format!(

@@ -16,6 +16,13 @@ use crate::stats::{ms, stats, Table};
 /// Turns per harness in the startup section (real CLIs take ~1 s each).
 const STARTUP_RUNS: usize = 15;
 
+/// The file `name` on the bench's PATH, if there is one.
+pub(crate) fn on_path(name: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
 /// The real CLIs' own startup next to the fakes': a turn's command built as
 /// the service builds it (`harness::command::build`: argv, environment,
 /// prompt on stdin), spawned straight from the bench, timed from spawn to
@@ -35,11 +42,6 @@ pub(crate) fn startup(table: &mut Table) {
     let _ = std::fs::remove_dir_all(&root);
     let model = Model::start(&root);
     let cli_env = model.cli_env(&root);
-    let on_path = |name: &str| {
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    };
     let version = |program: &Path| {
         Command::new(program)
             .arg("--version")

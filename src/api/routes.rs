@@ -298,7 +298,7 @@ fn run(ctx: Ctx, op: Op, ids: &[String], query: &Query, body: &[u8]) -> Result<D
                 "codex": Harness::Codex.options_offered(),
                 "acp": Harness::Acp.options_offered(),
             },
-            "acp_agents": crate::harness::acp::listed(&rt.config.acp_agents),
+            "acp_agents": rt.installed.agents_report(),
         })),
         Op::Health => ok(follow::health(ctx)),
         Op::Ready => Ok(Done::Reply(follow::ready(rt))),

@@ -27,9 +27,33 @@ struct Entry {
     said: Arc<Mutex<Said>>,
 }
 
-/// The harnesses' programs, installed or not, and their versions.
+/// One ACP agent of the config and what its `initialize` said.
+struct AgentEntry {
+    name: String,
+    command: PathBuf,
+    args: Vec<String>,
+    /// Nothing yet, what it offers, or why that is not known.
+    said: Arc<Mutex<Option<Result<Value, String>>>>,
+}
+
+/// An ACP agent to ask what it offers: its name, program, arguments and
+/// environment (a turn's).
+pub struct AgentToAsk {
+    /// Its name in the config's `acp_agents`.
+    pub name: String,
+    /// Its program, as configured.
+    pub command: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The environment a turn of it gets.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+/// The harnesses' programs, installed or not, and their versions; and the
+/// ACP agents and what each offers.
 pub struct Installed {
     entries: Vec<Entry>,
+    agents: Vec<AgentEntry>,
 }
 
 impl Installed {
@@ -43,6 +67,7 @@ impl Installed {
         programs: &Programs,
         env: Vec<(OsString, OsString)>,
         account: Result<Option<Account>, String>,
+        agents: Vec<AgentToAsk>,
     ) -> Installed {
         let mut env = env;
         if let Ok(Some(a)) = &account {
@@ -76,7 +101,28 @@ impl Installed {
                 }
             })
             .collect();
-        Installed { entries }
+        let agents = agents
+            .into_iter()
+            .map(|a| probe_agent(a, &asker.1))
+            .collect();
+        Installed { entries, agents }
+    }
+
+    /// `acp_agents` of `GET /v1/capabilities`: each agent's program and
+    /// arguments, and once it answered, what its `initialize` said it
+    /// offers (`initialize`), or why that is not known (`error`).
+    pub fn agents_report(&self) -> Value {
+        let mut out = Map::new();
+        for a in &self.agents {
+            let mut v = json!({"command": a.command, "args": a.args});
+            match a.said.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+                Some(Ok(offers)) => v["initialize"] = offers,
+                Some(Err(why)) => v["error"] = json!(why),
+                None => {}
+            }
+            out.insert(a.name.clone(), v);
+        }
+        Value::Object(out)
     }
 
     /// `harnesses` of `GET /v1/capabilities`: for each CLI whether its
@@ -125,5 +171,48 @@ fn ask(harness: Harness, program: &Path, asker: &Arc<Asker>, said: &Arc<Mutex<Sa
         let why = format!("cannot ask its version: {e}");
         log::warn!("{cli}: {why}");
         *said.lock().unwrap_or_else(|p| p.into_inner()) = Some(Err(why));
+    }
+}
+
+/// Asks agent `a` what it offers on a thread of its own, as `account`.
+fn probe_agent(a: AgentToAsk, account: &Result<Option<Account>, String>) -> AgentEntry {
+    let said = Arc::new(Mutex::new(None));
+    let (into, account) = (said.clone(), account.clone());
+    let (name, command, args, env) = (a.name.clone(), a.command.clone(), a.args.clone(), a.env);
+    let program = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .filter(|_| program::is_bare(&command))
+        .and_then(|(_, path)| program::on_path(&command, path))
+        .unwrap_or_else(|| command.clone());
+    let started = std::thread::Builder::new()
+        .name(format!("acp-{name}-initialize"))
+        .spawn(move || {
+            let answer = match &account {
+                Ok(account) => {
+                    let deadline = crate::harness::acp::probe::DEADLINE;
+                    crate::harness::acp::probe::ask(
+                        &program,
+                        &args,
+                        &env,
+                        account.as_ref(),
+                        deadline,
+                    )
+                }
+                Err(e) => Err(format!("cannot ask it: {e}")),
+            };
+            if let Err(why) = &answer {
+                log::warn!("the ACP agent {name}'s offers are unknown: {why}");
+            }
+            *into.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer);
+        });
+    if let Err(e) = started {
+        *said.lock().unwrap_or_else(|p| p.into_inner()) = Some(Err(format!("cannot ask it: {e}")));
+    }
+    AgentEntry {
+        name: a.name,
+        command: a.command,
+        args: a.args,
+        said,
     }
 }

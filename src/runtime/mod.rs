@@ -51,7 +51,7 @@ use room_machines::session::{Input, LaunchInput};
 use crate::agent::turn_files::TurnFolder;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::harness::installed::Installed;
+use crate::harness::installed::{AgentToAsk, Installed};
 use crate::harness::{command, Programs};
 use crate::metrics::Metrics;
 use crate::sessions::{lock, Registry, SessionRef};
@@ -160,10 +160,29 @@ impl Runtime {
         } else {
             None
         };
+        let asked = config
+            .acp_agents
+            .iter()
+            .map(|(name, a)| {
+                let mut extra = config.harness_env.clone();
+                extra.extend(a.env.iter().cloned());
+                let account = agent.as_ref().ok().and_then(Option::as_ref);
+                let socket = config.agent_socket_path();
+                let env =
+                    command::environment(std::env::vars_os(), &socket, account, &secrets, &extra);
+                AgentToAsk {
+                    name: name.clone(),
+                    command: a.command.clone(),
+                    args: a.args.clone(),
+                    env,
+                }
+            })
+            .collect();
         let installed = Installed::start(
             &programs,
             command::basics(std::env::vars_os(), &secrets),
             agent,
+            asked,
         );
         let rt = Arc::new(Runtime {
             turn_files: TurnFolder::new(config.agent_socket_path(), owner),

@@ -4,6 +4,7 @@
 //! program, arguments and the variables it gets); `protocol` is the wire,
 //! `talk` the talker's side of it.
 
+pub(crate) mod probe;
 pub mod protocol;
 pub mod talk;
 
@@ -66,19 +67,6 @@ pub fn check_agents(agents: &BTreeMap<String, AcpAgent>) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// `acp_agents` of `GET /v1/capabilities`: each agent's program and
-/// arguments, by name.
-pub fn listed(agents: &BTreeMap<String, AcpAgent>) -> serde_json::Value {
-    agents
-        .iter()
-        .map(|(name, a)| {
-            let entry = serde_json::json!({"command": a.command, "args": a.args});
-            (name.clone(), entry)
-        })
-        .collect::<serde_json::Map<_, _>>()
-        .into()
 }
 
 #[cfg(test)]
