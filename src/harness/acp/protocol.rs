@@ -280,12 +280,13 @@ pub struct Ended {
 }
 
 /// The end in `session/prompt`'s result. ACP's `inputTokens` excludes the
-/// cached ones, as room-core's does.
+/// cached ones, as room-core's does; its `thoughtTokens` are output.
 pub(crate) fn ended(result: &Value) -> Ended {
     let u = &result["usage"];
     let tokens = u.is_object().then(|| Usage {
         input_tokens: count(&u["inputTokens"]),
-        output_tokens: count(&u["outputTokens"]),
+        // Reasoning is output, as room-core counts it.
+        output_tokens: count(&u["outputTokens"]).saturating_add(count(&u["thoughtTokens"])),
         cache_read_tokens: count(&u["cachedReadTokens"]),
         cache_write_tokens: count(&u["cachedWriteTokens"]),
         cost_usd: None,
