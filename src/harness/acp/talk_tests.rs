@@ -336,3 +336,13 @@ fn a_refused_session_or_prompt_is_heard_as_such() {
     );
     assert!(matches!(h.heard, Some(Heard::Finished { failed: Some(_) })));
 }
+
+#[test]
+fn a_turns_thought_tokens_are_output_as_room_core_counts_them() {
+    let (mut t, _) = open(json!({}), None);
+    let h = hear(
+        &mut t,
+        r#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn","usage":{"inputTokens":0,"outputTokens":3,"thoughtTokens":2,"cachedReadTokens":3,"cachedWriteTokens":7,"totalTokens":15}}}"#,
+    );
+    assert_eq!(h.usage, Some(UsageReport::Turn(usage(0, 5, 3, 7))));
+}
