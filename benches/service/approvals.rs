@@ -1,6 +1,8 @@
 //! Section 9, `approvals`: an approval's round trip, from the fake
 //! harness's request through the stream to the app's answer back on its
-//! stdin; needs root and the agent account (skipped without them).
+//! stdin; then real claude's, natively and through an ACP agent
+//! (approvals_real.rs); needs root and the agent account (skipped without
+//! them).
 
 use std::path::Path;
 use std::time::Duration;
@@ -48,6 +50,7 @@ pub(crate) fn approval_round_trip(table: &mut Table) {
         round_trips(table, &svc, harness, &agent.name);
     }
     drop(svc);
+    crate::approvals_real::real_round_trips(table, &agent, &sockets);
     let _ = std::fs::remove_dir_all(&sockets);
 }
 

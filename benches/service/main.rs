@@ -51,6 +51,7 @@
 //! section.
 
 mod approvals;
+mod approvals_real;
 mod classify;
 mod floor;
 mod follow;

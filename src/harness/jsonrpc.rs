@@ -8,6 +8,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::head::{fields, Scalar};
+use super::refusal::Named;
+
 /// A JSON-RPC request ID: the harnesses' own requests use numbers from 0;
 /// the protocol allows strings too.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -109,6 +112,28 @@ pub(crate) fn error_answer(id: &RequestId, code: i64, message: &str) -> String {
         id,
         error: RpcError { code, message },
     })
+}
+
+/// The request the start of a line not read whole names, if it names one
+/// (a method and an ID: without an ID it is a notification).
+pub(crate) fn read_head(head: &[u8]) -> Option<Named> {
+    let [method, id] = fields(head, [&["method"], &["id"]]);
+    let method = method?.text()?.to_string();
+    Some(Named {
+        id: Some(id?),
+        kind: Some(method),
+        tool: None,
+    })
+}
+
+/// The request ID a line's start named, if it is one: a whole number or
+/// a string.
+pub(crate) fn named_id(id: Option<Scalar>) -> Option<RequestId> {
+    match id {
+        Some(Scalar::Number(n)) => n.parse().ok().map(RequestId::Number),
+        Some(Scalar::Text(s)) => Some(RequestId::Text(s)),
+        _ => None,
+    }
 }
 
 /// One line from the harness, sorted by what kind of message it is.

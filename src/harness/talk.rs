@@ -14,6 +14,7 @@ use super::claude::protocol as claude;
 use super::claude::talk::{self as claude_talk, ClaudeTalk};
 use super::codex::protocol as codex;
 use super::codex::talk::{self as codex_talk, CodexTalk, Opening};
+use super::jsonrpc;
 use super::refusal::{Named, Unread, Unreadable};
 use super::speech::{Hearing, Out, Said};
 use super::Harness;
@@ -87,8 +88,8 @@ impl Talker {
     pub fn read_unread(harness: Harness, unread: Unread) -> Read {
         let named = match harness {
             Harness::Claude => claude_talk::read_head(unread.head),
-            Harness::Codex => codex_talk::read_head(unread.head),
-            Harness::Acp => acp_talk::read_head(unread.head),
+            // Both speak JSON-RPC.
+            Harness::Codex | Harness::Acp => jsonrpc::read_head(unread.head),
         };
         Read {
             bytes: unread.bytes,

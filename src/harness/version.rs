@@ -41,15 +41,7 @@ pub(crate) fn ask(
     deadline: Duration,
 ) -> Result<String, String> {
     let asked = format!("`{} --version`", program.display());
-    let mut spec = SpawnSpec::new(program, "/");
-    spec.args = vec!["--version".into()];
-    spec.env = env.to_vec();
-    spec.account = account.map(|a| crate::supervise::Account {
-        uid: a.uid,
-        gid: a.gid,
-        groups: a.groups.clone(),
-    });
-    spec.dies_with_spawner = true;
+    let spec = check_spec(program, &["--version".to_string()], env, account);
     let mut child = spawn(&spec).map_err(|e| e.to_string())?;
     // Its stdin closed: a CLI that reads it sees its end at once.
     drop(child.stdin.take());
@@ -84,6 +76,27 @@ pub(crate) fn ask(
         });
     }
     said(&out).ok_or_else(|| format!("{asked} printed nothing"))
+}
+
+/// The spec of a check the service runs of a harness's program (`--version`,
+/// an ACP agent's `initialize`): in `/`, with `env` only, as `account`, in
+/// a process group that dies with the thread that spawns it.
+pub(crate) fn check_spec(
+    program: &Path,
+    args: &[String],
+    env: &[(OsString, OsString)],
+    account: Option<&Account>,
+) -> SpawnSpec {
+    let mut spec = SpawnSpec::new(program, "/");
+    spec.args = args.iter().map(Into::into).collect();
+    spec.env = env.to_vec();
+    spec.account = account.map(|a| crate::supervise::Account {
+        uid: a.uid,
+        gid: a.gid,
+        groups: a.groups.clone(),
+    });
+    spec.dies_with_spawner = true;
+    spec
 }
 
 /// Up to [`MAX_READ`] bytes of each of the child's stdout and stderr, read

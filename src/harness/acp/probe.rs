@@ -23,7 +23,7 @@ use super::protocol;
 use crate::harness::account::Account;
 use crate::harness::bounds::cut;
 use crate::harness::jsonrpc::{self, Envelope, RequestId};
-use crate::supervise::{spawn, SpawnSpec};
+use crate::supervise::spawn;
 
 /// How long an agent may take to answer `initialize`, from its spawn
 /// (a node agent takes about a second here).
@@ -44,15 +44,7 @@ pub(crate) fn ask(
     account: Option<&Account>,
     deadline: Duration,
 ) -> Result<Value, String> {
-    let mut spec = SpawnSpec::new(program, "/");
-    spec.args = args.iter().map(Into::into).collect();
-    spec.env = env.to_vec();
-    spec.account = account.map(|a| crate::supervise::Account {
-        uid: a.uid,
-        gid: a.gid,
-        groups: a.groups.clone(),
-    });
-    spec.dies_with_spawner = true;
+    let spec = crate::harness::version::check_spec(program, args, env, account);
     let mut child = spawn(&spec).map_err(|e| e.to_string())?;
     let asked = child
         .stdin

@@ -18,8 +18,7 @@ use rustc_hash::FxHashMap;
 
 use super::protocol::{self as acp, Choice, Incoming, Offers, Open, Permission};
 use crate::harness::bounds::{REF_MAX, TEXT_MAX};
-use crate::harness::head::{fields, Scalar};
-use crate::harness::jsonrpc::{error_answer, RequestId, INVALID, NOT_SERVED};
+use crate::harness::jsonrpc::{error_answer, named_id, RequestId, INVALID, NOT_SERVED};
 use crate::harness::refusal::{Named, Refused, Unreadable, Why};
 use crate::harness::speech::{cut, input_text, Answer, Carries, Heard, Hearing, Image, Out, Said};
 
@@ -362,11 +361,7 @@ impl AcpTalk {
     pub fn unread(&mut self, named: Named, why: Unreadable, bytes: u64) -> Hearing {
         let mut hearing = Hearing::default();
         let method = named.kind.unwrap_or_default();
-        let id = match named.id {
-            Some(Scalar::Number(n)) => n.parse().ok().map(RequestId::Number),
-            Some(Scalar::Text(s)) => Some(RequestId::Text(s)),
-            _ => None,
-        };
+        let id = named_id(named.id);
         let why = Why::Unreadable(why);
         match id {
             Some(id) => self.refuse(&id, &method, why, bytes, &mut hearing),
@@ -401,18 +396,6 @@ impl AcpTalk {
 /// not a permission request.
 fn approval_tool(method: &str) -> Option<&'static str> {
     (method == acp::REQUEST_PERMISSION).then_some("tool")
-}
-
-/// The request the start of a line not read whole names, if it names one
-/// (a method and an ID: without an ID it is a notification).
-pub(crate) fn read_head(head: &[u8]) -> Option<Named> {
-    let [method, id] = fields(head, [&["method"], &["id"]]);
-    let method = method?.text()?.to_string();
-    Some(Named {
-        id: Some(id?),
-        kind: Some(method),
-        tool: None,
-    })
 }
 
 /// `line` parsed: the parse needs no talker, so it is done before the

@@ -23,8 +23,7 @@ use super::protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, Reque
 use super::protocol::{Notification, SandboxMode, ServerRequest};
 use super::protocol::{COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use crate::harness::bounds::{REF_MAX, TEXT_MAX};
-use crate::harness::head::{fields, Scalar};
-use crate::harness::jsonrpc::{INVALID, NOT_SERVED};
+use crate::harness::jsonrpc::{named_id, INVALID, NOT_SERVED};
 use crate::harness::refusal::{Named, Refused, Unreadable, Why};
 use crate::harness::speech::{
     cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Image, Out, Said,
@@ -447,11 +446,7 @@ impl CodexTalk {
     pub fn unread(&mut self, named: Named, why: Unreadable, bytes: u64) -> Hearing {
         let mut hearing = Hearing::default();
         let method = named.kind.unwrap_or_default();
-        let id = match named.id {
-            Some(Scalar::Number(n)) => n.parse().ok().map(RequestId::Number),
-            Some(Scalar::Text(s)) => Some(RequestId::Text(s)),
-            _ => None,
-        };
+        let id = named_id(named.id);
         let why = Why::Unreadable(why);
         match id {
             Some(id) => self.refuse(&id, &method, why, bytes, &mut hearing),
@@ -549,18 +544,6 @@ fn approval_tool(method: &str) -> Option<&'static str> {
         FILE_CHANGE_APPROVAL => Some("fileChange"),
         _ => None,
     }
-}
-
-/// The request the start of a line not read whole names, if it names one
-/// (a method and an ID: without an ID it is a notification).
-pub(crate) fn read_head(head: &[u8]) -> Option<Named> {
-    let [method, id] = fields(head, [&["method"], &["id"]]);
-    let method = method?.text()?.to_string();
-    Some(Named {
-        id: Some(id?),
-        kind: Some(method),
-        tool: None,
-    })
 }
 
 /// `line` parsed, unless it is chatter: the parse needs no talker, so it

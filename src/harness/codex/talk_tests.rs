@@ -2,6 +2,7 @@ use room_machines::session::Effort;
 use serde_json::Value;
 
 use super::*;
+use crate::harness::jsonrpc::read_head;
 use crate::harness::refusal::Why;
 use crate::harness::speech::Answer;
 
