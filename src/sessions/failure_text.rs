@@ -26,6 +26,9 @@ pub(crate) fn describe(failure: &Failure, harness: &str) -> String {
                 "prompt {prompt} could not be handed to {harness}; it stays queued for a relaunch"
             ),
         },
+        Failure::NotCarriedOver { turn, resumed, began } => format!(
+            "turn {turn} could not carry the conversation on: {harness} began session {began} instead of resuming {resumed}, so it does not hold the earlier turns"
+        ),
         Failure::ExitedBeforeNamed { exit, detail } => {
             format!("{harness} exited ({exit}) before it named its session: {detail}")
         }

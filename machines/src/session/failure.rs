@@ -119,6 +119,18 @@ pub enum Failure {
         /// is paused.
         launch: bool,
     },
+    /// A turn resumed one native session and its harness named another:
+    /// it could not carry the conversation on (an ACP agent that can
+    /// neither load nor resume a session begins a new one). The turn goes
+    /// on in the new session.
+    NotCarriedOver {
+        /// The turn.
+        turn: TurnSeq,
+        /// The session it resumed.
+        resumed: String,
+        /// The session its harness began.
+        began: String,
+    },
     /// Text an earlier room-core recorded before its reasons were data.
     Recorded(String),
 }

@@ -225,6 +225,15 @@ impl Session {
         run.expect("checked above").named = true;
         r.retrying = None;
         if r.native_id.as_deref() != Some(native_id.as_str()) {
+            // A fork's cut names a session of its own on purpose.
+            let lost = match (&r.native_id, &r.cut) {
+                (Some(resumed), None) => Some(Failure::NotCarriedOver {
+                    turn: seq,
+                    resumed: resumed.clone(),
+                    began: native_id.clone(),
+                }),
+                _ => None,
+            };
             r.native_id = Some(native_id.clone());
             // A new native session: its running total starts from nothing.
             r.native_total = Some(Usage::default());
@@ -232,6 +241,9 @@ impl Session {
                 turn: seq,
                 native_id: native_id.clone(),
             });
+            if let Some(lost) = lost {
+                self.set_error(lost);
+            }
         }
         if launch_turn {
             self.complete_launch(now, Some(native_id));

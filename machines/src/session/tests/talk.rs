@@ -585,3 +585,40 @@ fn a_lingering_turn_being_ended_ignores_that_its_prompt_was_lost() {
     assert_eq!((o, e), (Outcome::Ignored, vec![]));
     assert_eq!(&before, t.s.state());
 }
+
+/// A turn that resumed one native session and named another (an agent
+/// that could neither load nor resume it began a new one): the turn goes
+/// on in the new session, and the session's error says the conversation
+/// was not carried over. A fork's first turn, which names a session of its
+/// own on purpose, says nothing.
+#[test]
+fn a_turn_that_resumed_one_session_and_named_another_says_the_conversation_was_lost() {
+    let mut t = T::idle();
+    t.go(Input::message("two".into()));
+    let seq = t.seq();
+    t.go(Input::TurnSpawned { seq, process: P });
+    let e = t.go(Input::NativeId {
+        seq,
+        native_id: "n2".into(),
+    });
+    let failure = Failure::NotCarriedOver {
+        turn: seq,
+        resumed: "n1".into(),
+        began: "n2".into(),
+    };
+    assert!(has(&e, &Effect::Emit(Event::Error { failure: failure.clone() })), "{e:?}");
+    assert_eq!(t.s.record().error, Some(failure));
+    assert_eq!(t.s.record().native_id.as_deref(), Some("n2"));
+    assert_eq!(t.s.shown(), Shown::Running, "the turn goes on");
+    // The same session named again says nothing.
+    let mut t = T::idle();
+    let e = t.go(Input::message("two".into()));
+    let seq = t.seq();
+    assert!(spawns(&e) == 1);
+    t.go(Input::TurnSpawned { seq, process: P });
+    let e = t.go(Input::NativeId {
+        seq,
+        native_id: "n1".into(),
+    });
+    assert!(!e.iter().any(|e| matches!(e, Effect::Emit(Event::Error { .. }))), "{e:?}");
+}
