@@ -5,6 +5,7 @@
 //! untrusted: no input makes the sort panic, and an `id` that is neither a
 //! whole number nor a string is no ID.
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -60,6 +61,53 @@ struct ErrorResponse<'a> {
 struct RpcError<'a> {
     code: i64,
     message: &'a str,
+}
+
+/// The most of room-core's requests remembered while the harness has not
+/// answered them: a harness that answers nothing cannot grow this.
+pub(crate) const WAITING_MAX: usize = 1024;
+
+/// room-core's requests to one harness process: the next ID, and what each
+/// request not answered yet was (at most [`WAITING_MAX`]; past that a
+/// request goes unremembered, and its answer means nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Asked<W> {
+    next_id: u64,
+    waiting: FxHashMap<u64, W>,
+}
+
+impl<W> Asked<W> {
+    /// None asked yet; the first ID is 1.
+    pub(crate) fn new() -> Asked<W> {
+        Asked {
+            next_id: 1,
+            waiting: FxHashMap::default(),
+        }
+    }
+
+    /// A new request's ID, remembered as `what` until it is answered.
+    pub(crate) fn ask(&mut self, what: W) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        if self.waiting.len() < WAITING_MAX {
+            self.waiting.insert(id, what);
+        }
+        id
+    }
+
+    /// How many are waiting for their answers.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// What the answer with `id` answers, if it was waited for.
+    pub(crate) fn answered(&mut self, id: &RequestId) -> Option<W> {
+        match id {
+            RequestId::Number(n) => self.waiting.remove(&u64::try_from(*n).ok()?),
+            RequestId::Text(_) => None,
+        }
+    }
 }
 
 /// JSON-RPC's "method not found".

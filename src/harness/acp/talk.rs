@@ -18,13 +18,9 @@ use rustc_hash::FxHashMap;
 
 use super::protocol::{self as acp, Choice, Incoming, Offers, Open, Permission};
 use crate::harness::bounds::{REF_MAX, TEXT_MAX};
-use crate::harness::jsonrpc::{error_answer, named_id, RequestId, INVALID, NOT_SERVED};
+use crate::harness::jsonrpc::{error_answer, named_id, Asked, RequestId, INVALID, NOT_SERVED};
 use crate::harness::refusal::{Named, Refused, Unreadable, Why};
 use crate::harness::speech::{cut, input_text, Answer, Carries, Heard, Hearing, Image, Out, Said};
-
-/// The most requests of room-core's remembered while the agent has not
-/// answered them: an agent that answers nothing cannot grow this.
-const WAITING_MAX: usize = 1024;
 
 /// The most permission requests whose options are remembered while they
 /// wait for the app; more are refused at once.
@@ -54,7 +50,6 @@ enum Waiting {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcpTalk {
     opening: AcpOpening,
-    next_id: u64,
     opened: bool,
     offers: Offers,
     session: Option<String>,
@@ -68,7 +63,8 @@ pub struct AcpTalk {
     /// An interrupt came before the prompt went: it is cancelled as soon
     /// as it has.
     cancel_held: bool,
-    waiting: FxHashMap<u64, Waiting>,
+    /// room-core's requests not answered yet.
+    requests: Asked<Waiting>,
     /// The options of the permission requests waiting, by their IDs.
     asking: FxHashMap<String, Vec<Choice>>,
     /// The session's cost so far, as the agent last said it.
@@ -80,7 +76,6 @@ impl AcpTalk {
     pub fn new(opening: AcpOpening) -> AcpTalk {
         AcpTalk {
             opening,
-            next_id: 1,
             opened: false,
             offers: Offers::default(),
             session: None,
@@ -88,7 +83,7 @@ impl AcpTalk {
             prompting: false,
             begun: false,
             cancel_held: false,
-            waiting: FxHashMap::default(),
+            requests: Asked::new(),
             asking: FxHashMap::default(),
             cost: None,
         }
@@ -122,10 +117,10 @@ impl AcpTalk {
     pub fn heard(&mut self, incoming: Incoming, bytes: u64) -> Hearing {
         let mut hearing = Hearing::default();
         match incoming {
-            Incoming::Response { id, result } => match self.answered(&id) {
+            Incoming::Response { id, result } => match self.requests.answered(&id) {
                 Some(Waiting::Initialize) => {
                     self.offers = acp::offers(&result);
-                    let id = self.ask(Waiting::Session);
+                    let id = self.requests.ask(Waiting::Session);
                     let line = acp::open_session(id, self.open(), &self.opening.cwd);
                     hearing.writes.push(Out {
                         line,
@@ -159,7 +154,7 @@ impl AcpTalk {
                 }
                 None => {}
             },
-            Incoming::Error { id, message } => match self.answered(&id) {
+            Incoming::Error { id, message } => match self.requests.answered(&id) {
                 Some(Waiting::Initialize | Waiting::Session) => {
                     hearing.heard = Some(Heard::PromptRefused(format!(
                         "the agent refused the session: {}",
@@ -230,7 +225,7 @@ impl AcpTalk {
             return Vec::new();
         }
         self.opened = true;
-        let id = self.ask(Waiting::Initialize);
+        let id = self.requests.ask(Waiting::Initialize);
         vec![Out {
             line: acp::initialize(id),
             carries: Carries::Prompt,
@@ -259,7 +254,7 @@ impl AcpTalk {
         let session = self.session.clone()?;
         self.prompting = true;
         self.begun = false;
-        let id = self.ask(Waiting::Prompt);
+        let id = self.requests.ask(Waiting::Prompt);
         Some(Out {
             line: acp::prompt(id, &session, &text, images),
             carries: Carries::Prompt,
@@ -371,24 +366,6 @@ impl AcpTalk {
             }
         }
         hearing
-    }
-
-    /// A new request's ID, remembered as `what` until it is answered.
-    fn ask(&mut self, what: Waiting) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        if self.waiting.len() < WAITING_MAX {
-            self.waiting.insert(id, what);
-        }
-        id
-    }
-
-    /// What the agent answered, if it was waited for.
-    fn answered(&mut self, id: &RequestId) -> Option<Waiting> {
-        match id {
-            RequestId::Number(n) => self.waiting.remove(&u64::try_from(*n).ok()?),
-            RequestId::Text(_) => None,
-        }
     }
 }
 

@@ -16,22 +16,17 @@
 use room_machines::session::{
     ApprovalRequest, DecidedBy, Decision, ModelChoice, PromptId, FAILURE_TEXT_MAX,
 };
-use rustc_hash::FxHashMap;
 use serde_json::json;
 
 use super::protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, RequestId};
 use super::protocol::{Notification, SandboxMode, ServerRequest};
 use super::protocol::{COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use crate::harness::bounds::{REF_MAX, TEXT_MAX};
-use crate::harness::jsonrpc::{named_id, INVALID, NOT_SERVED};
+use crate::harness::jsonrpc::{named_id, Asked, INVALID, NOT_SERVED};
 use crate::harness::refusal::{Named, Refused, Unreadable, Why};
 use crate::harness::speech::{
     cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Image, Out, Said,
 };
-
-/// The most requests of room-core's remembered while codex has not
-/// answered them: a codex that answers nothing cannot grow this.
-const WAITING_MAX: usize = 1024;
 
 /// The most steers and interrupts held for a turn whose ID is not known
 /// yet; later ones go at once and codex refuses them (a refused steer goes
@@ -80,7 +75,6 @@ enum Waiting {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodexTalk {
     opening: Opening,
-    next_id: u64,
     opened: bool,
     thread: Option<String>,
     /// The prompt, until the thread is open.
@@ -91,7 +85,8 @@ pub struct CodexTalk {
     starting: bool,
     /// Steers and an interrupt waiting for the turn's ID.
     held: Vec<Said>,
-    waiting: FxHashMap<u64, Waiting>,
+    /// room-core's requests not answered yet.
+    requests: Asked<Waiting>,
     /// The latest file change announced (its item's ID and files): its
     /// approval request names it and holds nothing else.
     change: Option<(String, Vec<String>)>,
@@ -102,14 +97,13 @@ impl CodexTalk {
     pub fn new(opening: Opening) -> CodexTalk {
         CodexTalk {
             opening,
-            next_id: 1,
             opened: false,
             thread: None,
             prompt: None,
             turn: None,
             starting: false,
             held: Vec::new(),
-            waiting: FxHashMap::default(),
+            requests: Asked::new(),
             change: None,
         }
     }
@@ -157,7 +151,7 @@ impl CodexTalk {
     pub fn heard(&mut self, incoming: Incoming, bytes: u64) -> Hearing {
         let mut hearing = Hearing::default();
         match incoming {
-            Incoming::Response { id, result } => match self.answered(&id) {
+            Incoming::Response { id, result } => match self.requests.answered(&id) {
                 Some(Waiting::Thread) => match codex::thread_id(&result) {
                     Some(thread) => {
                         self.thread = Some(thread);
@@ -184,7 +178,7 @@ impl CodexTalk {
                 }
                 _ => {}
             },
-            Incoming::Error { id, message } => match self.answered(&id) {
+            Incoming::Error { id, message } => match self.requests.answered(&id) {
                 Some(Waiting::Revert) => {
                     hearing.heard = Some(Heard::PromptRefused(format!(
                         "codex could not cut the conversation where the rewind asked: {}",
@@ -277,8 +271,8 @@ impl CodexTalk {
             title: Some("room-core"),
             version: env!("CARGO_PKG_VERSION"),
         };
-        let init = self.ask(Waiting::Initialize);
-        let open = self.ask(Waiting::Thread);
+        let init = self.requests.ask(Waiting::Initialize);
+        let open = self.requests.ask(Waiting::Thread);
         let o = &self.opening;
         let params = codex::ThreadStartParams {
             cwd: &o.cwd,
@@ -330,7 +324,7 @@ impl CodexTalk {
     /// `thread/revert` to before `turn`; it carries the prompt, which
     /// waits for its answer.
     fn revert(&mut self, turn: &str) -> Out {
-        let id = self.ask(Waiting::Revert);
+        let id = self.requests.ask(Waiting::Revert);
         let thread = self.thread.as_deref().unwrap_or_default();
         Out {
             line: codex::thread_revert(id, thread, turn),
@@ -340,7 +334,7 @@ impl CodexTalk {
 
     fn turn_start(&mut self, text: String, images: &[Image], model: Option<&str>) -> Out {
         self.starting = true;
-        let id = self.ask(Waiting::Turn);
+        let id = self.requests.ask(Waiting::Turn);
         Out {
             line: codex::turn_start(
                 id,
@@ -355,7 +349,7 @@ impl CodexTalk {
     }
 
     fn steer(&mut self, turn: &str, prompt: PromptId, text: String) -> Out {
-        let id = self.ask(Waiting::Steer {
+        let id = self.requests.ask(Waiting::Steer {
             prompt,
             text: text.clone(),
         });
@@ -367,7 +361,7 @@ impl CodexTalk {
     }
 
     fn interrupt(&mut self, turn: &str) -> Out {
-        let id = self.ask(Waiting::Other);
+        let id = self.requests.ask(Waiting::Other);
         let thread = self.thread.as_deref().unwrap_or_default();
         Out::other(codex::turn_interrupt(id, thread, turn), "an interrupt")
     }
@@ -399,7 +393,7 @@ impl CodexTalk {
             "an approval's answer",
         )];
         if let (Some(message), Some(turn)) = (message, self.turn.clone()) {
-            let steer = self.ask(Waiting::Other);
+            let steer = self.requests.ask(Waiting::Other);
             let thread = self.thread.as_deref().unwrap_or_default();
             out.push(Out::other(
                 codex::turn_steer(steer, thread, &turn, &message),
@@ -514,24 +508,6 @@ impl CodexTalk {
                 Said::Steer { prompt, text } => self.steer(&turn, prompt, text),
                 _ => self.interrupt(&turn),
             });
-        }
-    }
-
-    /// A new request's ID, remembered as `what` until it is answered.
-    fn ask(&mut self, what: Waiting) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        if self.waiting.len() < WAITING_MAX {
-            self.waiting.insert(id, what);
-        }
-        id
-    }
-
-    /// What codex answered, if it was waited for.
-    fn answered(&mut self, id: &RequestId) -> Option<Waiting> {
-        match id {
-            RequestId::Number(n) => self.waiting.remove(&u64::try_from(*n).ok()?),
-            RequestId::Text(_) => None,
         }
     }
 }

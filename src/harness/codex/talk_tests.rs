@@ -2,7 +2,7 @@ use room_machines::session::Effort;
 use serde_json::Value;
 
 use super::*;
-use crate::harness::jsonrpc::read_head;
+use crate::harness::jsonrpc::{read_head, WAITING_MAX};
 use crate::harness::refusal::Why;
 use crate::harness::speech::Answer;
 
@@ -377,7 +377,7 @@ fn a_codex_that_never_answers_cannot_grow_what_is_remembered() {
             text: "x".into(),
         });
     }
-    assert!(talk.waiting.len() <= WAITING_MAX);
+    assert!(talk.requests.len() <= WAITING_MAX);
 }
 
 #[test]

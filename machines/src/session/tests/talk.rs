@@ -606,7 +606,15 @@ fn a_turn_that_resumed_one_session_and_named_another_says_the_conversation_was_l
         resumed: "n1".into(),
         began: "n2".into(),
     };
-    assert!(has(&e, &Effect::Emit(Event::Error { failure: failure.clone() })), "{e:?}");
+    assert!(
+        has(
+            &e,
+            &Effect::Emit(Event::Error {
+                failure: failure.clone()
+            })
+        ),
+        "{e:?}"
+    );
     assert_eq!(t.s.record().error, Some(failure));
     assert_eq!(t.s.record().native_id.as_deref(), Some("n2"));
     assert_eq!(t.s.shown(), Shown::Running, "the turn goes on");
@@ -620,5 +628,9 @@ fn a_turn_that_resumed_one_session_and_named_another_says_the_conversation_was_l
         seq,
         native_id: "n1".into(),
     });
-    assert!(!e.iter().any(|e| matches!(e, Effect::Emit(Event::Error { .. }))), "{e:?}");
+    assert!(
+        !e.iter()
+            .any(|e| matches!(e, Effect::Emit(Event::Error { .. }))),
+        "{e:?}"
+    );
 }
