@@ -104,7 +104,7 @@ fn bad_start_requests_are_refused_with_a_sentence() {
         ),
         (
             start_body(&folder, "acp", json!({"agent": "gemini"})),
-            422,
+            409,
             "unknown_agent",
             "The config's acp_agents has no agent \"gemini\" (it names none).",
         ),

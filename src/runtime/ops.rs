@@ -107,7 +107,7 @@ impl Runtime {
                     false => format!("it names {}", known.join(", ")),
                 };
                 return Err(Refusal::new(
-                    422,
+                    409,
                     "unknown_agent",
                     format!("The config's acp_agents has no agent {name:?} ({has})."),
                 ));
