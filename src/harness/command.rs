@@ -105,17 +105,8 @@ pub fn build(
         (Harness::Acp, None) => return Err("the session names no ACP agent".into()),
         _ => None,
     };
-    let mut extra = config.harness_env.clone();
-    if let Some((_, a)) = agent {
-        extra.extend(a.env.iter().cloned());
-    }
-    let env = environment(
-        std::env::vars_os(),
-        &config.agent_socket_path(),
-        account.as_ref(),
-        secrets,
-        &extra,
-    );
+    let agent_env = agent.map_or(&[][..], |(_, a)| &a.env[..]);
+    let env = turn_environment(config, secrets, account.as_ref(), agent_env);
     let (configured, cli, field) = match (programs.of(turn.harness), agent) {
         (Some(path), _) => {
             let cli = turn.harness.name();
@@ -272,6 +263,27 @@ pub fn environment(
         .collect();
     env.extend(set);
     env
+}
+
+/// A turn's environment from the service's own ([`environment`]): the
+/// config's `harness_env` and, for an ACP agent, its `env` names (`agent_env`)
+/// on top of the allowlist. What an ACP agent's capabilities probe runs
+/// with too, so it starts as its turns do.
+pub fn turn_environment(
+    config: &Config,
+    secrets: &[String],
+    account: Option<&Account>,
+    agent_env: &[String],
+) -> Vec<(OsString, OsString)> {
+    let mut extra = config.harness_env.clone();
+    extra.extend(agent_env.iter().cloned());
+    environment(
+        std::env::vars_os(),
+        &config.agent_socket_path(),
+        account,
+        secrets,
+        &extra,
+    )
 }
 
 /// The basics of the service's environment and nothing more: the

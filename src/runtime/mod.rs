@@ -164,12 +164,8 @@ impl Runtime {
             .acp_agents
             .iter()
             .map(|(name, a)| {
-                let mut extra = config.harness_env.clone();
-                extra.extend(a.env.iter().cloned());
                 let account = agent.as_ref().ok().and_then(Option::as_ref);
-                let socket = config.agent_socket_path();
-                let env =
-                    command::environment(std::env::vars_os(), &socket, account, &secrets, &extra);
+                let env = command::turn_environment(&config, &secrets, account, &a.env);
                 AgentToAsk {
                     name: name.clone(),
                     command: a.command.clone(),
