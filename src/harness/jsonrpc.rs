@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::head::{fields, Scalar};
-use super::refusal::Named;
+use super::refusal::{Named, Refused, Unreadable, Why};
+use super::speech::Hearing;
 
 /// A JSON-RPC request ID: the harnesses' own requests use numbers from 0;
 /// the protocol allows strings too.
@@ -182,6 +183,41 @@ pub(crate) fn named_id(id: Option<Scalar>) -> Option<RequestId> {
         Some(Scalar::Text(s)) => Some(RequestId::Text(s)),
         _ => None,
     }
+}
+
+/// The JSON-RPC error code that answers a request refused for `why`:
+/// "method not found" for one room-core does not serve, "invalid request"
+/// for one it cannot take.
+pub(crate) fn refusal_code(why: Why) -> i64 {
+    if why == Why::NotServed {
+        NOT_SERVED
+    } else {
+        INVALID
+    }
+}
+
+/// What a line of `bytes` not read whole (for `why`) means, its start
+/// naming request `named`: refused at once with `refuse` where its ID can
+/// be answered, else only reported (`approval_tool` names the tool a
+/// request of a method asks about).
+pub(crate) fn unread(
+    named: Named,
+    why: Unreadable,
+    bytes: u64,
+    approval_tool: fn(&str) -> Option<&'static str>,
+    refuse: impl FnOnce(&RequestId, &str, Why, &mut Hearing),
+) -> Hearing {
+    let mut hearing = Hearing::default();
+    let method = named.kind.unwrap_or_default();
+    let why = Why::Unreadable(why);
+    match named_id(named.id) {
+        Some(id) => refuse(&id, &method, why, &mut hearing),
+        None => {
+            let tool = approval_tool(&method);
+            hearing.refused = Some(Refused::new(Some(&method), tool, bytes, why, false));
+        }
+    }
+    hearing
 }
 
 /// One line from the harness, sorted by what kind of message it is.

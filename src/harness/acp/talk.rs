@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 
 use super::protocol::{self as acp, Choice, Incoming, Offers, Open, Permission};
 use crate::harness::bounds::{REF_MAX, TEXT_MAX};
-use crate::harness::jsonrpc::{error_answer, named_id, Asked, RequestId, INVALID, NOT_SERVED};
+use crate::harness::jsonrpc::{self, error_answer, Asked, RequestId};
 use crate::harness::refusal::{Named, Refused, Unreadable, Why};
 use crate::harness::speech::{cut, input_text, Answer, Carries, Heard, Hearing, Image, Out, Said};
 
@@ -338,11 +338,7 @@ impl AcpTalk {
         let line = if tool.is_some() {
             acp::permission_answer(id, None)
         } else {
-            let code = if why == Why::NotServed {
-                NOT_SERVED
-            } else {
-                INVALID
-            };
+            let code = jsonrpc::refusal_code(why);
             error_answer(id, code, &refused.message)
         };
         hearing
@@ -354,18 +350,13 @@ impl AcpTalk {
     /// A line of `bytes` not read whole (for `why`) whose start names
     /// request `named`: refused at once where it can be answered.
     pub fn unread(&mut self, named: Named, why: Unreadable, bytes: u64) -> Hearing {
-        let mut hearing = Hearing::default();
-        let method = named.kind.unwrap_or_default();
-        let id = named_id(named.id);
-        let why = Why::Unreadable(why);
-        match id {
-            Some(id) => self.refuse(&id, &method, why, bytes, &mut hearing),
-            None => {
-                let tool = approval_tool(&method);
-                hearing.refused = Some(Refused::new(Some(&method), tool, bytes, why, false));
-            }
-        }
-        hearing
+        jsonrpc::unread(
+            named,
+            why,
+            bytes,
+            approval_tool,
+            |id, method, why, hearing| self.refuse(id, method, why, bytes, hearing),
+        )
     }
 }
 

@@ -22,7 +22,7 @@ use super::protocol::{self as codex, ApprovalPolicy, ClientInfo, Incoming, Reque
 use super::protocol::{Notification, SandboxMode, ServerRequest};
 use super::protocol::{COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use crate::harness::bounds::{REF_MAX, TEXT_MAX};
-use crate::harness::jsonrpc::{named_id, Asked, INVALID, NOT_SERVED};
+use crate::harness::jsonrpc::{self, Asked};
 use crate::harness::refusal::{Named, Refused, Unreadable, Why};
 use crate::harness::speech::{
     cut, denial_text, input_text, Answer, Carries, Heard, Hearing, Image, Out, Said,
@@ -422,11 +422,7 @@ impl CodexTalk {
                 .writes
                 .extend(self.decide(id, Decision::Deny, message));
         } else {
-            let code = if why == Why::NotServed {
-                NOT_SERVED
-            } else {
-                INVALID
-            };
+            let code = jsonrpc::refusal_code(why);
             hearing.writes.push(Out::other(
                 codex::error_answer(id, code, &refused.message),
                 "an answer to a request room-core refused",
@@ -438,18 +434,13 @@ impl CodexTalk {
     /// A line of `bytes` not read whole (for `why`) whose start names
     /// request `named`: refused at once where it can be answered.
     pub fn unread(&mut self, named: Named, why: Unreadable, bytes: u64) -> Hearing {
-        let mut hearing = Hearing::default();
-        let method = named.kind.unwrap_or_default();
-        let id = named_id(named.id);
-        let why = Why::Unreadable(why);
-        match id {
-            Some(id) => self.refuse(&id, &method, why, bytes, &mut hearing),
-            None => {
-                let tool = approval_tool(&method);
-                hearing.refused = Some(Refused::new(Some(&method), tool, bytes, why, false));
-            }
-        }
-        hearing
+        jsonrpc::unread(
+            named,
+            why,
+            bytes,
+            approval_tool,
+            |id, method, why, hearing| self.refuse(id, method, why, bytes, hearing),
+        )
     }
 
     /// A request of codex's: an approval is heard, anything else is
