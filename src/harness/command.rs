@@ -319,7 +319,7 @@ fn holds(value: &OsStr, secret: &str) -> bool {
 /// environment's `PATH` (the spec sets the whole environment, `PATH`
 /// included), so the spec names the file that runs and the spawner has no
 /// search to make.
-fn absolute(program: &Path, env: &[(OsString, OsString)]) -> PathBuf {
+pub(crate) fn absolute(program: &Path, env: &[(OsString, OsString)]) -> PathBuf {
     if !program::is_bare(program) {
         return program.to_path_buf();
     }

@@ -78,10 +78,11 @@ impl Installed {
             env.push(("LOGNAME".into(), a.name.clone().into()));
         }
         let asker = Arc::new((env, account));
+        // The CLIs with a program of their own: an ACP agent's is its entry's.
         let entries = [Harness::Claude, Harness::Codex]
             .into_iter()
-            .map(|harness| {
-                let path = programs.of(harness).unwrap_or(Path::new("")).to_path_buf();
+            .filter_map(|harness| Some((harness, programs.of(harness)?.to_path_buf())))
+            .map(|(harness, path)| {
                 let cli = harness.name();
                 let missing =
                     (!program::is_there(&path)).then(|| program::not_installed(cli, &path));
@@ -179,12 +180,7 @@ fn probe_agent(a: AgentToAsk, account: &Result<Option<Account>, String>) -> Agen
     let said = Arc::new(Mutex::new(None));
     let (into, account) = (said.clone(), account.clone());
     let (name, command, args, env) = (a.name.clone(), a.command.clone(), a.args.clone(), a.env);
-    let program = env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .filter(|_| program::is_bare(&command))
-        .and_then(|(_, path)| program::on_path(&command, path))
-        .unwrap_or_else(|| command.clone());
+    let program = super::command::absolute(&command, &env);
     let started = std::thread::Builder::new()
         .name(format!("acp-{name}-initialize"))
         .spawn(move || {
