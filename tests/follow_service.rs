@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use room_kit::events::{all_events, await_event, turn_ended};
+use room_kit::events::{all_events, await_event, await_turn_diff, turn_ended};
 use room_kit::*;
 use serde_json::{json, Value};
 
@@ -197,6 +197,9 @@ fn health_and_metrics_show_sessions_permits_turns_calls_and_events() {
         let id = s["id"].as_str().unwrap();
         await_event(&svc, id, "the turn's end", turn_ended);
         svc.await_session(id, "idle", |v| v["state"] == "idle");
+        // The turn's diff, journalled once its folder is recorded, which
+        // may be after the idle state: the session's last event.
+        await_turn_diff(&svc, id, 1);
     }
     // A room-cli call from outside any harness: refused by the policy.
     let out = Command::new(env!("CARGO_BIN_EXE_room-cli"))

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use room_kit::events::{all_events, await_event, turn_ended};
+use room_kit::events::{all_events, await_event, await_turn_diff, turn_ended};
 use room_kit::procs::stops_within_2_s;
 use room_kit::sse::{Item, SseEvent, Stream};
 use room_kit::wire::{addr, send};
@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 /// The service under test.
 const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
-/// A session whose first turn is over, and its id.
+/// A session whose first turn is over, its folder recorded (the turn's
+/// `turn_diff`, which follows the turn's end), and its id.
 fn idle_session(svc: &Service, name: &str) -> String {
     let s = svc.start_session(start_body(
         &svc.folder(name),
@@ -25,6 +26,7 @@ fn idle_session(svc: &Service, name: &str) -> String {
     let id = s["id"].as_str().unwrap().to_string();
     await_event(svc, &id, "the first turn's end", turn_ended);
     svc.await_session(&id, "idle", |v| v["state"] == "idle");
+    await_turn_diff(svc, &id, 1);
     id
 }
 

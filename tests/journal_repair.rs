@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use room_kit::events::{all_events, await_event, turn_ended};
+use room_kit::events::{all_events, await_event, await_turn_diff, turn_ended};
 use room_kit::sse::Stream;
 use room_kit::*;
 use serde_json::{json, Value};
@@ -26,9 +26,13 @@ fn session_with_events(svc: &Service, name: &str) -> (String, Vec<Value>) {
     let id = s["id"].as_str().unwrap().to_string();
     await_event(svc, &id, "the turn's end", turn_ended);
     svc.await_session(&id, "idle", |v| v["state"] == "idle");
-    let events = await_event(svc, &id, "the idle state", |e| {
+    // The turn's diff follows its end once the folder is recorded, maybe
+    // after the idle state: the last event either way.
+    await_event(svc, &id, "the idle state", |e| {
         e["kind"] == "state" && e["data"]["state"] == "idle"
     });
+    await_turn_diff(svc, &id, 1);
+    let events = all_events(svc, &id, 1024);
     (id, events)
 }
 
