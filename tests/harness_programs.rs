@@ -277,3 +277,73 @@ fn capabilities_list_each_acp_agent_with_what_its_initialize_offered() {
         (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
     });
 }
+
+/// What an ACP agent said at start it cannot take is refused before it is
+/// accepted, naming the agent and what it said: a start's or a message's
+/// images, a start's HTTP MCP servers (409). Its stdio servers are taken.
+#[test]
+fn images_and_http_mcp_servers_an_acp_agent_said_it_takes_none_of_are_refused() {
+    let dir = TempDir::new("acp-takes");
+    let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"promptCapabilities":{"image":false},"mcpCapabilities":{"http":false}}}}"#;
+    let plain = script(
+        dir.path(),
+        "plain-agent",
+        &format!("read line; echo '{answer}'; exec sleep 60"),
+    );
+    let svc = Service::start(
+        ROOM_CORE,
+        json!({"acp_agents": {"plain": {"command": plain}}}),
+    );
+    wait_until("the agent's offers", Duration::from_secs(10), || {
+        let v = svc.get("/v1/capabilities").1;
+        v["acp_agents"]["plain"]["initialize"]
+            .is_object()
+            .then_some(())
+    });
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    let image = json!({"type": "image", "media_type": "image/png", "data": PNG});
+    let folder = svc.folder("plain");
+    let start = |extra: Value| {
+        let mut body = start_body(&folder, "acp", json!({"agent": "plain", "prompt": "hi"}));
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        svc.post("/v1/sessions", body)
+    };
+    let (status, v) = start(json!({"attachments": [image]}));
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["code"], "images_not_taken", "{v}");
+    assert_eq!(
+        v["error"],
+        "The ACP agent plain takes no images in a prompt (its initialize said no promptCapabilities.image)."
+    );
+    let (status, v) = start(json!({"mcp_servers": {
+        "files": {"command": "mcp-files"},
+        "web": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer s3cret"}},
+    }}));
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["code"], "mcp_http_not_taken");
+    assert_eq!(
+        v["error"],
+        "The ACP agent plain takes no HTTP MCP servers (its initialize said no mcpCapabilities.http); mcp_servers gives it web."
+    );
+    assert_eq!(svc.get("/v1/sessions").1["sessions"], json!([]));
+
+    let (status, v) = start(json!({"mcp_servers": {"files": {"command": "mcp-files"}}}));
+    assert!(status == 200 || status == 201, "{status} {v}");
+    let id = v["id"].as_str().unwrap().to_string();
+    let (status, v) = svc.post(
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "look", "attachments": [image]}),
+    );
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["code"], "images_not_taken");
+    let queued: Vec<Value> = room_kit::events::all_events(&svc, &id, 1024)
+        .into_iter()
+        .filter(|e| e["kind"] == "prompt_queued")
+        .map(|e| e["data"]["text"].clone())
+        .collect();
+    assert_eq!(queued, [json!("hi")], "only the start's prompt was queued");
+    let (status, v) = svc.post(&format!("/v1/sessions/{id}/close"), json!({}));
+    assert_eq!(status, 200, "{v}");
+}

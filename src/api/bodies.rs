@@ -294,7 +294,6 @@ fn acp_start(c: &Start) -> Result<(), Refusal> {
         ("model", c.model.is_some()),
         ("effort", c.effort.is_some()),
         ("instructions", c.instructions.is_some()),
-        ("mcp_servers", c.mcp_servers.is_some()),
     ];
     match chosen.iter().find(|(_, given)| *given) {
         Some((field, _)) => invalid(&format!(

@@ -164,9 +164,7 @@ pub fn build(
             (Harness::Codex, _) => {
                 opening.config = Some(mcp::codex_config(servers, modes.tools_unasked()))
             }
-            (Harness::Acp, _) => {
-                return Err("room-core gives an ACP agent no MCP servers yet".into())
-            }
+            (Harness::Acp, _) => opening.config = Some(mcp::acp_servers(servers)),
         }
     }
     Ok(TurnSpec {

@@ -109,6 +109,19 @@ impl Installed {
         Installed { entries, agents }
     }
 
+    /// What agent `name`'s `initialize` said it offers, as
+    /// [`Installed::agents_report`] shows it; `Null` until it answered, or
+    /// when it could not be asked.
+    pub fn agent_offers(&self, name: &str) -> Value {
+        let Some(a) = self.agents.iter().find(|a| a.name == name) else {
+            return Value::Null;
+        };
+        match &*a.said.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(Ok(offers)) => offers.clone(),
+            _ => Value::Null,
+        }
+    }
+
     /// `acp_agents` of `GET /v1/capabilities`: each agent's program and
     /// arguments, and once it answered, what its `initialize` said it
     /// offers (`initialize`), or why that is not known (`error`).

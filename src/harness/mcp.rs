@@ -236,6 +236,30 @@ pub fn codex_config(servers: &McpServers, unasked: bool) -> Value {
     json!({ "mcp_servers": servers })
 }
 
+/// An ACP agent's `mcpServers` list: `{name, command, args, env}` for a
+/// stdio server, `{type: "http", name, url, headers}` for an HTTP one,
+/// variables and headers as `{name, value}` lists.
+pub fn acp_servers(servers: &McpServers) -> Value {
+    let pairs = |m: &BTreeMap<String, String>| {
+        m.iter()
+            .map(|(name, value)| json!({"name": name, "value": value}))
+            .collect::<Vec<_>>()
+    };
+    let shaped = by_name(
+        servers,
+        |command, s| json!({"command": command, "args": s.args, "env": pairs(&s.env)}),
+        |url, s| json!({"type": "http", "url": url, "headers": pairs(&s.headers)}),
+    );
+    let Value::Object(shaped) = shaped else {
+        return json!([]);
+    };
+    let list = shaped.into_iter().map(|(name, mut server)| {
+        server["name"] = json!(name);
+        server
+    });
+    Value::Array(list.collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,6 +339,13 @@ mod tests {
                 "files": {"command": "/usr/bin/mcp-files", "args": ["-v"], "env": {"TOKEN": "s3cret"}},
                 "web": {"url": "https://mcp.example.com/mcp", "http_headers": {"Authorization": "Bearer s3cret"}},
             }})
+        );
+        assert_eq!(
+            acp_servers(&s),
+            json!([
+                {"name": "files", "command": "/usr/bin/mcp-files", "args": ["-v"], "env": [{"name": "TOKEN", "value": "s3cret"}]},
+                {"type": "http", "name": "web", "url": "https://mcp.example.com/mcp", "headers": [{"name": "Authorization", "value": "Bearer s3cret"}]},
+            ])
         );
         let unasked = codex_config(&s, true);
         assert_eq!(

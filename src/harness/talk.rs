@@ -44,6 +44,7 @@ impl Talker {
             Harness::Acp => Talker::Acp(Box::new(AcpTalk::new(AcpOpening {
                 cwd: opening.cwd,
                 resume: opening.resume,
+                mcp_servers: opening.config,
             }))),
         }
     }

@@ -112,6 +112,7 @@ impl Runtime {
                     format!("The config's acp_agents has no agent {name:?} ({has})."),
                 ));
             }
+            self.agent_takes(name, !images.is_empty(), start.mcp_servers.as_ref())?;
         }
         loop {
             let mut reg = self.registry();
@@ -267,6 +268,9 @@ impl Runtime {
                 "This session runs an ACP agent, which takes no model from room-core: its own config chooses it.",
             ));
         }
+        if let (Some(agent), false) = (lock(&s).start.agent.clone(), images.is_empty()) {
+            self.agent_takes(&agent, true, None)?;
+        }
         if let Some(Err(takes)) = prompt.choice.effort.map(|e| harness.takes_effort(e)) {
             let name = harness.name();
             return Err(Refusal::new(
@@ -295,6 +299,21 @@ impl Runtime {
         view["delivered"] = json!(if steered { "steered" } else { "queued" });
         view["prompt"] = json!(number);
         Ok(CommandAnswer { view, turn: None })
+    }
+
+    /// A 409 for what ACP agent `name` said at start it cannot take: a
+    /// prompt's images (`images`), HTTP MCP servers among `servers`.
+    fn agent_takes(
+        &self,
+        name: &str,
+        images: bool,
+        servers: Option<&crate::harness::mcp::McpServers>,
+    ) -> Result<(), Refusal> {
+        let offers = self.installed.agent_offers(name);
+        match crate::harness::acp::takes::not_taken(name, &offers, images, servers) {
+            Some((code, why)) => Err(Refusal::new(409, code, why)),
+            None => Ok(()),
+        }
     }
 
     /// Keeps a message's images before its prompt is accepted, outside the

@@ -2,10 +2,12 @@
 //! (Zed's claude-agent-acp and codex-acp, gemini-cli's ACP mode, opencode's
 //! `acp`, …), run as a harness. The config names each (`acp_agents`: its
 //! program, arguments and the variables it gets); `protocol` is the wire,
-//! `talk` the talker's side of it.
+//! `talk` the talker's side of it, `probe` asks each what it offers and
+//! `takes` refuses what it said it cannot take.
 
 pub(crate) mod probe;
 pub mod protocol;
+pub mod takes;
 pub mod talk;
 
 use std::collections::BTreeMap;

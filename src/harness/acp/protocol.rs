@@ -59,9 +59,9 @@ pub(crate) enum Open<'a> {
     Resume(&'a str),
 }
 
-/// The request that opens the session in `cwd`, with no MCP servers.
-pub(crate) fn open_session(id: u64, open: Open, cwd: &str) -> String {
-    let servers: [Value; 0] = [];
+/// The request that opens the session in `cwd`, with `servers` (ACP's
+/// `mcpServers` list, [`crate::harness::mcp::acp_servers`]).
+pub(crate) fn open_session(id: u64, open: Open, cwd: &str, servers: &Value) -> String {
     match open {
         Open::New => jsonrpc::request(
             id,
@@ -133,6 +133,9 @@ pub struct Offers {
     pub resume: bool,
     /// Images in a prompt.
     pub images: bool,
+    /// HTTP MCP servers (`mcpCapabilities.http`); every agent takes stdio
+    /// ones.
+    pub mcp_http: bool,
 }
 
 /// The offers in `initialize`'s result.
@@ -142,6 +145,7 @@ pub(crate) fn offers(result: &Value) -> Offers {
         load: caps["loadSession"] == true,
         resume: caps["sessionCapabilities"]["resume"].is_object(),
         images: caps["promptCapabilities"]["image"] == true,
+        mcp_http: caps["mcpCapabilities"]["http"] == true,
     }
 }
 

@@ -15,6 +15,7 @@ use room_machines::session::{
     ApprovalRequest, DecidedBy, Decision, Usage, UsageReport, Usd, FAILURE_TEXT_MAX,
 };
 use rustc_hash::FxHashMap;
+use serde_json::json;
 
 use super::protocol::{self as acp, Choice, Incoming, Offers, Open, Permission};
 use crate::harness::bounds::{REF_MAX, TEXT_MAX};
@@ -36,6 +37,9 @@ pub struct AcpOpening {
     pub cwd: String,
     /// The agent's session to carry on, if any.
     pub resume: Option<String>,
+    /// The session's MCP servers, as ACP's `mcpServers` list, if it has
+    /// any.
+    pub mcp_servers: Option<serde_json::Value>,
 }
 
 /// A request of room-core's that the agent has not answered yet.
@@ -120,8 +124,13 @@ impl AcpTalk {
             Incoming::Response { id, result } => match self.requests.answered(&id) {
                 Some(Waiting::Initialize) => {
                     self.offers = acp::offers(&result);
+                    if let Some(why) = self.servers_not_taken() {
+                        hearing.heard = Some(Heard::PromptRefused(why));
+                        return hearing;
+                    }
                     let id = self.requests.ask(Waiting::Session);
-                    let line = acp::open_session(id, self.open(), &self.opening.cwd);
+                    let servers = self.opening.mcp_servers.clone().unwrap_or(json!([]));
+                    let line = acp::open_session(id, self.open(), &self.opening.cwd, &servers);
                     hearing.writes.push(Out {
                         line,
                         carries: Carries::Prompt,
@@ -206,6 +215,26 @@ impl AcpTalk {
         }
     }
 
+    /// Why the session's MCP servers cannot go to this agent: an HTTP one
+    /// where it said it takes none (it could drop it unsaid).
+    fn servers_not_taken(&self) -> Option<String> {
+        if self.offers.mcp_http {
+            return None;
+        }
+        let servers = self.opening.mcp_servers.as_ref()?.as_array()?;
+        let http: Vec<&str> = servers
+            .iter()
+            .filter(|s| s["type"] == "http")
+            .filter_map(|s| s["name"].as_str())
+            .collect();
+        (!http.is_empty()).then(|| {
+            format!(
+                "the agent takes no HTTP MCP servers (its initialize said no mcpCapabilities.http), and the session gives it {}",
+                http.join(", ")
+            )
+        })
+    }
+
     /// How the session opens: carried on the way the agent offers, else
     /// anew.
     fn open(&self) -> Open<'_> {
@@ -248,8 +277,9 @@ impl AcpTalk {
         }
     }
 
-    /// `session/prompt`; none for images the agent does not take (the
-    /// turn is refused).
+    /// `session/prompt`, images and all: where the agent takes none, its
+    /// error ends the turn (the API refuses them first where the agent's
+    /// probe said so).
     fn prompt_line(&mut self, text: String, images: &[Image]) -> Option<Out> {
         let session = self.session.clone()?;
         self.prompting = true;

@@ -9,6 +9,7 @@ fn talker(resume: Option<&str>) -> AcpTalk {
     AcpTalk::new(AcpOpening {
         cwd: "/w".into(),
         resume: resume.map(str::to_string),
+        mcp_servers: None,
     })
 }
 
@@ -301,6 +302,64 @@ fn what_room_core_does_not_serve_is_answered_at_once() {
         ),
         Some(Incoming::Progress)
     ));
+}
+
+/// The session's MCP servers, in ACP's shape: a stdio one and an HTTP one.
+fn two_servers() -> Value {
+    json!([
+        {"name": "probe", "command": "python3", "args": ["p.py"], "env": [{"name": "K", "value": "v"}]},
+        {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []},
+    ])
+}
+
+#[test]
+fn the_sessions_mcp_servers_go_in_the_request_that_opens_it() {
+    for (resume, offers, method) in [
+        (None, json!({}), "session/new"),
+        (Some("s0"), json!({"loadSession": true}), "session/load"),
+        (
+            Some("s0"),
+            json!({"sessionCapabilities": {"resume": {}}}),
+            "session/resume",
+        ),
+    ] {
+        let mut t = AcpTalk::new(AcpOpening {
+            cwd: "/w".into(),
+            resume: resume.map(str::to_string),
+            mcp_servers: Some(two_servers()),
+        });
+        t.say(Said::prompt("hi".into()));
+        let mut init = offers;
+        init["mcpCapabilities"] = json!({"http": true});
+        let h = hear(
+            &mut t,
+            &json!({"jsonrpc":"2.0","id":1,"result":{"agentCapabilities": init}}).to_string(),
+        );
+        let opened = sent(&h.writes);
+        assert_eq!(opened[0]["method"], method);
+        assert_eq!(opened[0]["params"]["mcpServers"], two_servers(), "{method}");
+    }
+}
+
+#[test]
+fn an_http_mcp_server_for_an_agent_that_takes_none_refuses_the_turn_before_the_session() {
+    let mut t = AcpTalk::new(AcpOpening {
+        cwd: "/w".into(),
+        resume: None,
+        mcp_servers: Some(two_servers()),
+    });
+    t.say(Said::prompt("hi".into()));
+    let h = hear(
+        &mut t,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"agentCapabilities":{"mcpCapabilities":{"http":false}}}}"#,
+    );
+    assert!(h.writes.is_empty(), "{:?}", h.writes);
+    assert_eq!(
+        h.heard,
+        Some(Heard::PromptRefused(
+            "the agent takes no HTTP MCP servers (its initialize said no mcpCapabilities.http), and the session gives it web".into()
+        ))
+    );
 }
 
 #[test]

@@ -56,7 +56,8 @@ pub struct Opening {
     pub instructions: Option<String>,
     /// The effort of every turn, if the app chose one.
     pub effort: Option<&'static str>,
-    /// The thread's config (its MCP servers), if any.
+    /// The session's MCP servers in the harness's own shape, if it has
+    /// any: codex's thread config, an ACP agent's `mcpServers` list.
     pub config: Option<serde_json::Value>,
 }
 
