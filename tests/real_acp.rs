@@ -2,9 +2,10 @@
 //! .ci/run), Zed's `claude-agent-acp` (it runs the real `claude`, which
 //! `CLAUDE_CODE_EXECUTABLE` names; the fake Anthropic API) and `codex-acp`
 //! (codex built in; the fake Responses API), each as the agent account
-//! against the loopback fake model: the seed-000 copy wait, approvals
-//! allowed and denied, usage, a warm follow-up, an interrupt mid-tool and
-//! a restart.
+//! against the loopback fake model, and opencode (its own config naming
+//! the fake Responses API): the seed-000 copy wait, approvals allowed and
+//! denied, usage, a warm follow-up, an interrupt mid-tool, a restart, the
+//! app's MCP server and a prompt's image.
 //!
 //! Outside CI a check whose agent, CLI, root or account is absent is
 //! reported as ignored, its reason beside its name; with `ROOM_CORE_CI=1`
@@ -63,7 +64,12 @@ fn opencode_config(port: u16) -> Value {
             "npm": "@ai-sdk/openai",
             "name": "Fake model",
             "options": {"baseURL": format!("http://127.0.0.1:{port}/v1"), "apiKey": "sk-fake-loopback-only"},
-            "models": {"gpt-5.5": {"name": "Fake"}},
+            // Images reach the model only where it says it reads them.
+            "models": {"gpt-5.5": {
+                "name": "Fake",
+                "attachment": true,
+                "modalities": {"input": ["text", "image"], "output": ["text"]},
+            }},
         }},
         "model": "fake/gpt-5.5",
         "permission": {"bash": "ask"},
@@ -125,14 +131,22 @@ fn acp_real(test: &str, a: &Agent, extra: Value) -> Option<(Real, PathBuf)> {
     let mut config = json!({
         "agent_uid": agent.uid.as_raw(),
         "agent_socket": sock_dir.join("agent.sock"),
-        "acp_agents": {a.name: {"command": program, "args": a.args, "env": ["OPENCODE_CONFIG"]}},
+        "acp_agents": {a.name: {
+            "command": program,
+            "args": a.args,
+            "env": ["OPENCODE_CONFIG", "ENABLE_TOOL_SEARCH"],
+        }},
     });
     room_kit::merge(&mut config, extra);
     let env = match a.name {
         // claude-agent-acp's SDK does not find the claude installed beside it.
         "claude-acp" => {
             let claude = real_cli(test, "claude")?.display().to_string();
-            vec![("CLAUDE_CODE_EXECUTABLE".to_string(), claude)]
+            vec![
+                ("CLAUDE_CODE_EXECUTABLE".to_string(), claude),
+                // MCP tools offered at once, not behind a tool search.
+                ("ENABLE_TOOL_SEARCH".to_string(), "false".to_string()),
+            ]
         }
         "opencode" => vec![("OPENCODE_CONFIG".into(), opencode.display().to_string())],
         _ => vec![],
@@ -380,10 +394,122 @@ fn a_restart_carries_the_conversation_on(test: &str, a: &Agent) {
     carried_on(&real, a, &id, "AFTER_RESTART_5151", "BEFORE_RESTART_5150");
 }
 
+/// The session's MCP server (fixtures/mcp_probe.py) goes to the agent in
+/// `session/new`: the agent starts it with its secret environment and
+/// asks for its tools; the model calls its tool, which `approvals: auto`
+/// allows, and the result comes back to the model. The secret shows
+/// nowhere but in the server. claude defers MCP tools behind a tool search
+/// unless `ENABLE_TOOL_SEARCH=false` (an agent's `env`); codex finds them
+/// through its `tool_search`, which the fake model calls first.
+fn an_mcp_server_the_app_gave_serves_the_agent(test: &str, a: &Agent) {
+    let Some((real, folder)) = acp_real(test, a, json!({})) else {
+        return;
+    };
+    let log = real.dir.join("probe.log");
+    let probe = room_kit::fixtures_dir().join("mcp_probe.py");
+    let secret = "probe-secret-6131";
+    let s = real.svc.start_session(acp_body(
+        a,
+        &folder,
+        json!({
+            "prompt": "TOOL_CALL probe_echo {\"text\": \"hello probe\"}",
+            "mcp_servers": {"probe": {
+                "command": "python3",
+                "args": [probe, log],
+                "env": {"PROBE_TOKEN": secret},
+            }},
+        }),
+    ));
+    let id = id_of(&s);
+    let result = wait_until("the tool's result back at the model", TURN, || {
+        let requests = real.model.turn_requests(a.api);
+        requests.iter().find_map(|r| {
+            let body = seen(r);
+            body.contains("PROBE_RESULT hello probe").then_some(body)
+        })
+    });
+    assert!(
+        result.contains("PROBE_RESULT hello probe token=set"),
+        "{result}"
+    );
+    real.await_idle(&id);
+    let started: Vec<Value> = std::fs::read_to_string(&log)
+        .expect("the probe was started")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        started[0],
+        json!({"started": true, "token": secret}),
+        "{started:?}"
+    );
+    let methods: Vec<&str> = started
+        .iter()
+        .filter_map(|m| m["method"].as_str())
+        .collect();
+    assert!(methods.contains(&"tools/call"), "never called: {methods:?}");
+    let journal = serde_json::to_string(&all_events(&real.svc, &id, 1024)).unwrap();
+    for (what, text) in [
+        ("journal", journal),
+        ("view", real.svc.session(&id).to_string()),
+        ("log", real.svc.log()),
+    ] {
+        assert!(!text.contains(secret), "the {what} holds the secret");
+    }
+}
+
+/// A 1x1 PNG, in base64.
+const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// A start's image reaches the model through an agent whose `initialize`
+/// said it takes images, in base64 as the app gave it; one that said it
+/// takes none has the start refused (409 `images_not_taken`).
+fn an_image_reaches_the_model_where_the_agent_takes_images(test: &str, a: &Agent) {
+    let Some((real, folder)) = acp_real(test, a, json!({})) else {
+        return;
+    };
+    let offers = wait_until("the agent's offers", TURN, || {
+        let v = real.svc.get("/v1/capabilities").1;
+        let agent = &v["acp_agents"][a.name];
+        assert_eq!(agent["error"], Value::Null, "{agent}");
+        agent["initialize"]
+            .is_object()
+            .then(|| agent["initialize"].clone())
+    });
+    let png = json!({"type": "image", "media_type": "image/png", "data": PNG_B64});
+    let body = acp_body(
+        a,
+        &folder,
+        json!({"prompt": "PICTURE_7070 what is in it?", "attachments": [png]}),
+    );
+    if offers["images"] == false {
+        let (status, v) = real.svc.post("/v1/sessions", body);
+        assert_eq!(
+            (status, &v["code"]),
+            (409, &json!("images_not_taken")),
+            "{v}"
+        );
+        return;
+    }
+    let id = id_of(&real.svc.start_session(body));
+    real.await_idle(&id);
+    // Some agents (opencode) ask the model for a title too, without it.
+    let asked: Vec<String> = real
+        .model
+        .turn_requests(a.api)
+        .iter()
+        .map(seen)
+        .filter(|r| r.contains("PICTURE_7070"))
+        .collect();
+    assert!(asked.iter().any(|r| r.contains(PNG_B64)), "{asked:?}");
+    let view = real.svc.session(&id);
+    assert_eq!(view["error"], Value::Null, "{view}");
+}
+
 /// The checks, each run for every agent; each needs the agent, root and
 /// the account.
 type Check = fn(&str, &Agent);
-const CHECKS: [(&str, Check); 5] = [
+const CHECKS: [(&str, Check); 7] = [
     (
         "a_promised_copy_reaches_the_agents_first_request",
         a_promised_copy_reaches_the_agents_first_request,
@@ -400,6 +526,14 @@ const CHECKS: [(&str, Check); 5] = [
     (
         "a_restart_carries_the_conversation_on",
         a_restart_carries_the_conversation_on,
+    ),
+    (
+        "an_mcp_server_the_app_gave_serves_the_agent",
+        an_mcp_server_the_app_gave_serves_the_agent,
+    ),
+    (
+        "an_image_reaches_the_model_where_the_agent_takes_images",
+        an_image_reaches_the_model_where_the_agent_takes_images,
     ),
 ];
 
