@@ -261,7 +261,7 @@ fn capabilities_list_each_acp_agent_with_what_its_initialize_offered() {
             "command": good, "args": ["--acp"],
             "initialize": {
                 "protocol_version": 1, "agent": {"name": "fake-acp", "version": "1.2"},
-                "load": true, "resume": true, "fork": false, "images": false,
+                "load": true, "resume": true, "fork": false, "images": false, "steering": false,
                 "mcp": {"http": true, "sse": true}, "extensions": ["steering"],
             },
         })

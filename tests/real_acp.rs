@@ -5,7 +5,9 @@
 //! against the loopback fake model, and opencode (its own config naming
 //! the fake Responses API): the seed-000 copy wait, approvals allowed and
 //! denied, usage, a warm follow-up, an interrupt mid-tool, a restart, the
-//! app's MCP server and a prompt's image.
+//! app's MCP server, a prompt's image and a steer mid-prompt (queued); and
+//! the steering extension with the claude adapter's successor, which
+//! offers it.
 //!
 //! Outside CI a check whose agent, CLI, root or account is absent is
 //! reported as ignored, its reason beside its name; with `ROOM_CORE_CI=1`
@@ -118,6 +120,23 @@ const AGENTS: [Agent; 3] = [
     },
 ];
 
+/// An agent that offers the steering extension: the claude adapter's
+/// successor, @agentclientprotocol/claude-agent-acp (installed beside the
+/// pinned one by .ci/run, as `claude-agent-acp-next`). Only the steering
+/// check runs with it: its default mode decides its tools itself, which
+/// the other checks' approvals assume it does not.
+const STEERING_AGENT: Agent = Agent {
+    name: "claude-acp-next",
+    program: "claude-agent-acp-next",
+    args: &[],
+    api: "claude",
+    marker: "CLAUDE_MD_MARKER_7731",
+    write: |p| format!("TOOL_WRITE {} yes", p.display()),
+    asks_as: "edit",
+    tokens: Some([10, 5, 3, 7]),
+    cost: true,
+};
+
 /// A service whose `acp_agents` holds claude-agent-acp, run as the agent
 /// account (which `approvals: app` needs) with `extra` config, and its
 /// `code` folder, owned by that account; `None` where anything is missing
@@ -140,7 +159,7 @@ fn acp_real(test: &str, a: &Agent, extra: Value) -> Option<(Real, PathBuf)> {
     room_kit::merge(&mut config, extra);
     let env = match a.name {
         // claude-agent-acp's SDK does not find the claude installed beside it.
-        "claude-acp" => {
+        "claude-acp" | "claude-acp-next" => {
             let claude = real_cli(test, "claude")?.display().to_string();
             vec![
                 ("CLAUDE_CODE_EXECUTABLE".to_string(), claude),
@@ -506,10 +525,83 @@ fn an_image_reaches_the_model_where_the_agent_takes_images(test: &str, a: &Agent
     assert_eq!(view["error"], Value::Null, "{view}");
 }
 
+/// A `deliver: steer` message mid-prompt goes to an agent that offers the
+/// steering extension as `_session/steering`: the answer says `steered`,
+/// the model is asked the steered text in the same turn (after the first
+/// prompt, in the same conversation), the turn ends once and nothing is
+/// requeued. The agent's capabilities say it takes steers.
+fn a_steer_joins_the_running_prompt_of_an_agent_that_offers_steering(test: &str, a: &Agent) {
+    let Some((real, folder)) = acp_real(test, a, json!({"linger_ms": 60_000})) else {
+        return;
+    };
+    let offers = wait_until("the agent's offers", TURN, || {
+        let v = real.svc.get("/v1/capabilities").1;
+        v["acp_agents"][a.name]["initialize"]
+            .is_object()
+            .then(|| v["acp_agents"][a.name]["initialize"].clone())
+    });
+    assert_eq!(offers["steering"], true, "{offers}");
+    let s = real
+        .svc
+        .start_session(acp_body(a, &folder, json!({"prompt": "SLOW_TEXT 60 200"})));
+    let id = id_of(&s);
+    wait_until("the prompt's first chunk", TURN, || {
+        let text = serde_json::to_string(&all_events(&real.svc, &id, 1024)).unwrap();
+        text.contains("SLOW_CHUNK_2_OF_60").then_some(())
+    });
+    let v = post(
+        &real,
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "STEERED_8181", "deliver": "steer"}),
+    );
+    assert_eq!(v["delivered"], "steered", "{v}");
+    carried_on(&real, a, &id, "STEERED_8181", "SLOW_TEXT 60 200");
+    let kinds: Vec<String> = all_events(&real.svc, &id, 1024)
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect();
+    let count = |k: &str| kinds.iter().filter(|x| *x == k).count();
+    assert_eq!(count("prompt_steered"), 1, "{kinds:?}");
+    assert_eq!(count("prompt_requeued"), 0, "{kinds:?}");
+    assert_eq!(count("turn_ended"), 1, "{kinds:?}");
+}
+
+/// A `deliver: steer` message mid-prompt to an agent that offers no
+/// steering extension waits as the next turn: the answer says `queued`,
+/// nothing is steered, and the next turn asks it in the same
+/// conversation.
+fn a_steer_mid_prompt_waits_as_the_next_turn(test: &str, a: &Agent) {
+    let Some((real, folder)) = acp_real(test, a, json!({"linger_ms": 60_000})) else {
+        return;
+    };
+    let s = real
+        .svc
+        .start_session(acp_body(a, &folder, json!({"prompt": "SLOW_TEXT 30 100"})));
+    let id = id_of(&s);
+    wait_until("the prompt's first chunk", TURN, || {
+        let text = serde_json::to_string(&all_events(&real.svc, &id, 1024)).unwrap();
+        text.contains("SLOW_CHUNK_2_OF_30").then_some(())
+    });
+    let v = post(
+        &real,
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "QUEUED_STEER_9191", "deliver": "steer"}),
+    );
+    assert_eq!(v["delivered"], "queued", "{v}");
+    let ended = await_kind(&real, &id, "turn_ended", 2);
+    assert_eq!(ended[1]["prompt"], 2, "{ended:?}");
+    carried_on(&real, a, &id, "QUEUED_STEER_9191", "SLOW_TEXT 30 100");
+    let steered = all_events(&real.svc, &id, 1024)
+        .iter()
+        .filter(|e| e["kind"] == "prompt_steered")
+        .count();
+    assert_eq!(steered, 0);
+}
+
 /// The checks, each run for every agent; each needs the agent, root and
 /// the account.
 type Check = fn(&str, &Agent);
-const CHECKS: [(&str, Check); 7] = [
+const CHECKS: [(&str, Check); 8] = [
     (
         "a_promised_copy_reaches_the_agents_first_request",
         a_promised_copy_reaches_the_agents_first_request,
@@ -535,6 +627,10 @@ const CHECKS: [(&str, Check); 7] = [
         "an_image_reaches_the_model_where_the_agent_takes_images",
         an_image_reaches_the_model_where_the_agent_takes_images,
     ),
+    (
+        "a_steer_mid_prompt_waits_as_the_next_turn",
+        a_steer_mid_prompt_waits_as_the_next_turn,
+    ),
 ];
 
 fn main() -> std::process::ExitCode {
@@ -549,5 +645,9 @@ fn main() -> std::process::ExitCode {
             }));
         }
     }
+    let name = "claude_acp_next_a_steer_joins_the_running_prompt_of_an_agent_that_offers_steering";
+    trials.push(trial(name, Some(STEERING_AGENT.program), true, move || {
+        a_steer_joins_the_running_prompt_of_an_agent_that_offers_steering(name, &STEERING_AGENT)
+    }));
     libtest_mimic::run(&args, trials).exit_code()
 }

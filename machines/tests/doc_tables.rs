@@ -475,7 +475,6 @@ fn session_options(promised: bool) -> session::Options {
         budget: Default::default(),
         choice: Default::default(),
         effort_at_spawn: false,
-        steers_queued: false,
         auto_allows: false,
     }
 }

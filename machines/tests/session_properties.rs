@@ -453,7 +453,6 @@ impl World {
             budget: Default::default(),
             choice: ModelChoice::default(),
             effort_at_spawn,
-            steers_queued: false,
             auto_allows: false,
         };
         let s = Session::new(

@@ -119,6 +119,15 @@ impl Talker {
         }
     }
 
+    /// Whether its process takes a prompt into its running turn: claude
+    /// and codex do; an ACP agent where it offers the steering extension.
+    pub fn takes_steers(&self) -> bool {
+        match self {
+            Talker::Claude(_) | Talker::Codex(_) => true,
+            Talker::Acp(acp) => acp.takes_steers(),
+        }
+    }
+
     /// The harness this talker speaks to.
     pub fn harness(&self) -> Harness {
         match self {

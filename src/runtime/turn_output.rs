@@ -165,6 +165,9 @@ impl Runtime {
             // The session decides whether it is an ID; until it takes one,
             // each line that names the session is fed.
             let bytes = native_id.len();
+            if !input.takes_steers() {
+                self.feed(&work.handle, Input::NoSteers { seq });
+            }
             if self.applied(&work.handle, Input::NativeId { seq, native_id }) {
                 r.named = Some(seq);
             } else {

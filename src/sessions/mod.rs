@@ -304,8 +304,7 @@ pub(crate) fn options(start: &Start) -> machine::Options {
         },
         // claude takes `--effort` only as its process starts.
         effort_at_spawn: start.harness == Harness::Claude,
-        // An ACP agent takes no steer, and asks as its own config says.
-        steers_queued: start.harness == Harness::Acp,
+        // An ACP agent asks as its own config says.
         auto_allows: start.harness == Harness::Acp,
     }
 }

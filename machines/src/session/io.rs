@@ -119,10 +119,6 @@ pub struct Options {
     /// `--effort`): a prompt that changes it runs in a new process.
     #[serde(default)]
     pub effort_at_spawn: bool,
-    /// The harness takes no prompt into a running turn (an ACP agent):
-    /// a steer waits in the queue as any message does.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub steers_queued: bool,
     /// No permission modes of room-core's stand before the harness (an ACP
     /// agent asks as its own config says): with `approvals: auto`, what it
     /// asks about is allowed, not denied.
@@ -235,6 +231,13 @@ pub enum Input {
         seq: TurnSeq,
         /// Why, in a sentence.
         error: String,
+    },
+    /// Turn `seq`'s harness process takes no prompt into its running turn
+    /// (an ACP agent that offers no steering): a steer waits in the queue
+    /// as any message does. Said before the turn names its session.
+    NoSteers {
+        /// The turn.
+        seq: TurnSeq,
     },
     /// The turn's first event named the harness's session.
     NativeId {

@@ -226,6 +226,10 @@ pub struct Stdin {
     /// nothing of the turn.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub done: bool,
+    /// The harness process takes no prompt into its running turn
+    /// (`NoSteers`): a steer is queued.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_steers: bool,
 }
 
 /// One session's machine.
@@ -414,6 +418,7 @@ impl Session {
             Input::TurnSpawned { seq, process } => self.handle_spawned(now, seq, process),
             Input::SpawnFailed { seq, reason } => self.handle_spawn_failed(now, seq, reason),
             Input::PromptUndelivered { seq, error } => self.handle_undelivered(now, seq, error),
+            Input::NoSteers { seq } => self.handle_no_steers(seq),
             Input::NativeId { seq, native_id } => self.handle_native_id(now, seq, native_id),
             Input::TurnUsage { seq, report } => self.handle_usage(now, seq, report),
             Input::TurnFinished { seq, failed, usage } => {

@@ -17,12 +17,12 @@ use super::Session;
 use crate::time::Millis;
 
 impl Session {
-    /// Whether a `Steer` now reaches the running turn: the harness takes
-    /// steers, the turn has its prompt, has begun it (named its session),
+    /// Whether a `Steer` now reaches the running turn: its harness process
+    /// takes steers (it did not say `NoSteers`), the turn has its prompt, has begun it (named its session),
     /// is not being ended and its stdin is open, and no prompt waits in
     /// the queue (a steer never runs before a prompt accepted ahead of it).
     pub fn steerable(&self) -> bool {
-        if self.options.steers_queued {
+        if self.state.stdin.no_steers {
             return false;
         }
         let r = &self.state.record;
@@ -35,6 +35,14 @@ impl Session {
             && !self.state.survivor
             && !self.state.stdin.closed
             && r.stage == Stage::Started
+    }
+
+    pub(super) fn handle_no_steers(&mut self, seq: TurnSeq) -> Outcome {
+        if self.live_turn(seq).is_none() || self.state.stdin.no_steers {
+            return Outcome::Ignored;
+        }
+        self.state.stdin.no_steers = true;
+        Outcome::Applied
     }
 
     pub(super) fn handle_steer(&mut self, now: Millis, text: String) -> Outcome {

@@ -31,7 +31,6 @@ fn options(promised: bool) -> Options {
         budget: Default::default(),
         choice: Default::default(),
         effort_at_spawn: false,
-        steers_queued: false,
         auto_allows: false,
     }
 }

@@ -162,7 +162,8 @@ fn read_answer(child: &mut crate::supervise::Child, deadline: Duration) -> Resul
 /// What `GET /v1/capabilities` shows of an `initialize` result: the
 /// protocol version, the agent's name and version, whether it loads,
 /// resumes and forks sessions, takes images, which MCP transports it takes
-/// besides stdio, and the names of its extensions (`_meta`'s keys).
+/// besides stdio, whether it takes steers (the steering extension) and the
+/// names of its extensions (`_meta`'s keys).
 fn summary(result: &Value) -> Value {
     let text = |v: &Value| v.as_str().map(|s| cut(s, MAX_TEXT));
     let caps = &result["agentCapabilities"];
@@ -186,6 +187,7 @@ fn summary(result: &Value) -> Value {
         "resume": offers.resume,
         "fork": caps["sessionCapabilities"]["fork"].is_object(),
         "images": offers.images,
+        "steering": offers.steering,
         "mcp": {
             "http": caps["mcpCapabilities"]["http"] == true,
             "sse": caps["mcpCapabilities"]["sse"] == true,
@@ -218,7 +220,7 @@ mod tests {
     #[test]
     fn the_answer_to_initialize_says_what_the_agent_offers() {
         // Chatter first, then the answer; it would wait forever after.
-        let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentInfo":{"name":"fake","version":"9"},"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":true},"mcpCapabilities":{"http":true},"sessionCapabilities":{"fork":{}},"_meta":{"fakeExt":{}}}}}"#;
+        let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentInfo":{"name":"fake","version":"9"},"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":true},"mcpCapabilities":{"http":true},"sessionCapabilities":{"fork":{}},"_meta":{"fakeExt":{}}},"_meta":{"steering":{"supported":true}}}}"#;
         let said = run(
             &format!("read line; echo 'not json'; echo '{answer}'; exec sleep 60"),
             Duration::from_secs(10),
@@ -229,7 +231,7 @@ mod tests {
             json!({
                 "protocol_version": 1, "agent": {"name": "fake", "version": "9"},
                 "load": true, "resume": false, "fork": true, "images": true,
-                "mcp": {"http": true, "sse": false}, "extensions": ["fakeExt"],
+                "steering": true, "mcp": {"http": true, "sse": false}, "extensions": ["fakeExt"],
             })
         );
     }

@@ -5,6 +5,7 @@
 //! To the agent: `initialize` (no `fs` and no `terminal` capability: the
 //! agent uses its own tools in the sandbox, docs/protocols.md), then
 //! `session/new`, `session/load` or `session/resume`, `session/prompt`,
+//! the steering extension's `_session/steering` where the agent offers it,
 //! the notification `session/cancel`, and the answers to its
 //! `session/request_permission`.
 //!
@@ -109,6 +110,32 @@ pub(crate) fn prompt(id: u64, session: &str, text: &str, images: &[Image]) -> St
     )
 }
 
+/// The steering extension's request (`_session/steering`): `text` into
+/// the running prompt. With `idleBehavior: promptRequired` an agent whose
+/// prompt has ended says so rather than starting a turn of its own, so
+/// the text stays room-core's to queue.
+pub(crate) fn steer(id: u64, session: &str, text: &str) -> String {
+    jsonrpc::request(
+        id,
+        STEERING,
+        json!({
+            "sessionId": session,
+            "prompt": [Block::Text { text }],
+            "_meta": {"steering": {"idleBehavior": "promptRequired"}},
+        }),
+    )
+}
+
+/// Whether the answer to `_session/steering` says the text joined the
+/// running prompt; anything else (`promptRequired`, an answer of another
+/// shape) says it did not.
+pub(crate) fn injected(result: &Value) -> bool {
+    result["outcome"] == "injected"
+}
+
+/// The steering extension's method.
+pub(crate) const STEERING: &str = "_session/steering";
+
 /// The notification `session/cancel`.
 pub(crate) fn cancel(session: &str) -> String {
     jsonrpc::notification("session/cancel", Some(json!({"sessionId": session})))
@@ -136,6 +163,9 @@ pub struct Offers {
     /// HTTP MCP servers (`mcpCapabilities.http`); every agent takes stdio
     /// ones.
     pub mcp_http: bool,
+    /// The steering extension (`_session/steering`), which it advertises
+    /// in the answer's own `_meta.steering.supported`.
+    pub steering: bool,
 }
 
 /// The offers in `initialize`'s result.
@@ -146,6 +176,7 @@ pub(crate) fn offers(result: &Value) -> Offers {
         resume: caps["sessionCapabilities"]["resume"].is_object(),
         images: caps["promptCapabilities"]["image"] == true,
         mcp_http: caps["mcpCapabilities"]["http"] == true,
+        steering: result["_meta"]["steering"]["supported"] == true,
     }
 }
 

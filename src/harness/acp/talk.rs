@@ -12,7 +12,7 @@
 //! and what is remembered is bounded.
 
 use room_machines::session::{
-    ApprovalRequest, DecidedBy, Decision, Usage, UsageReport, Usd, FAILURE_TEXT_MAX,
+    ApprovalRequest, DecidedBy, Decision, PromptId, Usage, UsageReport, Usd, FAILURE_TEXT_MAX,
 };
 use rustc_hash::FxHashMap;
 use serde_json::json;
@@ -43,11 +43,16 @@ pub struct AcpOpening {
 }
 
 /// A request of room-core's that the agent has not answered yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Waiting {
     Initialize,
     Session,
     Prompt,
+    /// A steer, handed back unless the agent says it joined the prompt.
+    Steer {
+        prompt: PromptId,
+        text: String,
+    },
 }
 
 /// One ACP agent process's side of the protocol.
@@ -99,9 +104,7 @@ impl AcpTalk {
             // An ACP agent chooses its model itself: the API takes no
             // model or effort for one, so a switch carries nothing.
             Said::Prompt { text, images, .. } => self.prompt(text, images),
-            // Nothing steers a running prompt: the session queues every
-            // prompt for ACP agents, so a steer never comes here.
-            Said::Steer { .. } => Vec::new(),
+            Said::Steer { prompt, text } => vec![self.steer(prompt, text)],
             Said::Interrupt => match &self.session {
                 Some(session) if self.prompting => {
                     vec![Out::other(acp::cancel(session), "an interrupt")]
@@ -151,6 +154,11 @@ impl AcpTalk {
                         }
                     }
                 }
+                // Anything but `injected` leaves the text room-core's.
+                Some(Waiting::Steer { prompt, text }) if !acp::injected(&result) => {
+                    hearing.heard = Some(Heard::SteerRefused { prompt, text });
+                }
+                Some(Waiting::Steer { .. }) => {}
                 Some(Waiting::Prompt) => {
                     self.begin(&mut hearing);
                     self.prompting = false;
@@ -175,6 +183,9 @@ impl AcpTalk {
                     hearing.heard = Some(Heard::Finished {
                         failed: Some(cut(&message, FAILURE_TEXT_MAX)),
                     });
+                }
+                Some(Waiting::Steer { prompt, text }) => {
+                    hearing.heard = Some(Heard::SteerRefused { prompt, text });
                 }
                 None => {}
             },
@@ -204,6 +215,28 @@ impl AcpTalk {
             Incoming::CostSoFar(None) | Incoming::Other => {}
         }
         hearing
+    }
+
+    /// Whether the agent takes a prompt into its running one: it offers the
+    /// steering extension.
+    pub fn takes_steers(&self) -> bool {
+        self.offers.steering
+    }
+
+    /// `_session/steering` for a steer. The session steers only a prompt
+    /// this process has begun, after its session opened; one that has
+    /// ended meanwhile is answered `promptRequired` (an agent without the
+    /// extension answers with an error), and the steer is handed back.
+    fn steer(&mut self, prompt: PromptId, text: String) -> Out {
+        let session = self.session.clone().unwrap_or_default();
+        let id = self.requests.ask(Waiting::Steer {
+            prompt,
+            text: text.clone(),
+        });
+        Out {
+            line: acp::steer(id, &session, &text),
+            carries: Carries::Steer { prompt, text },
+        }
     }
 
     /// The agent said something of the running prompt: its turn has begun,

@@ -3,7 +3,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::harness::acp::protocol::Incoming;
-use crate::harness::speech::{Answer, Heard, Said};
+use crate::harness::speech::{Answer, Carries, Heard, Said};
 
 fn talker(resume: Option<&str>) -> AcpTalk {
     AcpTalk::new(AcpOpening {
@@ -176,6 +176,90 @@ fn a_follow_up_goes_at_once_in_the_open_session_and_an_interrupt_cancels_it() {
         r#"{"jsonrpc":"2.0","id":4,"result":{"stopReason":"cancelled"}}"#,
     );
     assert_eq!(h.heard, Some(Heard::Finished { failed: None }));
+}
+
+/// An agent that offers the steering extension (top-level
+/// `_meta.steering.supported`) takes a steer as `_session/steering`; one
+/// it says it did not inject (`promptRequired`, an error, anything else)
+/// is handed back. One that offers none takes no steer.
+#[test]
+fn a_steer_goes_as_the_steering_extension_where_the_agent_offers_it() {
+    let (t, _) = open(json!({}), None);
+    assert!(!t.takes_steers());
+    let steering = json!({"agentCapabilities": {}, "_meta": {"steering": {"supported": true}}});
+    let mut t = talker(None);
+    t.say(Said::prompt("hi".into()));
+    hear(
+        &mut t,
+        &json!({"jsonrpc":"2.0","id":1,"result":steering}).to_string(),
+    );
+    hear(
+        &mut t,
+        r#"{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s1"}}"#,
+    );
+    assert!(t.takes_steers());
+    let steer = |t: &mut AcpTalk, prompt, text: &str| {
+        let outs = t.say(Said::Steer {
+            prompt,
+            text: text.into(),
+        });
+        assert_eq!(
+            outs[0].carries,
+            Carries::Steer {
+                prompt,
+                text: text.into()
+            }
+        );
+        sent(&outs).remove(0)
+    };
+    let line = steer(&mut t, 4, "use the other file");
+    assert_eq!(
+        line,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "_session/steering", "params": {
+            "sessionId": "s1",
+            "prompt": [{"type": "text", "text": "use the other file"}],
+            "_meta": {"steering": {"idleBehavior": "promptRequired"}},
+        }})
+    );
+    let h = hear(
+        &mut t,
+        r#"{"jsonrpc":"2.0","id":4,"result":{"outcome":"injected"}}"#,
+    );
+    assert_eq!(h.heard, None);
+    for answer in [
+        r#"{"outcome":"promptRequired","reason":"noRunningTurn"}"#,
+        r#"{}"#,
+    ] {
+        let line = steer(&mut t, 5, "late");
+        let id = &line["id"];
+        let h = hear(
+            &mut t,
+            &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{answer}}}"#),
+        );
+        assert_eq!(
+            h.heard,
+            Some(Heard::SteerRefused {
+                prompt: 5,
+                text: "late".into()
+            }),
+            "{answer}"
+        );
+    }
+    let line = steer(&mut t, 6, "refused");
+    let h = hear(
+        &mut t,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"Method not found"}}}}"#,
+            line["id"]
+        ),
+    );
+    assert_eq!(
+        h.heard,
+        Some(Heard::SteerRefused {
+            prompt: 6,
+            text: "refused".into()
+        })
+    );
 }
 
 #[test]

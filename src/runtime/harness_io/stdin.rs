@@ -111,6 +111,11 @@ impl TurnInput {
         self.shared.clone()
     }
 
+    /// Whether the harness process takes a prompt into its running turn.
+    pub(crate) fn takes_steers(&self) -> bool {
+        self.shared.lock().talker.takes_steers()
+    }
+
     /// Words `said` and writes its lines, or queues what does not fit. What
     /// cannot be queued ([`WAITING_MAX`] lines wait: the harness does not
     /// read) is given back, as what each line carried.

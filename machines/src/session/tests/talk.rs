@@ -189,9 +189,13 @@ fn a_steer_with_nothing_to_take_it_queues() {
 }
 
 #[test]
-fn a_harness_that_takes_no_steers_gets_a_steer_as_the_next_turn() {
+fn a_harness_process_that_takes_no_steers_gets_a_steer_as_the_next_turn() {
     let mut t = talking();
-    t.s.options.steers_queued = true;
+    assert!(t.s.steerable());
+    // Said of another turn: nothing changes.
+    assert_eq!(t.at(0, Input::NoSteers { seq: 1 }).0, Outcome::Ignored);
+    assert!(t.s.steerable());
+    t.go(Input::NoSteers { seq: 2 });
     assert!(!t.s.steerable());
     let e = t.go(Input::Steer("later".into()));
     assert!(e
