@@ -598,10 +598,87 @@ fn a_steer_mid_prompt_waits_as_the_next_turn(test: &str, a: &Agent) {
     assert_eq!(steered, 0);
 }
 
+/// A fork after the session's latest turn carries the whole conversation
+/// into a session of its own (`session/fork`) where the agent offers
+/// forks, and is refused (409 `conversation_uncut`) where it does not;
+/// a fork after an earlier turn is refused either way (ACP forks a whole
+/// session).
+fn a_fork_after_the_latest_turn_carries_the_conversation_on(test: &str, a: &Agent) {
+    let Some((real, folder)) = acp_real(test, a, json!({})) else {
+        return;
+    };
+    let offers = wait_until("the agent's offers", TURN, || {
+        let v = real.svc.get("/v1/capabilities").1;
+        let agent = &v["acp_agents"][a.name];
+        agent["initialize"]
+            .is_object()
+            .then(|| agent["initialize"].clone())
+    });
+    let s = real
+        .svc
+        .start_session(acp_body(a, &folder, json!({"prompt": "FORK_ONE_1111"})));
+    let id = id_of(&s);
+    real.await_idle(&id);
+    room_kit::events::await_turn_diff(&real.svc, &id, 1);
+    let agent = agent_account(test).unwrap();
+    let fork_folder = real.svc.folder("fork");
+    std::fs::create_dir_all(&fork_folder).unwrap();
+    chown_tree(&fork_folder, agent.uid.as_raw(), agent.gid.as_raw());
+    let fork = |at: u64, prompt: &str| {
+        real.svc.post(
+            &format!("/v1/sessions/{id}/fork"),
+            json!({"at_turn": at, "folder": fork_folder, "workspace": "forked", "prompt": prompt}),
+        )
+    };
+    if offers["fork"] == false {
+        let (status, v) = fork(1, "FORK_TWO_2222");
+        assert_eq!(
+            (status, &v["code"]),
+            (409, &json!("conversation_uncut")),
+            "{v}"
+        );
+        assert!(
+            v["error"].as_str().unwrap().contains("forks no session"),
+            "{v}"
+        );
+        return;
+    }
+    let (status, v) = fork(1, "FORK_TWO_2222");
+    assert_eq!(status, 201, "{v}");
+    let fid = id_of(&v);
+    carried_on(&real, a, &fid, "FORK_TWO_2222", "FORK_ONE_1111");
+    let (parent, forked) = (real.svc.session(&id), real.svc.session(&fid));
+    assert_ne!(
+        parent["native_id"], forked["native_id"],
+        "a session of its own"
+    );
+    assert_eq!(forked["error"], Value::Null, "{forked}");
+    // After a later turn of the parent's, turn 1 is no longer its latest.
+    post(
+        &real,
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": "FORK_THREE_3333"}),
+    );
+    real.await_idle(&id);
+    room_kit::events::await_turn_diff(&real.svc, &id, 2);
+    let again = real.svc.folder("fork-again");
+    std::fs::create_dir_all(&again).unwrap();
+    chown_tree(&again, agent.uid.as_raw(), agent.gid.as_raw());
+    let (status, v) = real.svc.post(
+        &format!("/v1/sessions/{id}/fork"),
+        json!({"at_turn": 1, "folder": again, "workspace": "forked"}),
+    );
+    assert_eq!(
+        (status, &v["code"]),
+        (409, &json!("conversation_uncut")),
+        "{v}"
+    );
+}
+
 /// The checks, each run for every agent; each needs the agent, root and
 /// the account.
 type Check = fn(&str, &Agent);
-const CHECKS: [(&str, Check); 8] = [
+const CHECKS: [(&str, Check); 9] = [
     (
         "a_promised_copy_reaches_the_agents_first_request",
         a_promised_copy_reaches_the_agents_first_request,
@@ -630,6 +707,10 @@ const CHECKS: [(&str, Check); 8] = [
     (
         "a_steer_mid_prompt_waits_as_the_next_turn",
         a_steer_mid_prompt_waits_as_the_next_turn,
+    ),
+    (
+        "a_fork_after_the_latest_turn_carries_the_conversation_on",
+        a_fork_after_the_latest_turn_carries_the_conversation_on,
     ),
 ];
 

@@ -45,6 +45,7 @@ impl Talker {
                 cwd: opening.cwd,
                 resume: opening.resume,
                 mcp_servers: opening.config,
+                fork: opening.fork_through.is_some(),
             }))),
         }
     }

@@ -3,7 +3,9 @@
 //! message it wrote in the turn (its `uuid`, for `--resume-session-at`);
 //! codex's, for a rewind, before the first turn of its own that began
 //! after the turn (its id, for `thread/revert`), and for a fork through
-//! the last turn of its own in the turn (`thread/fork`'s `lastTurnId`).
+//! the last turn of its own in the turn (`thread/fork`'s `lastTurnId`);
+//! an ACP agent's, only for a fork after its latest turn (`session/fork`
+//! copies a whole session).
 //! Only within the native session the harness runs now (a turn of an
 //! earlier one, before a relaunch, cannot be cut to), and not to a turn
 //! an earlier rewind cut out of the conversation (claude resumes the
@@ -73,6 +75,8 @@ struct Scan {
     next_turn: Option<String>,
     /// The turn a later rewind cut the conversation back to, below `turn`.
     cut_away: Option<TurnSeq>,
+    /// A turn began after turn `turn`.
+    later: bool,
 }
 
 impl Scan {
@@ -88,6 +92,7 @@ impl Scan {
             last_message: None,
             next_turn: None,
             cut_away: None,
+            later: false,
         }
     }
 
@@ -96,6 +101,7 @@ impl Scan {
         match kind {
             "turn_started" => {
                 self.current = data["turn"].as_u64();
+                self.later |= self.current.is_some_and(|t| t > self.turn);
                 if self.current == Some(self.turn) {
                     self.session = data["resume"].as_str().map(str::to_string);
                 }
@@ -154,7 +160,16 @@ impl Scan {
                 .map(Mark::At)
                 .ok_or_else(|| format!("codex began no turn of its own in turn {}", self.turn)),
             Harness::Codex => Ok(self.next_turn.map_or(Mark::Nothing, Mark::At)),
-            // ACP has no way to cut a session's history (v1).
+            // ACP (v1) cuts no session's history, but an agent may fork a
+            // whole one (`session/fork`): its mark is the session.
+            Harness::Acp if self.fork && !self.later => self
+                .session
+                .map(Mark::At)
+                .ok_or_else(|| "it has no native session".into()),
+            Harness::Acp if self.fork => Err(format!(
+                "an ACP agent forks a whole session, so only after its latest turn, and turn {} is not",
+                self.turn
+            )),
             Harness::Acp => {
                 Err("an ACP agent's conversation cannot be cut: the protocol has no way to".into())
             }
@@ -182,6 +197,26 @@ mod tests {
             s.feed(kind, data);
         }
         s.finish(Some(native))
+    }
+
+    #[test]
+    fn an_acp_agents_whole_session_is_forked_after_its_latest_turn_only() {
+        let events = [
+            ("turn_started", json!({"turn": 1, "resume": null})),
+            ("native_id", json!({"native_id": "s1"})),
+            ("harness", json!({"method": "session/update"})),
+        ];
+        assert_eq!(
+            scan_for(Harness::Acp, true, &events, "s1"),
+            Ok(Mark::At("s1".into()))
+        );
+        let mut later = events.to_vec();
+        later.push(("turn_started", json!({"turn": 2, "resume": "s1"})));
+        assert_eq!(
+            scan_for(Harness::Acp, true, &later, "s1"),
+            Err("an ACP agent forks a whole session, so only after its latest turn, and turn 1 is not".into())
+        );
+        assert!(scan(Harness::Acp, &events, "s1").is_err(), "no rewind cut");
     }
 
     #[test]

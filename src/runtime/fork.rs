@@ -4,7 +4,8 @@
 //! conversation is the parent's through that turn (its first process
 //! resumes the parent's native session at the cut as a session of its
 //! own: claude `--fork-session --resume-session-at`, codex `thread/fork`
-//! with `lastTurnId`). The parent does not change. Its options are the
+//! with `lastTurnId`, an ACP agent `session/fork`, after its latest turn
+//! only). The parent does not change. Its options are the
 //! parent's unless the body chooses others.
 
 use std::path::Path;
@@ -67,6 +68,14 @@ impl Runtime {
                 format!("The conversation of session {id} cannot be forked after turn {at}: {why}. Nothing was made."),
             )
         };
+        if let Some(agent) = parent.agent.as_deref() {
+            // What the agent said at start; not known yet, its turn decides.
+            if self.installed.agent_offers(agent)["fork"] == false {
+                return Err(uncut(format!(
+                    "the ACP agent {agent} forks no session (its initialize offered no sessionCapabilities.fork)"
+                )));
+            }
+        }
         let found = conversation_cut::mark(&journal, parent.harness, native.as_deref(), at, true);
         let (native, mark) = match (native, found) {
             (Some(native), Ok(Mark::At(mark))) => (native, mark),

@@ -185,7 +185,7 @@ fn summary(result: &Value) -> Value {
         },
         "load": offers.load,
         "resume": offers.resume,
-        "fork": caps["sessionCapabilities"]["fork"].is_object(),
+        "fork": offers.fork,
         "images": offers.images,
         "steering": offers.steering,
         "mcp": {

@@ -4,7 +4,8 @@
 //!
 //! To the agent: `initialize` (no `fs` and no `terminal` capability: the
 //! agent uses its own tools in the sandbox, docs/protocols.md), then
-//! `session/new`, `session/load` or `session/resume`, `session/prompt`,
+//! `session/new`, `session/load`, `session/resume` or `session/fork`,
+//! `session/prompt`,
 //! the steering extension's `_session/steering` where the agent offers it,
 //! the notification `session/cancel`, and the answers to its
 //! `session/request_permission`.
@@ -58,6 +59,8 @@ pub(crate) enum Open<'a> {
     Load(&'a str),
     /// `session/resume` of this session (no replay).
     Resume(&'a str),
+    /// `session/fork` of this session: a new one holding all of it.
+    Fork(&'a str),
 }
 
 /// The request that opens the session in `cwd`, with `servers` (ACP's
@@ -77,6 +80,11 @@ pub(crate) fn open_session(id: u64, open: Open, cwd: &str, servers: &Value) -> S
         Open::Resume(session) => jsonrpc::request(
             id,
             "session/resume",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": servers}),
+        ),
+        Open::Fork(session) => jsonrpc::request(
+            id,
+            "session/fork",
             json!({"sessionId": session, "cwd": cwd, "mcpServers": servers}),
         ),
     }
@@ -166,6 +174,8 @@ pub struct Offers {
     /// The steering extension (`_session/steering`), which it advertises
     /// in the answer's own `_meta.steering.supported`.
     pub steering: bool,
+    /// `session/fork` (`sessionCapabilities.fork`).
+    pub fork: bool,
 }
 
 /// The offers in `initialize`'s result.
@@ -177,6 +187,7 @@ pub(crate) fn offers(result: &Value) -> Offers {
         images: caps["promptCapabilities"]["image"] == true,
         mcp_http: caps["mcpCapabilities"]["http"] == true,
         steering: result["_meta"]["steering"]["supported"] == true,
+        fork: caps["sessionCapabilities"]["fork"].is_object(),
     }
 }
 

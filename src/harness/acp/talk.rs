@@ -40,6 +40,9 @@ pub struct AcpOpening {
     /// The session's MCP servers, as ACP's `mcpServers` list, if it has
     /// any.
     pub mcp_servers: Option<serde_json::Value>,
+    /// A fork's first process: the session to carry on is forked into a
+    /// new one (`session/fork`), not resumed.
+    pub fork: bool,
 }
 
 /// A request of room-core's that the agent has not answered yet.
@@ -127,7 +130,7 @@ impl AcpTalk {
             Incoming::Response { id, result } => match self.requests.answered(&id) {
                 Some(Waiting::Initialize) => {
                     self.offers = acp::offers(&result);
-                    if let Some(why) = self.servers_not_taken() {
+                    if let Some(why) = self.not_openable() {
                         hearing.heard = Some(Heard::PromptRefused(why));
                         return hearing;
                     }
@@ -141,7 +144,8 @@ impl AcpTalk {
                 }
                 Some(Waiting::Session) => {
                     // `session/load` and `session/resume` answer with no ID:
-                    // the session is the one asked for.
+                    // the session is the one asked for (`session/fork`'s
+                    // answer names the new one).
                     let session = acp::session_id(&result).or_else(|| self.opening.resume.clone());
                     match session {
                         Some(session) if session.len() <= REF_MAX => {
@@ -248,8 +252,20 @@ impl AcpTalk {
         }
     }
 
+    /// Why the session cannot be opened as asked: a fork where the agent
+    /// forks none, or an HTTP MCP server where it takes none (it could
+    /// drop it unsaid).
+    fn not_openable(&self) -> Option<String> {
+        if self.opening.fork && !self.offers.fork {
+            return Some(
+                "the agent cannot fork a session (its initialize offered no sessionCapabilities.fork)".into(),
+            );
+        }
+        self.servers_not_taken()
+    }
+
     /// Why the session's MCP servers cannot go to this agent: an HTTP one
-    /// where it said it takes none (it could drop it unsaid).
+    /// where it said it takes none.
     fn servers_not_taken(&self) -> Option<String> {
         if self.offers.mcp_http {
             return None;
@@ -268,10 +284,11 @@ impl AcpTalk {
         })
     }
 
-    /// How the session opens: carried on the way the agent offers, else
-    /// anew.
+    /// How the session opens: forked for a fork's first process; carried
+    /// on the way the agent offers, else anew.
     fn open(&self) -> Open<'_> {
         match self.opening.resume.as_deref() {
+            Some(session) if self.opening.fork => Open::Fork(session),
             Some(session) if self.offers.resume => Open::Resume(session),
             Some(session) if self.offers.load => Open::Load(session),
             _ => Open::New,

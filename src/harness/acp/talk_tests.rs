@@ -10,6 +10,7 @@ fn talker(resume: Option<&str>) -> AcpTalk {
         cwd: "/w".into(),
         resume: resume.map(str::to_string),
         mcp_servers: None,
+        fork: false,
     })
 }
 
@@ -411,6 +412,7 @@ fn the_sessions_mcp_servers_go_in_the_request_that_opens_it() {
             cwd: "/w".into(),
             resume: resume.map(str::to_string),
             mcp_servers: Some(two_servers()),
+            fork: false,
         });
         t.say(Said::prompt("hi".into()));
         let mut init = offers;
@@ -431,6 +433,7 @@ fn an_http_mcp_server_for_an_agent_that_takes_none_refuses_the_turn_before_the_s
         cwd: "/w".into(),
         resume: None,
         mcp_servers: Some(two_servers()),
+        fork: false,
     });
     t.say(Said::prompt("hi".into()));
     let h = hear(
@@ -442,6 +445,54 @@ fn an_http_mcp_server_for_an_agent_that_takes_none_refuses_the_turn_before_the_s
         h.heard,
         Some(Heard::PromptRefused(
             "the agent takes no HTTP MCP servers (its initialize said no mcpCapabilities.http), and the session gives it web".into()
+        ))
+    );
+}
+
+/// A fork's first process forks the parent's session into a new one
+/// (`session/fork`), where the agent offers it; where it does not, the
+/// turn is refused before any session opens.
+#[test]
+fn a_forks_first_process_forks_the_session_where_the_agent_can() {
+    let forking = || {
+        let mut t = AcpTalk::new(AcpOpening {
+            cwd: "/w".into(),
+            resume: Some("p1".into()),
+            mcp_servers: None,
+            fork: true,
+        });
+        t.say(Said::prompt("hi".into()));
+        t
+    };
+    let mut t = forking();
+    let init = json!({"agentCapabilities": {"loadSession": true, "sessionCapabilities": {"fork": {}, "resume": {}}}});
+    let h = hear(
+        &mut t,
+        &json!({"jsonrpc":"2.0","id":1,"result":init}).to_string(),
+    );
+    assert_eq!(
+        sent(&h.writes),
+        vec![json!({"jsonrpc": "2.0", "id": 2, "method": "session/fork",
+                    "params": {"sessionId": "p1", "cwd": "/w", "mcpServers": []}})]
+    );
+    let h = hear(
+        &mut t,
+        r#"{"jsonrpc":"2.0","id":2,"result":{"sessionId":"f1"}}"#,
+    );
+    assert_eq!(h.named.as_deref(), Some("f1"));
+    assert_eq!(sent(&h.writes)[0]["params"]["sessionId"], "f1");
+
+    let mut t = forking();
+    let h = hear(
+        &mut t,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"agentCapabilities":{"loadSession":true}}}"#,
+    );
+    assert!(h.writes.is_empty());
+    assert_eq!(
+        h.heard,
+        Some(Heard::PromptRefused(
+            "the agent cannot fork a session (its initialize offered no sessionCapabilities.fork)"
+                .into()
         ))
     );
 }
