@@ -76,16 +76,23 @@ function partsOf(ev) {
   return ev.kind === "harness" ? parts(ev.data) : null;
 }
 
+/** The kind of chunk (an ACP agent's message or thought) parts `p` are, if one. */
+function chunkOf(p) {
+  return p && p.length === 1 && p[0].chunk ? p[0].chunk : null;
+}
+
 /**
  * Renders session `id`'s events; `calls` keeps each tool call's element by
  * its ID, `run` the hidden element of the run of chatter the last event
- * joined, if it did.
+ * joined, if it did, and `chunk` the element of the last chunk of an ACP
+ * agent's message or thought, which the next chunk of it joins.
  */
 export class Conversation {
   constructor(id) {
     this.id = id;
     this.calls = new Map();
     this.run = null;
+    this.chunk = null;
   }
 
   /** Appends the elements of `events` (in seq order) to `parent`. */
@@ -96,8 +103,18 @@ export class Conversation {
         this.chatter(parent, ev);
         continue;
       }
+      const chunk = chunkOf(p);
+      if (chunk && this.chunk && this.chunk.kind === chunk) {
+        // One message, however many chunks it came in.
+        this.chunk.text.append(p[0].text);
+        this.chunk.el.dataset.last = ev.seq;
+        continue;
+      }
       this.run = null;
-      parent.append(this.render(ev, p));
+      const el = this.render(ev, p);
+      parent.append(el);
+      const text = chunk && el.querySelector(":scope > .text");
+      this.chunk = text ? { kind: chunk, text, el } : null;
     }
   }
 
@@ -210,7 +227,7 @@ export class Conversation {
   harness(el, list) {
     for (const p of list) {
       if (p.type === "text") {
-        el.classList.add("model");
+        el.classList.add(p.chunk === "thought" ? "thought" : "model");
         el.append(h("div", { class: "text" }, p.text));
       } else if (p.type === "note") {
         el.append(line(p.text, "note"));

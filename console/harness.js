@@ -1,7 +1,8 @@
 // What a harness's own JSON line says, as parts of a conversation: claude's
-// stream-json (`system`, `assistant`, `user`, `result`) and codex
+// stream-json (`system`, `assistant`, `user`, `result`), codex
 // app-server's JSON-RPC (`turn/*` and `item/*` notifications, the answers to
-// room-core's requests). Everything here is the harness's and untrusted: the
+// room-core's requests) and an ACP agent's (`session/update` notifications,
+// the answers to room-core's requests). Everything here is the harness's and untrusted: the
 // parts hold values, which the page shows as text. A line this does not know
 // is one `raw` part; what only room-core needs (deltas, usage, approvals,
 // status) is no part at all.
@@ -182,6 +183,66 @@ function codex(d) {
   return null;
 }
 
+/** The text of ACP content blocks (one, or a list). */
+function acpText(content) {
+  const blocks = Array.isArray(content) ? content : [content];
+  return blocks
+    .map((b) => {
+      const c = obj(b) && b.type === "content" ? b.content : b;
+      return obj(c) && c.type === "text" ? str(c.text) : str(c);
+    })
+    .join("\n");
+}
+
+/** What an ACP agent says as it runs a prompt that only room-core needs. */
+const ACP_QUIET = new Set([
+  "usage_update",
+  "available_commands_update",
+  "current_mode_update",
+  "config_option_update",
+  "session_info_update",
+]);
+
+/** An ACP `session/update`: a chunk of the agent's message or thought
+ *  (`chunk`: the page joins a run of them), a tool call and its result. */
+function acpUpdate(u) {
+  const kind = str(u.sessionUpdate);
+  if (ACP_QUIET.has(kind)) return [];
+  const id = str(u.toolCallId);
+  switch (kind) {
+    case "agent_message_chunk":
+      return [{ type: "text", text: acpText(u.content), chunk: "message" }];
+    case "agent_thought_chunk":
+      return [{ type: "text", text: acpText(u.content), chunk: "thought" }];
+    case "user_message_chunk":
+      return [{ type: "note", text: `the agent read: ${acpText(u.content)}` }];
+    case "tool_call":
+      return [{ type: "call", id, name: str(u.title) || str(u.kind) || "tool", input: u.rawInput ?? u.title }];
+    case "tool_call_update": {
+      const status = str(u.status);
+      if (status !== "completed" && status !== "failed") return [];
+      const text = u.content ? acpText(u.content) : str(u.rawOutput);
+      return [{ type: "result", id, text, status, error: status === "failed" }];
+    }
+    default:
+      return null;
+  }
+}
+
+/** A line of an ACP agent's JSON-RPC. */
+function acp(d) {
+  if (d.method === "session/update") return acpUpdate(obj(obj(d.params) && d.params.update) || {});
+  // room-core shows its approvals from its own events.
+  if (d.method === "session/request_permission") return [];
+  const result = "id" in d ? obj(d.result) : null;
+  if (!result) return null;
+  if (typeof result.sessionId === "string") return [{ type: "note", text: "the agent's session opened" }];
+  if (typeof result.stopReason === "string") return [{ type: "note", text: `the agent's turn: ${result.stopReason}` }];
+  // The handshake's, a load's, a resume's and a steer's answers: room-core's business.
+  if ("protocolVersion" in result || "outcome" in result) return [];
+  return null;
+}
+
 /** The parts of one harness line `d`. */
 export function parts(d) {
   if (!d || typeof d !== "object" || Array.isArray(d)) {
@@ -189,7 +250,7 @@ export function parts(d) {
   }
   let out = null;
   try {
-    out = claude(d) || codex(d);
+    out = claude(d) || codex(d) || acp(d);
   } catch {
     out = null;
   }

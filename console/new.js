@@ -1,6 +1,7 @@
 // The "New session" form: a start (`POST /v1/sessions`) from the person,
 // with the choices the service offers for the chosen CLI (its efforts, from
-// `GET /v1/capabilities`) and images for the first prompt. What the service refuses shows as its own
+// `GET /v1/capabilities`; an ACP agent of the config's, which chooses its
+// own model, effort and instructions) and images for the first prompt. What the service refuses shows as its own
 // sentence and starts nothing; a start it takes opens its session.
 
 import { call } from "./api.js";
@@ -14,6 +15,9 @@ function field(input, label, hint) {
     hint ? h("span", { class: "note", id: `${input.id}-hint` }, hint) : null);
 }
 
+/** The prefix of an ACP agent's value in the harness list. */
+const ACP = "acp:";
+
 /** The body of the start the form holds: only what the person filled in. */
 function startBody(f) {
   const body = {
@@ -22,9 +26,14 @@ function startBody(f) {
     harness: f.harness.value,
     approvals: f.approvals.value,
   };
-  if (f.model.value.trim()) body.model = f.model.value.trim();
-  if (f.effort.value) body.effort = f.effort.value;
-  if (f.instructions.value.trim()) body.instructions = f.instructions.value;
+  if (body.harness.startsWith(ACP)) {
+    body.agent = body.harness.slice(ACP.length);
+    body.harness = "acp";
+  } else {
+    if (f.model.value.trim()) body.model = f.model.value.trim();
+    if (f.effort.value) body.effort = f.effort.value;
+    if (f.instructions.value.trim()) body.instructions = f.instructions.value;
+  }
   if (f.prompt.value.trim()) body.prompt = f.prompt.value;
   return body;
 }
@@ -61,13 +70,16 @@ export function newPage(main, setStatus) {
     h("div", { class: "buttons" }, start), said);
   replace(main, h("section", { class: "new" }, h("h1", {}, "New session"), form));
 
-  // The efforts the chosen CLI takes, as the service lists them.
+  // The efforts the chosen CLI takes, as the service lists them; an ACP
+  // agent takes no model, effort or instructions from the form.
   let offered = {};
   const efforts = () => {
     const chosen = f.effort.value;
+    const agent = f.harness.value.startsWith(ACP);
     const names = (offered[f.harness.value] && offered[f.harness.value].effort) || [];
-    replace(f.effort, h("option", { value: "" }, "the CLI's default"),
+    replace(f.effort, h("option", { value: "" }, agent ? "the agent's own" : "the CLI's default"),
       names.map((e) => h("option", { value: e, selected: e === chosen }, e)));
+    for (const input of [f.model, f.effort, f.instructions]) input.disabled = agent;
   };
   f.harness.addEventListener("change", efforts);
   call("GET", "/v1/capabilities").then((c) => {
@@ -76,6 +88,11 @@ export function newPage(main, setStatus) {
     for (const option of f.harness.options) {
       const program = c.harnesses && c.harnesses[option.value];
       if (program && !program.installed) option.textContent = `${option.value} (not installed)`;
+    }
+    // The config's ACP agents, each with why it cannot be asked, if so.
+    for (const [name, agent] of Object.entries(c.acp_agents || {})) {
+      const label = agent.error ? `acp: ${name} (${agent.error})` : `acp: ${name}`;
+      f.harness.append(h("option", { value: ACP + name }, label));
     }
     efforts();
   }, (e) => alive && setStatus(`Cannot read the service's capabilities: ${e.message}`, true));

@@ -273,6 +273,15 @@ fn browser_start_a_session_from_the_new_session_form() {
 }
 
 #[test]
+fn browser_start_an_acp_agents_session_and_read_its_message_whole() {
+    let agent = room_kit::fixtures_dir().join("fake_acp.py");
+    scenario(
+        "new_acp_session",
+        json!({"acp_agents": {"fake": {"command": agent}}}),
+    );
+}
+
+#[test]
 fn browser_send_a_prompt_from_the_keyboard() {
     scenario("send", json!({}));
 }
