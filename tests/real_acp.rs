@@ -18,11 +18,11 @@
 mod real_support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use libtest_mimic::Arguments;
 
-use real_support::{asked, seen, trial, Real};
+use real_support::{asked, mcp_probe, seen, trial, Real};
 use room_kit::events::all_events;
 use room_kit::fake_model::TURN;
 use room_kit::procs::turn_processes;
@@ -128,13 +128,7 @@ const AGENTS: [Agent; 3] = [
 const STEERING_AGENT: Agent = Agent {
     name: "claude-acp-next",
     program: "claude-agent-acp-next",
-    args: &[],
-    api: "claude",
-    marker: "CLAUDE_MD_MARKER_7731",
-    write: |p| format!("TOOL_WRITE {} yes", p.display()),
-    asks_as: "edit",
-    tokens: Some([10, 5, 3, 7]),
-    cost: true,
+    ..AGENTS[0]
 };
 
 /// A service whose `acp_agents` holds claude-agent-acp, run as the agent
@@ -226,6 +220,47 @@ fn post(real: &Real, path: &str, body: Value) -> Value {
     let (status, v) = real.svc.post(path, body);
     assert_eq!(status, 200, "{path}: {v}");
     v
+}
+
+/// What agent `a`'s `initialize` offered, once the capabilities probe
+/// has its answer (an error there fails the check).
+fn offers(real: &Real, a: &Agent) -> Value {
+    wait_until("the agent's offers", TURN, || {
+        let v = real.svc.get("/v1/capabilities").1;
+        let agent = &v["acp_agents"][a.name];
+        assert_eq!(agent["error"], Value::Null, "{agent}");
+        agent["initialize"]
+            .is_object()
+            .then(|| agent["initialize"].clone())
+    })
+}
+
+/// Starts a session of agent `a` whose prompt streams `chunks` slow
+/// chunks (`SLOW_TEXT`), and once the second has come, sends `steer` with
+/// `deliver: steer`: the session's ID, and the answer.
+fn steer_mid_prompt(
+    real: &Real,
+    a: &Agent,
+    folder: &Path,
+    chunks: u32,
+    steer: &str,
+) -> (String, Value) {
+    let slow = format!("SLOW_TEXT {chunks} 200");
+    let s = real
+        .svc
+        .start_session(acp_body(a, folder, json!({ "prompt": slow })));
+    let id = id_of(&s);
+    let second = format!("SLOW_CHUNK_2_OF_{chunks}");
+    wait_until("the prompt's second chunk", TURN, || {
+        let text = serde_json::to_string(&all_events(&real.svc, &id, 1024)).unwrap();
+        text.contains(&second).then_some(())
+    });
+    let v = post(
+        real,
+        &format!("/v1/sessions/{id}/messages"),
+        json!({"prompt": steer, "deliver": "steer"}),
+    );
+    (id, v)
 }
 
 /// Seed 000 through ACP: with `project_copy` the agent starts once the
@@ -425,18 +460,13 @@ fn an_mcp_server_the_app_gave_serves_the_agent(test: &str, a: &Agent) {
         return;
     };
     let log = real.dir.join("probe.log");
-    let probe = room_kit::fixtures_dir().join("mcp_probe.py");
     let secret = "probe-secret-6131";
     let s = real.svc.start_session(acp_body(
         a,
         &folder,
         json!({
             "prompt": "TOOL_CALL probe_echo {\"text\": \"hello probe\"}",
-            "mcp_servers": {"probe": {
-                "command": "python3",
-                "args": [probe, log],
-                "env": {"PROBE_TOKEN": secret},
-            }},
+            "mcp_servers": mcp_probe::servers(&log, secret),
         }),
     ));
     let id = id_of(&s);
@@ -452,29 +482,7 @@ fn an_mcp_server_the_app_gave_serves_the_agent(test: &str, a: &Agent) {
         "{result}"
     );
     real.await_idle(&id);
-    let started: Vec<Value> = std::fs::read_to_string(&log)
-        .expect("the probe was started")
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(
-        started[0],
-        json!({"started": true, "token": secret}),
-        "{started:?}"
-    );
-    let methods: Vec<&str> = started
-        .iter()
-        .filter_map(|m| m["method"].as_str())
-        .collect();
-    assert!(methods.contains(&"tools/call"), "never called: {methods:?}");
-    let journal = serde_json::to_string(&all_events(&real.svc, &id, 1024)).unwrap();
-    for (what, text) in [
-        ("journal", journal),
-        ("view", real.svc.session(&id).to_string()),
-        ("log", real.svc.log()),
-    ] {
-        assert!(!text.contains(secret), "the {what} holds the secret");
-    }
+    mcp_probe::assert_served(&real, &id, &log, secret, &["tools/call"]);
 }
 
 /// A 1x1 PNG, in base64.
@@ -487,14 +495,7 @@ fn an_image_reaches_the_model_where_the_agent_takes_images(test: &str, a: &Agent
     let Some((real, folder)) = acp_real(test, a, json!({})) else {
         return;
     };
-    let offers = wait_until("the agent's offers", TURN, || {
-        let v = real.svc.get("/v1/capabilities").1;
-        let agent = &v["acp_agents"][a.name];
-        assert_eq!(agent["error"], Value::Null, "{agent}");
-        agent["initialize"]
-            .is_object()
-            .then(|| agent["initialize"].clone())
-    });
+    let offers = offers(&real, a);
     let png = json!({"type": "image", "media_type": "image/png", "data": PNG_B64});
     let body = acp_body(
         a,
@@ -534,26 +535,9 @@ fn a_steer_joins_the_running_prompt_of_an_agent_that_offers_steering(test: &str,
     let Some((real, folder)) = acp_real(test, a, json!({"linger_ms": 60_000})) else {
         return;
     };
-    let offers = wait_until("the agent's offers", TURN, || {
-        let v = real.svc.get("/v1/capabilities").1;
-        v["acp_agents"][a.name]["initialize"]
-            .is_object()
-            .then(|| v["acp_agents"][a.name]["initialize"].clone())
-    });
+    let offers = offers(&real, a);
     assert_eq!(offers["steering"], true, "{offers}");
-    let s = real
-        .svc
-        .start_session(acp_body(a, &folder, json!({"prompt": "SLOW_TEXT 60 200"})));
-    let id = id_of(&s);
-    wait_until("the prompt's first chunk", TURN, || {
-        let text = serde_json::to_string(&all_events(&real.svc, &id, 1024)).unwrap();
-        text.contains("SLOW_CHUNK_2_OF_60").then_some(())
-    });
-    let v = post(
-        &real,
-        &format!("/v1/sessions/{id}/messages"),
-        json!({"prompt": "STEERED_8181", "deliver": "steer"}),
-    );
+    let (id, v) = steer_mid_prompt(&real, a, &folder, 60, "STEERED_8181");
     assert_eq!(v["delivered"], "steered", "{v}");
     carried_on(&real, a, &id, "STEERED_8181", "SLOW_TEXT 60 200");
     let kinds: Vec<String> = all_events(&real.svc, &id, 1024)
@@ -574,23 +558,11 @@ fn a_steer_mid_prompt_waits_as_the_next_turn(test: &str, a: &Agent) {
     let Some((real, folder)) = acp_real(test, a, json!({"linger_ms": 60_000})) else {
         return;
     };
-    let s = real
-        .svc
-        .start_session(acp_body(a, &folder, json!({"prompt": "SLOW_TEXT 30 100"})));
-    let id = id_of(&s);
-    wait_until("the prompt's first chunk", TURN, || {
-        let text = serde_json::to_string(&all_events(&real.svc, &id, 1024)).unwrap();
-        text.contains("SLOW_CHUNK_2_OF_30").then_some(())
-    });
-    let v = post(
-        &real,
-        &format!("/v1/sessions/{id}/messages"),
-        json!({"prompt": "QUEUED_STEER_9191", "deliver": "steer"}),
-    );
+    let (id, v) = steer_mid_prompt(&real, a, &folder, 30, "QUEUED_STEER_9191");
     assert_eq!(v["delivered"], "queued", "{v}");
     let ended = await_kind(&real, &id, "turn_ended", 2);
     assert_eq!(ended[1]["prompt"], 2, "{ended:?}");
-    carried_on(&real, a, &id, "QUEUED_STEER_9191", "SLOW_TEXT 30 100");
+    carried_on(&real, a, &id, "QUEUED_STEER_9191", "SLOW_TEXT 30 200");
     let steered = all_events(&real.svc, &id, 1024)
         .iter()
         .filter(|e| e["kind"] == "prompt_steered")
@@ -607,13 +579,7 @@ fn a_fork_after_the_latest_turn_carries_the_conversation_on(test: &str, a: &Agen
     let Some((real, folder)) = acp_real(test, a, json!({})) else {
         return;
     };
-    let offers = wait_until("the agent's offers", TURN, || {
-        let v = real.svc.get("/v1/capabilities").1;
-        let agent = &v["acp_agents"][a.name];
-        agent["initialize"]
-            .is_object()
-            .then(|| agent["initialize"].clone())
-    });
+    let offers = offers(&real, a);
     let s = real
         .svc
         .start_session(acp_body(a, &folder, json!({"prompt": "FORK_ONE_1111"})));

@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use libtest_mimic::Arguments;
 
-use real_support::{asked, model_calls, seen, tool_result, trial, Real};
+use real_support::{asked, mcp_probe, model_calls, seen, tool_result, trial, Real};
 use room_kit::fake_model::TURN;
 use room_kit::{
-    agent_account, chown_tree, fixtures_dir, land_project, mark, start_body, wait_until,
-    FakeWebsite, Service, AGENT, TOKEN,
+    agent_account, chown_tree, land_project, mark, start_body, wait_until, FakeWebsite, Service,
+    AGENT, TOKEN,
 };
 use serde_json::{json, Value};
 
@@ -875,45 +875,25 @@ fn an_mcp_server_serves_the_cli(test: &str, harness: &str) {
     };
     let folder = real.svc.folder("code");
     let log = real.dir.join("probe.log");
-    let probe = fixtures_dir().join("mcp_probe.py");
     let secret = "probe-secret-5523";
     let s = real.svc.start_session(start_body(
         &folder,
         harness,
         json!({
             "prompt": "TOOL_CALL probe_echo {\"text\": \"hello probe\"}",
-            "mcp_servers": {"probe": {
-                "command": "python3",
-                "args": [probe, log],
-                "env": {"PROBE_TOKEN": secret},
-            }},
+            "mcp_servers": mcp_probe::servers(&log, secret),
         }),
     ));
     let id = id_of(&s);
     let requests = real.model.await_answers(harness, 1);
     real.await_idle(&id);
-    let started: Vec<Value> = std::fs::read_to_string(&log)
-        .expect("the probe was started")
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(
-        started[0],
-        json!({"started": true, "token": secret}),
-        "{started:?}"
+    mcp_probe::assert_served(
+        &real,
+        &id,
+        &log,
+        secret,
+        &["initialize", "tools/list", "tools/call"],
     );
-    let methods: Vec<&str> = started
-        .iter()
-        .filter_map(|m| m["method"].as_str())
-        .collect();
-    for m in ["initialize", "tools/list", "tools/call"] {
-        assert!(
-            methods.contains(&m),
-            "{harness} never sent {m}: {methods:?}"
-        );
-    }
-    let journal =
-        serde_json::to_string(&room_kit::events::all_events(&real.svc, &id, 1024)).unwrap();
     let result = requests
         .iter()
         .find_map(tool_result)
@@ -922,14 +902,9 @@ fn an_mcp_server_serves_the_cli(test: &str, harness: &str) {
         result.contains("PROBE_RESULT hello probe token=set"),
         "{harness}: {result}"
     );
+    let journal =
+        serde_json::to_string(&room_kit::events::all_events(&real.svc, &id, 1024)).unwrap();
     assert!(journal.contains("PROBE_RESULT"), "the call is journalled");
-    for (what, text) in [
-        ("journal", journal),
-        ("view", real.svc.session(&id).to_string()),
-        ("log", real.svc.log()),
-    ] {
-        assert!(!text.contains(secret), "the {what} holds the secret");
-    }
 }
 
 fn claude_calls_an_mcp_servers_tool_the_app_gave_it() {
