@@ -18,9 +18,10 @@ use crate::time::Millis;
 
 impl Session {
     /// Whether a `Steer` now reaches the running turn: its harness process
-    /// takes steers (it did not say `NoSteers`), the turn has its prompt, has begun it (named its session),
-    /// is not being ended and its stdin is open, and no prompt waits in
-    /// the queue (a steer never runs before a prompt accepted ahead of it).
+    /// takes steers (it did not say `NoSteers`), the turn has its prompt,
+    /// has begun it (named its session), is not being ended and its stdin
+    /// is open, and no prompt waits in the queue (a steer never runs
+    /// before a prompt accepted ahead of it).
     pub fn steerable(&self) -> bool {
         if self.state.stdin.no_steers {
             return false;
