@@ -51,6 +51,7 @@ pub const TARGETS: &[Target] = &[
     ("api_query", api_query),
     ("harness_claude", harness_claude),
     ("harness_codex", harness_codex),
+    ("harness_acp", harness_acp),
     ("agent_frame", agent_frame),
     ("journal_restore", journal_restore),
     ("proc_reads", proc_reads),
@@ -186,8 +187,15 @@ pub fn harness_codex(data: &[u8]) {
     harness_output(Harness::Codex, data);
 }
 
-/// A talker whose turn runs: claude's, or codex's once its thread is open
-/// and its turn's ID known, so that answers and steers are worded too.
+/// An ACP agent's stdout, as the turn reader takes it.
+pub fn harness_acp(data: &[u8]) {
+    harness_output(Harness::Acp, data);
+}
+
+/// A talker whose turn runs: claude's, codex's once its thread is open
+/// and its turn's ID known, or an ACP agent's once its session is open
+/// (an agent that offers steering) and its prompt sent, so that answers
+/// are worded as a running turn's.
 fn talking(harness: Harness) -> Talker {
     let opening = Opening {
         cwd: "/w".into(),
@@ -203,9 +211,16 @@ fn talking(harness: Harness) -> Talker {
     };
     let mut talker = Talker::new(harness, opening);
     talker.say(Said::prompt("p".into()));
-    if harness == Harness::Codex {
-        talker.hear(r#"{"id":2,"result":{"thread":{"id":"t"}}}"#);
-        talker.hear(r#"{"id":3,"result":{"turn":{"id":"u"}}}"#);
+    match harness {
+        Harness::Codex => {
+            talker.hear(r#"{"id":2,"result":{"thread":{"id":"t"}}}"#);
+            talker.hear(r#"{"id":3,"result":{"turn":{"id":"u"}}}"#);
+        }
+        Harness::Acp => {
+            talker.hear(r#"{"jsonrpc":"2.0","id":1,"result":{"agentCapabilities":{},"_meta":{"steering":{"supported":true}}}}"#);
+            talker.hear(r#"{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s"}}"#);
+        }
+        Harness::Claude => {}
     }
     talker
 }

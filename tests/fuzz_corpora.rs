@@ -78,6 +78,11 @@ fn harness_codex_corpus() {
 }
 
 #[test]
+fn harness_acp_corpus() {
+    replay("harness_acp");
+}
+
+#[test]
 fn agent_frame_corpus() {
     replay("agent_frame");
 }
