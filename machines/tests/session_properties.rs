@@ -65,6 +65,9 @@ enum Act {
     Spawn(bool),
     /// The current turn's harness names its session.
     Name,
+    /// The current turn's harness process says it takes no steers (an ACP
+    /// agent without the steering extension), then names its session.
+    NameNoSteers,
     /// The current turn's process exits.
     End(Exit),
     /// The current turn's process exited and left processes in its tree.
@@ -247,6 +250,7 @@ fn quiet_act() -> impl Strategy<Value = Act> {
         2 => Just(Act::Grant),
         4 => Just(Act::Spawn(true)),
         2 => Just(Act::Name),
+        1 => Just(Act::NameNoSteers),
         3 => exit().prop_map(Act::End),
         2 => Just(Act::Finish(false)),
         3 => Just(Act::SteerLost),
@@ -291,6 +295,7 @@ fn act() -> impl Strategy<Value = Act> {
         3 => Just(Act::Grant),
         4 => prop_oneof![5 => Just(true), 1 => Just(false)].prop_map(Act::Spawn),
         3 => Just(Act::Name),
+        1 => Just(Act::NameNoSteers),
         3 => exit().prop_map(Act::End),
         2 => Just(Act::LeftBehind),
         1 => Just(Act::Undeliver),
@@ -350,6 +355,9 @@ struct World {
     asked_to_stop: Vec<(TurnSeq, Millis, u32)>,
     /// Prompts steered into turns, in order.
     steered: Vec<Steered>,
+    /// Turns whose process said it takes no steers (`NoSteers`), with the
+    /// run.
+    no_steers: BTreeSet<(TurnSeq, u32)>,
     s: Session,
     now: Millis,
     /// Which run of the service (a restart begins the next).
@@ -467,6 +475,7 @@ impl World {
             closed_input: BTreeSet::new(),
             asked_to_stop: Vec::new(),
             steered: Vec::new(),
+            no_steers: BTreeSet::new(),
             s,
             now: 0,
             run: 0,
@@ -566,6 +575,17 @@ impl World {
             Act::Name => {
                 if let Some(p) = self.current_proc().filter(|p| p.delivered) {
                     let seq = p.seq;
+                    self.feed(Input::NativeId {
+                        seq,
+                        native_id: "n1".into(),
+                    })?;
+                }
+            }
+            Act::NameNoSteers => {
+                if let Some(p) = self.current_proc().filter(|p| p.delivered) {
+                    let seq = p.seq;
+                    self.no_steers.insert((seq, self.run));
+                    self.feed(Input::NoSteers { seq })?;
                     self.feed(Input::NativeId {
                         seq,
                         native_id: "n1".into(),
@@ -1156,6 +1176,10 @@ impl World {
                     prop_assert!(
                         !self.closed_input.contains(&(*seq, self.run)),
                         "steered into turn {seq} after its stdin closed"
+                    );
+                    prop_assert!(
+                        !self.no_steers.contains(&(*seq, self.run)),
+                        "steered into turn {seq}, whose process takes no steers"
                     );
                     let ending = self.s.record().turn.as_ref().and_then(|t| t.ending);
                     prop_assert_eq!(ending, None, "steered into a turn being ended");
@@ -1773,6 +1797,7 @@ fn the_random_lives_reach_every_situation() {
         "a turn restored from the journal, printed: false",
         "applied TurnSpawned",
         "applied NativeId",
+        "applied NoSteers",
         "applied TurnEnded",
         "applied SpawnFailed",
         "applied PromptUndelivered",
