@@ -188,18 +188,6 @@ fn id_of(v: &Value) -> String {
     v["id"].as_str().unwrap().to_string()
 }
 
-/// The data of the session's events of `kind`, once there are `n`.
-fn await_kind(real: &Real, id: &str, kind: &str, n: usize) -> Vec<Value> {
-    wait_until(&format!("{n} {kind} of {id}"), TURN, || {
-        let found: Vec<Value> = all_events(&real.svc, id, 1024)
-            .into_iter()
-            .filter(|e| e["kind"] == kind)
-            .map(|e| e["data"].clone())
-            .collect();
-        (found.len() >= n).then_some(found)
-    })
-}
-
 /// Waits for session `id` to be idle, then asserts that a model request
 /// asked `prompt` with `earlier` in it (the same conversation). Some agents
 /// (opencode) ask the model other things beside the turn (a title): the
@@ -311,7 +299,7 @@ fn asks_the_app_before_a_write(test: &str, a: &Agent) {
         json!({"approvals": "app", "prompt": prompt}),
     ));
     let id = id_of(&s);
-    let request = await_kind(&real, &id, "approval_requested", 1).remove(0);
+    let request = real.await_kind(&id, "approval_requested", 1).remove(0);
     assert_eq!(request["tool"], a.asks_as, "{request}");
     let path = allowed.display().to_string();
     assert!(
@@ -334,12 +322,12 @@ fn asks_the_app_before_a_write(test: &str, a: &Agent) {
         &format!("/v1/sessions/{id}/messages"),
         json!({ "prompt": prompt }),
     );
-    let request = await_kind(&real, &id, "approval_requested", 2).remove(1);
+    let request = real.await_kind(&id, "approval_requested", 2).remove(1);
     let answer = format!("/v1/sessions/{id}/approvals/{}", request["id"]);
     post(&real, &answer, json!({"decision": "deny"}));
     real.await_idle(&id);
     assert!(!denied.exists(), "the denied write ran");
-    let resolved = await_kind(&real, &id, "approval_resolved", 2);
+    let resolved = real.await_kind(&id, "approval_resolved", 2);
     assert_eq!(
         (&resolved[1]["decision"], &resolved[1]["by"]),
         (&json!("deny"), &json!("app"))
@@ -370,7 +358,7 @@ fn a_follow_up_is_warm_and_each_turn_reports_its_usage(test: &str, a: &Agent) {
     let after = turn_processes(&id);
     let leader = before.iter().min().unwrap();
     assert!(after.contains(leader), "{before:?} then {after:?}");
-    let ended = await_kind(&real, &id, "turn_ended", 2);
+    let ended = real.await_kind(&id, "turn_ended", 2);
     // codex-acp says no turn's tokens or cost: none is made up for it.
     for (e, want) in ended.iter().filter_map(|e| Some((e, a.tokens?))) {
         let u = &e["usage"];
@@ -416,7 +404,7 @@ fn an_interrupt_mid_tool_leaves_nothing_running(test: &str, a: &Agent) {
     });
     post(&real, &format!("/v1/sessions/{id}/interrupt"), json!({}));
     assert_eq!(turn_processes(&id), Vec::<u32>::new());
-    let ended = await_kind(&real, &id, "turn_ended", 1).remove(0);
+    let ended = real.await_kind(&id, "turn_ended", 1).remove(0);
     assert_eq!(ended["by"], "interrupt", "{ended}");
     post(
         &real,
@@ -560,7 +548,7 @@ fn a_steer_mid_prompt_waits_as_the_next_turn(test: &str, a: &Agent) {
     };
     let (id, v) = steer_mid_prompt(&real, a, &folder, 30, "QUEUED_STEER_9191");
     assert_eq!(v["delivered"], "queued", "{v}");
-    let ended = await_kind(&real, &id, "turn_ended", 2);
+    let ended = real.await_kind(&id, "turn_ended", 2);
     assert_eq!(ended[1]["prompt"], 2, "{ended:?}");
     carried_on(&real, a, &id, "QUEUED_STEER_9191", "SLOW_TEXT 30 200");
     let steered = all_events(&real.svc, &id, 1024)

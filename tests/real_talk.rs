@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use libtest_mimic::Arguments;
 use real_support::{asked, model_calls, seen, tool_result, trial, Real};
-use room_kit::events::all_events;
 use room_kit::fake_model::TURN;
 use room_kit::procs::{alive, turn_processes};
 use room_kit::{agent_account, chown_tree, start_body, temp_root, wait_until};
@@ -25,18 +24,6 @@ const ROOM_CORE: &str = env!("CARGO_BIN_EXE_room-core");
 
 fn id_of(v: &Value) -> String {
     v["id"].as_str().unwrap().to_string()
-}
-
-/// The session's events of `kind`, once there are `n` of them.
-fn await_kind(real: &Real, id: &str, kind: &str, n: usize) -> Vec<Value> {
-    wait_until(&format!("{n} {kind} of {id}"), TURN, || {
-        let found: Vec<Value> = all_events(&real.svc, id, 1024)
-            .into_iter()
-            .filter(|e| e["kind"] == kind)
-            .map(|e| e["data"].clone())
-            .collect();
-        (found.len() >= n).then_some(found)
-    })
 }
 
 /// A service running the real `harness` as the agent account (which
@@ -75,7 +62,7 @@ fn asks_the_app_before_a_write(test: &str, harness: &str) {
         json!({"approvals": "app", "prompt": format!("TOOL_WRITE {} yes", allowed.display())}),
     ));
     let id = id_of(&s);
-    let request = await_kind(&real, &id, "approval_requested", 1).remove(0);
+    let request = real.await_kind(&id, "approval_requested", 1).remove(0);
     let path = allowed.display().to_string();
     match harness {
         "claude" => {
@@ -110,7 +97,7 @@ fn asks_the_app_before_a_write(test: &str, harness: &str) {
         json!({"prompt": format!("TOOL_WRITE {} no", denied.display())}),
     );
     assert_eq!(status, 200, "{v}");
-    let request = await_kind(&real, &id, "approval_requested", 2).remove(1);
+    let request = real.await_kind(&id, "approval_requested", 2).remove(1);
     let (status, v) = real.svc.post(
         &format!("/v1/sessions/{id}/approvals/{}", request["id"]),
         json!({"decision": "deny", "message": "NOT_THIS_FILE_3141"}),
@@ -127,7 +114,7 @@ fn asks_the_app_before_a_write(test: &str, harness: &str) {
     };
     let after = after.expect("a request after the denied tool call");
     assert!(after.contains("NOT_THIS_FILE_3141"), "{after}");
-    let resolved = await_kind(&real, &id, "approval_resolved", 2);
+    let resolved = real.await_kind(&id, "approval_resolved", 2);
     assert_eq!(
         (&resolved[1]["decision"], &resolved[1]["by"]),
         (&json!("deny"), &json!("app"))
@@ -165,7 +152,7 @@ fn claude_runs_every_allowed_write() {
             );
             assert_eq!(status, 200, "{v}");
         }
-        let request = await_kind(&real, &id, "approval_requested", i + 1).remove(i);
+        let request = real.await_kind(&id, "approval_requested", i + 1).remove(i);
         assert_eq!(request["tool"], "Write", "{request}");
         assert_eq!(request["input"]["file_path"], path(i).display().to_string());
         let (status, v) = real.svc.post(
@@ -235,7 +222,7 @@ fn takes_a_steer_in_the_turn_whose_tool_runs(test: &str, harness: &str) {
         tool_result(with_steer).is_some(),
         "the steer came with the tool's result, in the same turn"
     );
-    let ended = await_kind(&real, &id, "turn_ended", 1);
+    let ended = real.await_kind(&id, "turn_ended", 1);
     assert_eq!(ended.len(), 1, "one turn: {ended:?}");
     assert_eq!(ended[0]["exit"], json!({"code": 0}));
     // The tool call, then one answer to its result and the steer together.
@@ -268,7 +255,7 @@ fn interrupt_leaves_nothing(real: &Real, id: &str) -> Value {
         .post(&format!("/v1/sessions/{id}/interrupt"), json!({}));
     assert_eq!(status, 200, "{v}");
     assert_eq!(turn_processes(id), Vec::<u32>::new());
-    let ended = await_kind(real, id, "turn_ended", 1).remove(0);
+    let ended = real.await_kind(id, "turn_ended", 1).remove(0);
     assert_eq!(ended["by"], "interrupt", "{ended}");
     ended
 }
@@ -385,7 +372,7 @@ fn takes_a_follow_up_in_its_lingering_process(test: &str, harness: &str) {
     assert!(after.iter().all(|(_, turn)| turn == "1"), "{after:?}");
     let leader = before.iter().map(|(pid, _)| *pid).min().unwrap();
     assert!(after.iter().any(|(pid, _)| *pid == leader), "{after:?}");
-    let ended = await_kind(&real, &id, "turn_ended", 2);
+    let ended = real.await_kind(&id, "turn_ended", 2);
     assert_eq!(ended[1]["turn"], 2);
 
     // Close ends the lingering process before it answers.
@@ -419,12 +406,12 @@ fn runs_a_follow_up_its_stopped_process_never_began(test: &str, harness: &str) {
         json!({"prompt": "STOPPED_FOLLOW_UP_6262"}),
     );
     assert_eq!(status, 200, "{v}");
-    let unresponsive = await_kind(&real, &id, "unresponsive", 1).remove(0);
+    let unresponsive = real.await_kind(&id, "unresponsive", 1).remove(0);
     assert_eq!(
         unresponsive,
         json!({"turn": 2, "prompt": 2, "within_ms": 10_000, "retried": true})
     );
-    let ended = await_kind(&real, &id, "turn_ended", 3);
+    let ended = real.await_kind(&id, "turn_ended", 3);
     assert_eq!(
         (&ended[1]["turn"], &ended[1]["by"]),
         (&json!(2), &json!("no_sign_of_life"))

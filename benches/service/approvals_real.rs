@@ -71,14 +71,7 @@ impl Side {
         let mut body = json!({"workspace": "ws-approvals", "folder": folder, "approvals": "app",
                               "prompt": format!("TOOL_WRITE {}/w-0.txt yes", folder.display())});
         room_kit::merge(&mut body, harness);
-        let (status, v) = svc.post("/v1/sessions", body);
-        if status != 201 {
-            return Err(format!("start a session: {status} {v}"));
-        }
-        let id = v["id"]
-            .as_str()
-            .ok_or("a session without an ID")?
-            .to_string();
+        let id = crate::service::start_session(&svc, body)?;
         let mut side = Side {
             svc,
             id,

@@ -78,14 +78,7 @@ impl RoomWarm {
         let folder = svc.folder("paired-follow-ups");
         let mut body = json!({"workspace": "ws-paired", "folder": folder, "prompt": "first"});
         room_kit::merge(&mut body, session);
-        let (status, v) = svc.post("/v1/sessions", body);
-        if status != 201 {
-            return Err(format!("start a session: {status} {v}"));
-        }
-        let id = v["id"]
-            .as_str()
-            .ok_or("a session without an ID")?
-            .to_string();
+        let id = crate::service::start_session(&svc, body)?;
         let warm = RoomWarm { svc, id, marks };
         warm.idle()?;
         Ok(warm)

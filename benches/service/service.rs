@@ -297,6 +297,19 @@ pub(crate) fn tmpfs_state(tag: &str) -> Value {
     json!({"state_dir": shm.join(format!("room-core-bench-{}-{tag}-{n}", std::process::id()))})
 }
 
+/// Starts a session on room-kit's service `svc` with `body`: its ID, or
+/// why the service did not answer 201 with one.
+pub(crate) fn start_session(svc: &room_kit::Service, body: Value) -> Result<String, String> {
+    let (status, v) = svc.post("/v1/sessions", body);
+    if status != 201 {
+        return Err(format!("start a session: {status} {v}"));
+    }
+    v["id"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| "a session without an ID".into())
+}
+
 /// Merges JSON objects.
 pub(crate) fn with(mut a: Value, b: Value) -> Value {
     merge(&mut a, b);

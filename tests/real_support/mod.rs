@@ -90,6 +90,20 @@ impl Real {
             (v["state"] == "idle" && v["queue"]["length"] == 0).then_some(v)
         })
     }
+
+    /// The data of session `id`'s events of `kind`, once there are `n`.
+    // The talk and ACP checks' own; the other checks leave it unused.
+    #[allow(dead_code)]
+    pub fn await_kind(&self, id: &str, kind: &str, n: usize) -> Vec<Value> {
+        wait_until(&format!("{n} {kind} of {id}"), TURN, || {
+            let found: Vec<Value> = room_kit::events::all_events(&self.svc, id, 1024)
+                .into_iter()
+                .filter(|e| e["kind"] == kind)
+                .map(|e| e["data"].clone())
+                .collect();
+            (found.len() >= n).then_some(found)
+        })
+    }
 }
 
 /// All of a request body as text, for "does the model see X" checks.
